@@ -1,0 +1,162 @@
+"""The filesystem catalog: databases are ``<warehouse>/<db>.db`` directories, tables live inside.
+
+A table exists when its ``schema/schema-0`` exists; creating it is a create-if-absent of that
+file, so two processes creating the same table cannot both succeed (``FileSystemCatalog``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from lakehouse.errors import (
+    DatabaseExistsError,
+    DatabaseNotEmptyError,
+    DatabaseNotFoundError,
+    TableExistsError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+)
+from lakehouse.io.fs import FileIO, join
+from lakehouse.paths import TablePaths
+from lakehouse.schema import SchemaManager, new_schema
+from lakehouse.table.table import Table
+
+DB_SUFFIX = ".db"
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
+
+
+class Catalog:
+    """Databases and tables of one warehouse (a local path or a ``file://``, ``s3://``, ``hdfs://`` URI)."""
+
+    def __init__(self, warehouse: str, options: Mapping[str, str] | None = None) -> None:
+        self.warehouse = warehouse
+        self.options = dict(options or {})
+        self.io, self.root = FileIO.for_uri(warehouse)
+
+    def __repr__(self) -> str:
+        return f"Catalog({self.warehouse!r})"
+
+    # ---- databases -----------------------------------------------------------------------
+
+    def _db_path(self, database: str) -> str:
+        _check_name(database, "database")
+        return join(self.root, database + DB_SUFFIX)
+
+    def list_databases(self) -> list[str]:
+        return sorted(
+            st.name[: -len(DB_SUFFIX)]
+            for st in self.io.list_dir(self.root)
+            if st.is_dir and st.name.endswith(DB_SUFFIX)
+        )
+
+    def database_exists(self, database: str) -> bool:
+        return self.io.exists(self._db_path(database))
+
+    def create_database(self, database: str, ignore_if_exists: bool = False) -> None:
+        if self.database_exists(database):
+            if ignore_if_exists:
+                return
+            raise DatabaseExistsError(f"database {database!r} already exists in {self.warehouse}")
+        self.io.mkdirs(self._db_path(database))
+
+    def drop_database(self, database: str, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
+        if not self.database_exists(database):
+            if ignore_if_not_exists:
+                return
+            raise DatabaseNotFoundError(f"database {database!r} does not exist in {self.warehouse}")
+        tables = self.list_tables(database)
+        if tables and not cascade:
+            raise DatabaseNotEmptyError(
+                f"database {database!r} still holds tables {tables}; drop them or pass cascade=True"
+            )
+        self.io.delete_dir(self._db_path(database))
+
+    # ---- tables --------------------------------------------------------------------------
+
+    def _table_path(self, identifier: str) -> tuple[str, str, str]:
+        database, table = _split(identifier)
+        _check_name(table, "table")
+        return database, table, join(self._db_path(database), table)
+
+    def list_tables(self, database: str) -> list[str]:
+        if not self.database_exists(database):
+            raise DatabaseNotFoundError(f"database {database!r} does not exist in {self.warehouse}")
+        db = self._db_path(database)
+        return sorted(
+            st.name
+            for st in self.io.list_dir(db)
+            if st.is_dir and self.io.exists(TablePaths(st.path).schema(0))
+        )
+
+    def table_exists(self, identifier: str) -> bool:
+        _, _, path = self._table_path(identifier)
+        return bool(SchemaManager(self.io, TablePaths(path), identifier).schema_ids())
+
+    def create_table(
+        self,
+        identifier: str,
+        schema: pa.Schema,
+        primary_keys: list[str] | None = None,
+        partition_keys: list[str] | None = None,
+        options: Mapping[str, Any] | None = None,
+        ignore_if_exists: bool = False,
+        comment: str | None = None,
+    ) -> Table:
+        """Create a Paimon table from an Arrow schema (``nullable=False`` -> NOT NULL)."""
+        database, _, path = self._table_path(identifier)
+        if not self.database_exists(database):
+            raise DatabaseNotFoundError(
+                f"database {database!r} does not exist in {self.warehouse}; create it with "
+                f"catalog.create_database({database!r})"
+            )
+        if self.table_exists(identifier):
+            if ignore_if_exists:
+                return self.get_table(identifier)
+            raise TableExistsError(f"table {identifier} already exists in {self.warehouse}")
+        table_schema = new_schema(
+            identifier, schema, list(primary_keys or []), list(partition_keys or []), options or {}, comment
+        )
+        manager = SchemaManager(self.io, TablePaths(path), identifier)
+        try:
+            manager.create(table_schema)
+        except TableExistsError:
+            if ignore_if_exists:
+                return self.get_table(identifier)
+            raise
+        return Table(self.io, path, identifier, table_schema)
+
+    def get_table(self, identifier: str) -> Table:
+        if "$" in identifier:
+            raise UnsupportedFeatureError(f"system table {identifier!r} is not available in this version")
+        database, _, path = self._table_path(identifier)
+        latest = SchemaManager(self.io, TablePaths(path), identifier).latest()
+        if latest is None:
+            raise TableNotFoundError(
+                f"table {identifier} does not exist in {self.warehouse}"
+                + ("" if self.database_exists(database) else f" (no database {database!r} either)")
+            )
+        return Table(self.io, path, identifier, latest)
+
+    def drop_table(self, identifier: str, ignore_if_not_exists: bool = False) -> None:
+        if not self.table_exists(identifier):
+            if ignore_if_not_exists:
+                return
+            raise TableNotFoundError(f"table {identifier} does not exist in {self.warehouse}")
+        _, _, path = self._table_path(identifier)
+        self.io.delete_dir(path)
+
+
+def _split(identifier: str) -> tuple[str, str]:
+    parts = identifier.split(".")
+    if len(parts) != 2 or not all(parts):
+        raise ValueError(f"table identifier {identifier!r} must look like 'database.table'")
+    return parts[0], parts[1]
+
+
+def _check_name(name: str, kind: str) -> None:
+    if not _NAME.match(name):
+        raise ValueError(f"{kind} name {name!r} may only hold letters, digits, '_' and '-'")

@@ -1,0 +1,54 @@
+"""The exceptions the engine raises: one root, a handful of categories.
+
+Every message names the table, column or file concerned and says what to do about it.
+"""
+
+from __future__ import annotations
+
+
+class LakehouseError(Exception):
+    """Root of every error the engine raises on purpose."""
+
+
+class DatabaseNotFoundError(LakehouseError):
+    """A database that does not exist was named."""
+
+
+class DatabaseExistsError(LakehouseError):
+    """A database was created under a name already in use."""
+
+
+class DatabaseNotEmptyError(LakehouseError):
+    """A database that still holds tables was dropped without cascade."""
+
+
+class TableNotFoundError(LakehouseError):
+    """A table that does not exist was named."""
+
+
+class TableExistsError(LakehouseError):
+    """A table was created under a name already in use."""
+
+
+class SchemaMismatchError(LakehouseError):
+    """Data or a schema change does not fit the table's schema."""
+
+
+class InvalidOptionError(LakehouseError):
+    """A table option has a value the engine cannot use."""
+
+
+class UnsupportedFeatureError(LakehouseError):
+    """A valid Paimon feature this engine does not implement (yet)."""
+
+
+class CommitConflictError(LakehouseError):
+    """A commit lost a race that retrying cannot fix (e.g. a file it deletes is already gone)."""
+
+
+class CorruptFileError(LakehouseError):
+    """A metadata or data file is truncated, unparsable or inconsistent."""
+
+
+class SnapshotNotFoundError(LakehouseError):
+    """Time travel named a snapshot, timestamp or tag the table does not have."""

@@ -1,0 +1,141 @@
+"""Parquet data files as Paimon writes them: field ids, decimals as integers, zstd level 1.
+
+Paimon puts each column's field id in the Parquet schema (``ParquetSchemaConverter``), with
+derived ids for list elements and map keys/values (``SpecialFields``) and fixed ids for the
+system columns of primary-key files. Readers match columns by name, so these ids are for other
+engines' benefit. Timestamps of precision 7-9 are INT64 nanoseconds (as pypaimon writes them;
+Java writes INT96 but reads both).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lakehouse.io.fs import FileIO
+from lakehouse.types import (
+    ArrayType,
+    DataField,
+    DataType,
+    MapType,
+    MultisetType,
+    RowType,
+    to_arrow,
+)
+
+FIELD_ID = b"PARQUET:field_id"
+_STRUCTURED_BASE = 2**31 // 4 - 1  # SpecialFields.STRUCTURED_TYPE_FIELD_ID_BASE
+KEY_FIELD_ID_START = 2**31 // 2 - 1  # SpecialFields.KEY_FIELD_ID_START
+SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
+VALUE_KIND = "_VALUE_KIND"
+KEY_PREFIX = "_KEY_"
+SEQUENCE_NUMBER_ID = 2**31 - 2
+VALUE_KIND_ID = 2**31 - 3
+
+
+def _with_id(f: pa.Field, field_id: int) -> pa.Field:
+    return f.with_metadata({FIELD_ID: str(field_id).encode()})
+
+
+def _typed(dtype: DataType, top_id: int, depth: int) -> pa.DataType:
+    """Arrow type of ``dtype`` whose nested fields carry Paimon's Parquet field ids."""
+    if isinstance(dtype, ArrayType):
+        element = pa.field("element", _typed(dtype.element, top_id, depth + 1), dtype.element.nullable)
+        return pa.list_(_with_id(element, _STRUCTURED_BASE + 1024 * top_id + depth + 1))
+    if isinstance(dtype, MapType | MultisetType):
+        key_type = dtype.element if isinstance(dtype, MultisetType) else dtype.key
+        key = pa.field("key", _typed(key_type, top_id, depth + 1), False)
+        if isinstance(dtype, MultisetType):
+            value = pa.field("value", pa.int32(), False)
+        else:
+            value = pa.field("value", _typed(dtype.value, top_id, depth + 1), dtype.value.nullable)
+        return pa.map_(
+            _with_id(key, _STRUCTURED_BASE - 1024 * top_id - depth - 1),
+            _with_id(value, _STRUCTURED_BASE + 1024 * top_id + depth + 1),
+        )
+    if isinstance(dtype, RowType):
+        return pa.struct([data_field(f) for f in dtype.fields])
+    return to_arrow(dtype)
+
+
+def data_field(f: DataField, name: str | None = None, field_id: int | None = None) -> pa.Field:
+    """The Arrow field a table column is written as, with its Parquet field id."""
+    fid = f.id if field_id is None else field_id
+    return _with_id(pa.field(name or f.name, _typed(f.type, f.id, 0), f.type.nullable), fid)
+
+
+def key_field(f: DataField) -> pa.Field:
+    """``_KEY_<name>`` column of primary-key files (id shifted by KEY_FIELD_ID_START)."""
+    return data_field(f, KEY_PREFIX + f.name, KEY_FIELD_ID_START + f.id)
+
+
+SYSTEM_FIELDS = (
+    _with_id(pa.field(SEQUENCE_NUMBER, pa.int64(), False), SEQUENCE_NUMBER_ID),
+    _with_id(pa.field(VALUE_KIND, pa.int8(), False), VALUE_KIND_ID),
+)
+
+
+@dataclass(frozen=True)
+class ParquetOptions:
+    compression: str = "zstd"
+    zstd_level: int = 1
+
+    def writer_kwargs(self) -> dict:
+        codec = self.compression.lower()
+        codec = "none" if codec in ("none", "uncompressed") else codec
+        kwargs = {"compression": codec, "store_decimal_as_integer": True}
+        if codec == "zstd":
+            kwargs["compression_level"] = self.zstd_level
+        return kwargs
+
+
+class ParquetFileWriter:
+    """One Parquet file being written; visible under its name only after :meth:`close`."""
+
+    def __init__(self, io: FileIO, path: str, schema: pa.Schema, options: ParquetOptions) -> None:
+        self.path = path
+        self._io = io
+        self._ctx = io.open_output(path)
+        self._sink = self._ctx.__enter__()
+        try:
+            self._writer = pq.ParquetWriter(self._sink, schema, **options.writer_kwargs())
+        except BaseException:
+            self._ctx.__exit__(None, None, None)
+            raise
+        self.rows = 0
+
+    def write(self, table: pa.Table) -> None:
+        self._writer.write_table(table)
+        self.rows += table.num_rows
+
+    @property
+    def bytes_written(self) -> int:
+        return self._sink.tell()
+
+    def close(self) -> int:
+        """Finish the file and return its size."""
+        self._writer.close()
+        size = self._sink.tell()
+        self._ctx.__exit__(None, None, None)
+        return size
+
+    def abort(self) -> None:
+        """Give up the file: nothing is left under its name."""
+        with contextlib.suppress(Exception):
+            self._writer.close()
+        self._ctx.__exit__(RuntimeError, RuntimeError("aborted"), None)
+        self._io.delete_quietly([self.path])
+
+
+def open_file(io: FileIO, path: str) -> pq.ParquetFile:
+    return pq.ParquetFile(io.open_input(path))
+
+
+def read_columns(io: FileIO, path: str, columns: list[str]) -> pa.Table:
+    """Read the named columns (those present in the file) of a data file."""
+    pf = open_file(io, path)
+    present = set(pf.schema_arrow.names)
+    return pf.read(columns=[c for c in columns if c in present], use_threads=True)

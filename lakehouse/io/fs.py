@@ -1,0 +1,214 @@
+"""FileIO: filesystem access over ``pyarrow.fs`` with the atomic primitives commits rely on.
+
+Paths handed to a ``FileIO`` are in the form its filesystem expects (an absolute OS path for
+local files, ``bucket/key`` for object stores), as returned by :meth:`FileIO.for_uri`.
+
+Invariants:
+- nothing is ever visible under its final name half-written: files are written under a hidden
+  temporary name in the same directory and moved into place (object stores publish a finished
+  upload atomically, so they are written in place);
+- :meth:`FileIO.try_create` is an atomic create-if-absent on local filesystems (``link(2)``) and on
+  HDFS (rename never overwrites). Object stores have no such primitive through ``pyarrow.fs``:
+  there, as with Apache Paimon, concurrent committers need an external lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+
+@dataclass(frozen=True)
+class FileStatus:
+    """One entry of a directory listing."""
+
+    path: str
+    size: int
+    is_dir: bool
+    mtime_ms: int
+
+    @property
+    def name(self) -> str:
+        return self.path.rstrip("/").rsplit("/", 1)[-1]
+
+
+class FileIO:
+    """Read, write, list and delete files of one filesystem."""
+
+    def __init__(self, filesystem: pafs.FileSystem) -> None:
+        self.fs = filesystem
+        self.is_local = isinstance(filesystem, pafs.LocalFileSystem)
+        self.is_hdfs = type(filesystem).__name__ == "HadoopFileSystem"
+
+    @classmethod
+    def for_uri(cls, uri: str) -> tuple[FileIO, str]:
+        """The FileIO and root path of a local path or a ``file://``, ``s3://``, ``hdfs://`` URI."""
+        if "://" not in uri:
+            return cls(pafs.LocalFileSystem()), os.path.abspath(uri)
+        filesystem, path = pafs.FileSystem.from_uri(uri)
+        return cls(filesystem), path.rstrip("/") or "/"
+
+    # ---- reading ---------------------------------------------------------------------------
+
+    def exists(self, path: str) -> bool:
+        return self.fs.get_file_info(path).type != pafs.FileType.NotFound
+
+    def read_bytes(self, path: str) -> bytes:
+        """Read a whole file; raises ``FileNotFoundError`` when it is absent."""
+        if self.is_local:
+            with open(path, "rb") as f:
+                return f.read()
+        with self.fs.open_input_stream(path) as f:
+            return f.read()
+
+    def open_input(self, path: str) -> pa.NativeFile:
+        return self.fs.open_input_file(path)
+
+    def status(self, path: str) -> FileStatus | None:
+        info = self.fs.get_file_info(path)
+        if info.type == pafs.FileType.NotFound:
+            return None
+        return _status(info)
+
+    def list_dir(self, path: str) -> list[FileStatus]:
+        """List a directory's direct children, skipping hidden temporary files; [] if absent."""
+        infos = self.fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+        return [_status(i) for i in infos if not i.base_name.startswith(".")]
+
+    def list_recursive(self, path: str) -> list[FileStatus]:
+        """List every file under a directory, temporary files included; [] if absent."""
+        selector = pafs.FileSelector(path, allow_not_found=True, recursive=True)
+        return [_status(i) for i in self.fs.get_file_info(selector) if i.type == pafs.FileType.File]
+
+    # ---- writing ---------------------------------------------------------------------------
+
+    def mkdirs(self, path: str) -> None:
+        self.fs.create_dir(path, recursive=True)
+
+    @contextlib.contextmanager
+    def open_output(self, path: str) -> Iterator[pa.NativeFile]:
+        """Open ``path`` for writing; the file appears under its name only once the block succeeds."""
+        parent = _parent(path)
+        if parent:
+            self.mkdirs(parent)
+        if not (self.is_local or self.is_hdfs):
+            with self.fs.open_output_stream(path) as out:
+                yield out
+            return
+        tmp = _temp_name(path)
+        try:
+            with self.fs.open_output_stream(tmp) as out:
+                yield out
+            self.fs.move(tmp, path)
+        except BaseException:
+            self._discard(tmp)
+            raise
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Write (or atomically replace) a whole file."""
+        if self.is_local:
+            self.mkdirs(_parent(path))
+            tmp = _temp_name(path)
+            try:
+                _write_synced(tmp, data)
+                os.replace(tmp, path)
+            except BaseException:
+                self._discard(tmp)
+                raise
+            return
+        if self.is_hdfs and self.exists(path):
+            # HDFS rename does not overwrite: publish the new content, then swap.
+            self.delete(path)
+        with self.open_output(path) as out:
+            out.write(data)
+
+    def try_create(self, path: str, data: bytes) -> bool:
+        """Create ``path`` with ``data`` unless it exists; True if this call created it.
+
+        Two callers racing for the same path: exactly one gets True (local and HDFS).
+        """
+        if self.is_local:
+            self.mkdirs(_parent(path))
+            tmp = _temp_name(path)
+            try:
+                _write_synced(tmp, data)
+                os.link(tmp, path)
+                return True
+            except FileExistsError:
+                return False
+            finally:
+                self._discard(tmp)
+        if self.exists(path):
+            return False
+        if not self.is_hdfs:
+            with self.open_output(path) as out:
+                out.write(data)
+            return True
+        tmp = _temp_name(path)
+        with self.fs.open_output_stream(tmp) as out:
+            out.write(data)
+        try:
+            self.fs.move(tmp, path)
+            return True
+        except OSError:
+            if self.exists(path):
+                return False
+            raise
+        finally:
+            self._discard(tmp)
+
+    # ---- deleting --------------------------------------------------------------------------
+
+    def delete(self, path: str) -> bool:
+        """Delete a file; False if it was already gone."""
+        try:
+            self.fs.delete_file(path)
+            return True
+        except FileNotFoundError:
+            return False
+
+    def delete_dir(self, path: str) -> None:
+        """Delete a directory and everything in it; nothing if it is absent."""
+        if self.exists(path):
+            self.fs.delete_dir(path)
+
+    def delete_quietly(self, paths: list[str]) -> None:
+        """Best-effort removal of files a failed operation wrote."""
+        for p in paths:
+            self._discard(p)
+
+    def _discard(self, path: str) -> None:
+        with contextlib.suppress(OSError):
+            self.fs.delete_file(path)
+
+
+def join(*parts: str) -> str:
+    """Join path segments with '/' (every pyarrow filesystem accepts it)."""
+    return "/".join(p.rstrip("/") if i == 0 else p.strip("/") for i, p in enumerate(parts) if p)
+
+
+def _parent(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def _temp_name(path: str) -> str:
+    parent, _, name = path.rpartition("/")
+    return f"{parent}/.{name}.{uuid.uuid4().hex}.tmp"
+
+
+def _write_synced(path: str, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _status(info: pafs.FileInfo) -> FileStatus:
+    mtime = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else 0
+    return FileStatus(info.path, info.size or 0, info.type == pafs.FileType.Directory, mtime)

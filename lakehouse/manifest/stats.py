@@ -1,0 +1,157 @@
+"""Column statistics of data files: collection from Arrow, Paimon's stats modes, SimpleStats bytes.
+
+Modes (``metadata.stats-mode``, per column ``fields.<col>.stats-mode``): ``none``, ``counts``
+(null count only), ``full``, ``truncate(N)`` (strings and binaries cut to N code points/bytes; a
+truncated max is rounded up so it stays an upper bound). Nested columns carry no stats. Value
+stats are stored densely: columns without stats are left out and ``_VALUE_STATS_COLS`` names the
+rest (null when none was left out) - ``SimpleStatsConverter.toBinaryDenseMode``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakehouse.errors import InvalidOptionError
+from lakehouse.manifest import binary_row
+from lakehouse.manifest.entries import SimpleStats
+from lakehouse.options import CoreOptions
+from lakehouse.predicate import ColumnStats
+from lakehouse.types import BINARY_ROOTS, STRING_ROOTS, AtomicType, DataField, DataType
+
+_TRUNCATE = re.compile(r"^truncate\((\d+)\)$")
+KEY_STATS_MODE = "truncate(128)"  # system and key columns (StatsCollectorFactories)
+
+
+@dataclass(frozen=True)
+class StatsMode:
+    kind: str  # none | counts | full | truncate
+    length: int = 0
+
+    @classmethod
+    def parse(cls, text: str, key: str = "metadata.stats-mode") -> StatsMode:
+        low = text.strip().lower()
+        if low in ("none", "counts", "full"):
+            return cls(low)
+        m = _TRUNCATE.match(low)
+        if not m or int(m[1]) <= 0:
+            raise InvalidOptionError(f"{key}={text!r}; use none, counts, full or truncate(N)")
+        return cls("truncate", int(m[1]))
+
+
+def value_modes(fields: list[DataField], options: CoreOptions) -> list[StatsMode]:
+    """Stats mode of each value column (table mode unless ``fields.<col>.stats-mode`` is set)."""
+    table_mode = options.get("metadata.stats-mode")
+    return [
+        StatsMode.parse(
+            options.get(f"fields.{f.name}.stats-mode") or table_mode, f"fields.{f.name}.stats-mode"
+        )
+        for f in fields
+    ]
+
+
+def collect(table: pa.Table, fields: list[DataField], modes: list[StatsMode]) -> list[ColumnStats]:
+    """Stats of ``fields`` (columns of ``table`` by name) under their modes, vectorized per column."""
+    return [_column_stats(table.column(f.name), f.type, m) for f, m in zip(fields, modes, strict=True)]
+
+
+def _column_stats(column: pa.ChunkedArray, dtype: DataType, mode: StatsMode) -> ColumnStats:
+    rows = len(column)
+    if mode.kind == "none" or not isinstance(dtype, AtomicType):
+        return ColumnStats(None, None, None, rows)
+    nulls = column.null_count
+    if mode.kind == "counts" or nulls == rows:
+        return ColumnStats(None, None, nulls, rows)
+    physical = binary_row.physical_array(column.combine_chunks(), dtype)
+    mm = pc.min_max(physical)
+    lo, hi = mm["min"].as_py(), mm["max"].as_py()
+    if dtype.root in ("FLOAT", "DOUBLE") and (lo is None or hi is None or lo > hi):
+        return ColumnStats(None, None, nulls, rows)  # only NaNs: no usable bounds
+    if mode.kind == "truncate" and dtype.root in STRING_ROOTS + BINARY_ROOTS:
+        lo, hi = truncate_min(lo, mode.length), truncate_max(hi, mode.length)
+        if hi is None:
+            return ColumnStats(None, None, nulls, rows)
+    return ColumnStats(lo, hi, nulls, rows)
+
+
+def truncate_min(value: str | bytes, length: int) -> str | bytes:
+    return value[:length]
+
+
+def truncate_max(value: str | bytes, length: int) -> str | bytes | None:
+    """Shortest prefix-based upper bound of ``value`` of at most ``length`` units; None if none exists."""
+    if len(value) <= length:
+        return value
+    if isinstance(value, bytes):
+        for i in range(length - 1, -1, -1):
+            if value[i] != 0xFF:
+                return value[:i] + bytes([value[i] + 1])
+        return None
+    for i in range(length - 1, -1, -1):
+        cp = ord(value[i]) + 1
+        if 0xD800 <= cp <= 0xDFFF:
+            cp = 0xE000  # skip surrogates, which UTF-8 cannot encode
+        if cp <= 0x10FFFF:
+            return value[:i] + chr(cp)
+    return None
+
+
+def to_simple_stats(types: list[DataType], stats: list[ColumnStats]) -> SimpleStats:
+    """Encode stats of every column (all mode: columns without stats hold nulls)."""
+    nullable = [t.copy(True) for t in types]
+    arity = len(types)
+    mins = binary_row.encode_row([s.min for s in stats], nullable)
+    maxs = binary_row.encode_row([s.max for s in stats], nullable)
+    return SimpleStats(
+        binary_row.serialize(mins, arity),
+        binary_row.serialize(maxs, arity),
+        tuple(s.null_count for s in stats),
+    )
+
+
+def to_dense_stats(
+    fields: list[DataField], stats: list[ColumnStats]
+) -> tuple[SimpleStats, tuple[str, ...] | None]:
+    """Value stats without the columns that have none, and the names kept (None: all kept)."""
+    keep = [i for i, s in enumerate(stats) if s.null_count is not None]
+    encoded = to_simple_stats([fields[i].type for i in keep], [stats[i] for i in keep])
+    if len(keep) == len(fields):
+        return encoded, None
+    return encoded, tuple(fields[i].name for i in keep)
+
+
+def decode(stats: SimpleStats, types: list[DataType], row_count: int) -> list[ColumnStats]:
+    """Per-column stats for pruning from stored SimpleStats."""
+    if not types:
+        return []
+    _, mins = binary_row.deserialize(stats.min_values)
+    _, maxs = binary_row.deserialize(stats.max_values)
+    lo = binary_row.decode_row(mins, types)
+    hi = binary_row.decode_row(maxs, types)
+    counts = list(stats.null_counts) + [None] * (len(types) - len(stats.null_counts))
+    return [ColumnStats(a, b, n, row_count) for a, b, n in zip(lo, hi, counts, strict=False)]
+
+
+def merge(a: ColumnStats | None, b: ColumnStats) -> ColumnStats:
+    """Stats of the concatenation of two slices of one column."""
+    if a is None:
+        return b
+    rows = a.row_count + b.row_count
+    if a.null_count is None or b.null_count is None:
+        return ColumnStats(None, None, None, rows)
+    nulls = a.null_count + b.null_count
+
+    def bound(x, y, pick):
+        x_has, y_has = a.null_count < a.row_count, b.null_count < b.row_count
+        if (x_has and x is None) or (y_has and y is None):
+            return None  # a slice with values but no bound (counts mode, NaNs, failed truncation)
+        if not x_has:
+            return y
+        if not y_has:
+            return x
+        return pick(x, y)
+
+    return ColumnStats(bound(a.min, b.min, min), bound(a.max, b.max, max), nulls, rows)

@@ -1,0 +1,146 @@
+"""Table options: Apache Paimon's names and defaults (``org.apache.paimon.CoreOptions``), typed.
+
+Options are stored as strings in the schema file; :class:`CoreOptions` reads them with Paimon's
+parsing rules for memory sizes (``"128 mb"``) and durations (``"1 h"``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from lakehouse.errors import InvalidOptionError
+
+_MEMORY_UNITS = {
+    "": 1, "b": 1, "bytes": 1,
+    "k": 1 << 10, "kb": 1 << 10, "kibibytes": 1 << 10,
+    "m": 1 << 20, "mb": 1 << 20, "mebibytes": 1 << 20,
+    "g": 1 << 30, "gb": 1 << 30, "gibibytes": 1 << 30,
+    "t": 1 << 40, "tb": 1 << 40, "tebibytes": 1 << 40,
+}  # fmt: skip
+_DURATION_UNITS_MS = {
+    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
+    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
+    "min": 60_000, "m": 60_000, "minute": 60_000, "minutes": 60_000,
+    "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
+    "": 1, "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
+}  # fmt: skip
+_AMOUNT = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
+
+# Names used by the engine, with Paimon's defaults (None: no default).
+BUCKET = "bucket"
+BUCKET_KEY = "bucket-key"
+FILE_FORMAT = "file.format"
+FILE_COMPRESSION = "file.compression"
+ZSTD_LEVEL = "file.compression.zstd-level"
+TARGET_FILE_SIZE = "target-file-size"
+MANIFEST_TARGET_FILE_SIZE = "manifest.target-file-size"
+MANIFEST_MERGE_MIN_COUNT = "manifest.merge-min-count"
+MANIFEST_FULL_COMPACTION_SIZE = "manifest.full-compaction-threshold-size"
+MANIFEST_COMPRESSION = "manifest.compression"
+STATS_MODE = "metadata.stats-mode"
+STATS_DENSE_STORE = "metadata.stats-dense-store"
+PARTITION_DEFAULT_NAME = "partition.default-name"
+DATA_FILE_PREFIX = "data-file.prefix"
+THIN_MODE = "data-file.thin-mode"
+COMMIT_MAX_RETRIES = "commit.max-retries"
+COMMIT_TIMEOUT = "commit.timeout"
+COMMIT_MIN_RETRY_WAIT = "commit.min-retry-wait"
+COMMIT_MAX_RETRY_WAIT = "commit.max-retry-wait"
+COMMIT_USER_PREFIX = "commit.user-prefix"
+DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
+MERGE_ENGINE = "merge-engine"
+SEQUENCE_FIELD = "sequence.field"
+SPLIT_TARGET_SIZE = "source.split.target-size"
+SPLIT_OPEN_FILE_COST = "source.split.open-file-cost"
+PRIMARY_KEY_NULLABLE = "primary-key.nullable"
+
+DEFAULTS: dict[str, str] = {
+    BUCKET: "-1",
+    FILE_FORMAT: "parquet",
+    FILE_COMPRESSION: "zstd",
+    ZSTD_LEVEL: "1",
+    MANIFEST_TARGET_FILE_SIZE: "8 mb",
+    MANIFEST_MERGE_MIN_COUNT: "30",
+    MANIFEST_FULL_COMPACTION_SIZE: "16 mb",
+    MANIFEST_COMPRESSION: "zstd",
+    STATS_MODE: "truncate(16)",
+    STATS_DENSE_STORE: "true",
+    PARTITION_DEFAULT_NAME: "__DEFAULT_PARTITION__",
+    DATA_FILE_PREFIX: "data-",
+    THIN_MODE: "false",
+    COMMIT_MAX_RETRIES: "10",
+    COMMIT_MIN_RETRY_WAIT: "10 ms",
+    COMMIT_MAX_RETRY_WAIT: "10 s",
+    DYNAMIC_PARTITION_OVERWRITE: "true",
+    MERGE_ENGINE: "deduplicate",
+    SPLIT_TARGET_SIZE: "128 mb",
+    SPLIT_OPEN_FILE_COST: "4 mb",
+    PRIMARY_KEY_NULLABLE: "false",
+}
+
+
+def parse_memory_size(text: str, key: str = "option") -> int:
+    """Bytes of a Paimon MemorySize string (``"128 mb"``, ``"500 B"``, ``"64kb"``)."""
+    m = _AMOUNT.match(text)
+    unit = m[2].lower() if m else None
+    if not m or unit not in _MEMORY_UNITS:
+        raise InvalidOptionError(f"{key}={text!r} is not a memory size; write e.g. '128 mb' or '64 kb'")
+    return int(m[1]) * _MEMORY_UNITS[unit]
+
+
+def parse_duration_ms(text: str, key: str = "option") -> int:
+    """Milliseconds of a Paimon duration string (``"1 h"``, ``"10 s"``; no unit = ms)."""
+    m = _AMOUNT.match(text)
+    unit = m[2].lower() if m else None
+    if not m or unit not in _DURATION_UNITS_MS:
+        raise InvalidOptionError(f"{key}={text!r} is not a duration; write e.g. '1 h', '30 min' or '10 s'")
+    return int(m[1]) * _DURATION_UNITS_MS[unit]
+
+
+def parse_bool(text: str, key: str = "option") -> bool:
+    low = text.strip().lower()
+    if low not in ("true", "false"):
+        raise InvalidOptionError(f"{key}={text!r} must be 'true' or 'false'")
+    return low == "true"
+
+
+class CoreOptions:
+    """Typed, read-only view of a table's options with Paimon's defaults."""
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.raw = dict(options)
+
+    def get(self, key: str) -> str | None:
+        return self.raw.get(key, DEFAULTS.get(key))
+
+    def get_int(self, key: str) -> int:
+        value = self.get(key)
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            raise InvalidOptionError(f"{key}={value!r} must be an integer") from None
+
+    def get_bool(self, key: str) -> bool:
+        return parse_bool(self.get(key) or "false", key)
+
+    def memory(self, key: str) -> int:
+        return parse_memory_size(self.get(key), key)
+
+    def duration_ms(self, key: str) -> int | None:
+        value = self.get(key)
+        return None if value is None else parse_duration_ms(value, key)
+
+    def names(self, key: str) -> list[str]:
+        """A comma-separated list of column names ([] when unset)."""
+        value = self.get(key)
+        return [p.strip() for p in value.split(",") if p.strip()] if value else []
+
+    @property
+    def bucket(self) -> int:
+        return self.get_int(BUCKET)
+
+    def target_file_size(self, has_primary_key: bool) -> int:
+        if self.get(TARGET_FILE_SIZE) is not None:
+            return self.memory(TARGET_FILE_SIZE)
+        return (128 if has_primary_key else 256) << 20  # CoreOptions.targetFileSize

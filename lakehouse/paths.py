@@ -1,0 +1,177 @@
+"""Where a table's files live, and how partition values become directory names.
+
+Layout (``FileStorePathFactory``)::
+
+    <table>/schema/schema-N
+    <table>/snapshot/{EARLIEST,LATEST,snapshot-N}
+    <table>/manifest/{manifest-,manifest-list-,index-manifest-}<uuid>-<n>
+    <table>/<k1>=<v1>/<k2>=<v2>/bucket-<b>/data-<uuid>-<n>.parquet
+
+Readers rebuild data file directories from the partition values stored in manifests, so the value
+-> string conversion must match Java's byte for byte (``InternalRowPartitionComputer`` with
+``partition.legacy-name=true``, the default, and ``PartitionPathUtils.escapePathName``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+
+from lakehouse.io.fs import join
+from lakehouse.types import TIMESTAMP_ROOTS, DataType, timestamp_unit
+
+_ESCAPED = {chr(c) for c in range(0x20)} | set("\"#%'*/:=?\\\x7f{}[]^")
+
+
+@dataclass(frozen=True)
+class TablePaths:
+    """Paths of one table's metadata and data directories."""
+
+    root: str
+
+    @property
+    def schema_dir(self) -> str:
+        return join(self.root, "schema")
+
+    @property
+    def snapshot_dir(self) -> str:
+        return join(self.root, "snapshot")
+
+    @property
+    def manifest_dir(self) -> str:
+        return join(self.root, "manifest")
+
+    @property
+    def tag_dir(self) -> str:
+        return join(self.root, "tag")
+
+    def schema(self, schema_id: int) -> str:
+        return join(self.schema_dir, f"schema-{schema_id}")
+
+    def snapshot(self, snapshot_id: int) -> str:
+        return join(self.snapshot_dir, f"snapshot-{snapshot_id}")
+
+    def manifest(self, name: str) -> str:
+        return join(self.manifest_dir, name)
+
+    def bucket_dir(self, partition_path: str, bucket: int) -> str:
+        return join(self.root, partition_path, f"bucket-{bucket}")
+
+    def data_file(self, partition_path: str, bucket: int, name: str) -> str:
+        return join(self.bucket_dir(partition_path, bucket), name)
+
+
+@dataclass
+class FileNamer:
+    """``<prefix><uuid>-<n><suffix>`` names: one random uuid per namer, a counter per file."""
+
+    prefix: str
+    suffix: str = ""
+    uid: str = field(default_factory=lambda: str(uuid.uuid4()))
+    _counter: itertools.count = field(default_factory=itertools.count, repr=False)
+
+    def next(self) -> str:
+        return f"{self.prefix}{self.uid}-{next(self._counter)}{self.suffix}"
+
+
+def escape_path_name(text: str) -> str:
+    """PartitionPathUtils.escapePathName: %XX for characters unsafe in a path segment."""
+    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in text)
+
+
+def partition_path(names: list[str], types: list[DataType], values: list[Any], default_name: str) -> str:
+    """Directory of a partition, e.g. ``dt=2024-01-01/region=eu``; "" for unpartitioned tables."""
+    parts = []
+    for name, dtype, value in zip(names, types, values, strict=True):
+        text = partition_string(dtype, value)
+        if text is None or not text.strip():
+            text = default_name
+        parts.append(f"{escape_path_name(name)}={escape_path_name(text)}")
+    return "/".join(parts)
+
+
+def partition_string(dtype: DataType, value: Any) -> str | None:
+    """Java's ``toString()`` of an internal (physical) partition value (legacy partition names)."""
+    if value is None:
+        return None
+    root = dtype.root
+    if root == "BOOLEAN":
+        return "true" if value else "false"
+    if root in ("FLOAT", "DOUBLE"):
+        return java_float_string(float(value), single=root == "FLOAT")
+    if root == "DECIMAL":
+        return format(Decimal(value), "f")
+    if root in TIMESTAMP_ROOTS:
+        return local_date_time_string(value, timestamp_unit(dtype.precision))
+    if root in ("BINARY", "VARBINARY"):
+        raise ValueError("binary values cannot name a partition directory")
+    return str(value)  # strings, integers, DATE (epoch days), TIME (millis of day)
+
+
+def local_date_time_string(value: int, unit: str) -> str:
+    """``LocalDateTime.toString()`` of an epoch value in ``unit``."""
+    per_second = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}[unit]
+    seconds, sub = divmod(value, per_second)
+    nanos = sub * (1_000_000_000 // per_second)
+    dt = datetime(1970, 1, 1) + timedelta(seconds=seconds)
+    text = dt.strftime("%Y-%m-%dT%H:%M")
+    if dt.second or nanos:
+        text += f":{dt.second:02d}"
+    if nanos:
+        if nanos % 1_000_000 == 0:
+            text += f".{nanos // 1_000_000:03d}"
+        elif nanos % 1000 == 0:
+            text += f".{nanos // 1000:06d}"
+        else:
+            text += f".{nanos:09d}"
+    return text
+
+
+def java_float_string(value: float, single: bool = False) -> str:
+    """``Double.toString`` / ``Float.toString``: plain between 1e-3 and 1e7, else d.dddE±n."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "-0.0" if math.copysign(1, value) < 0 else "0.0"
+    if single:
+        digits = np.format_float_scientific(np.float32(value), unique=True, trim="-")
+    else:
+        digits = _shortest_scientific(value)
+    mantissa, exp = digits.lower().split("e")
+    exponent = int(exp)
+    sign = "-" if mantissa.startswith("-") else ""
+    mantissa = mantissa.lstrip("-").replace(".", "")
+    mantissa = mantissa.rstrip("0") or "0"
+    if 1e-3 <= abs(value) < 1e7:
+        point = exponent + 1
+        if point <= 0:
+            return f"{sign}0.{'0' * -point}{mantissa}"
+        whole = mantissa[:point].ljust(point, "0")
+        frac = mantissa[point:] or "0"
+        return f"{sign}{whole}.{frac}"
+    frac = mantissa[1:] or "0"
+    return f"{sign}{mantissa[0]}.{frac}E{exponent}"
+
+
+def _shortest_scientific(value: float) -> str:
+    """Shortest round-tripping digits of a double, in scientific form."""
+    text = repr(value)
+    mantissa, _, exp = text.partition("e")
+    digits = mantissa.lstrip("-").replace(".", "")
+    point = mantissa.lstrip("-").find(".")
+    point = len(mantissa.lstrip("-")) if point < 0 else point
+    exponent = (int(exp) if exp else 0) + point - 1
+    lead = len(digits) - len(digits.lstrip("0"))
+    digits = digits[lead:] or "0"
+    exponent -= lead
+    sign = "-" if value < 0 else ""
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}e{exponent}"

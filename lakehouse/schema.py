@@ -1,0 +1,466 @@
+"""Table schemas: the ``schema/schema-N`` JSON files and their evolution.
+
+A schema file is immutable; every change (columns or options) writes ``schema-(N+1)`` with
+create-if-absent, retrying on a concurrent change (``org.apache.paimon.schema.SchemaManager``).
+Columns keep their field id for life, which is how files written under an old schema are read
+under a new one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pyarrow as pa
+
+from lakehouse import json_pretty
+from lakehouse.errors import CorruptFileError, SchemaMismatchError, TableExistsError
+from lakehouse.io.fs import FileIO
+from lakehouse.options import CoreOptions
+from lakehouse.paths import TablePaths
+from lakehouse.types import (
+    AtomicType,
+    DataField,
+    DataType,
+    arrow_schema,
+    assign_ids,
+    from_arrow,
+    max_field_id,
+)
+
+SCHEMA_VERSION = 3
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    """One version of a table's schema (``org.apache.paimon.schema.TableSchema``)."""
+
+    id: int
+    fields: tuple[DataField, ...]
+    highest_field_id: int
+    partition_keys: tuple[str, ...] = ()
+    primary_keys: tuple[str, ...] = ()
+    options: Mapping[str, str] = field(default_factory=dict)
+    comment: str | None = None
+    time_millis: int = 0
+    version: int = SCHEMA_VERSION
+
+    # ---- JSON ----------------------------------------------------------------------------
+
+    def to_json(self) -> str:
+        out: dict[str, Any] = {
+            "version": self.version,
+            "id": self.id,
+            "fields": [f.to_json() for f in self.fields],
+            "highestFieldId": self.highest_field_id,
+            "partitionKeys": list(self.partition_keys),
+            "primaryKeys": list(self.primary_keys),
+            "options": dict(self.options),
+        }
+        if self.comment is not None:
+            out["comment"] = self.comment
+        out["timeMillis"] = self.time_millis
+        return json_pretty.dumps(out)
+
+    @classmethod
+    def from_json(cls, text: str) -> TableSchema:
+        obj = json.loads(text)
+        version = obj.get("version", 1)
+        options = {k: str(v) for k, v in obj.get("options", {}).items()}
+        if version <= 1:
+            options.setdefault("bucket", "1")
+        if version <= 2:
+            options.setdefault("file.format", "orc")
+        return cls(
+            id=obj["id"],
+            fields=tuple(DataField.from_json(f) for f in obj["fields"]),
+            highest_field_id=obj["highestFieldId"],
+            partition_keys=tuple(obj.get("partitionKeys", ())),
+            primary_keys=tuple(obj.get("primaryKeys", ())),
+            options=options,
+            comment=obj.get("comment"),
+            time_millis=obj.get("timeMillis", 0),
+            version=version,
+        )
+
+    # ---- views ---------------------------------------------------------------------------
+
+    @property
+    def field_names(self) -> list[str]:
+        return [f.name for f in self.fields]
+
+    def field(self, name: str) -> DataField:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+    def fields_named(self, names: list[str] | tuple[str, ...]) -> list[DataField]:
+        return [self.field(n) for n in names]
+
+    @property
+    def core_options(self) -> CoreOptions:
+        return CoreOptions(self.options)
+
+    @property
+    def trimmed_primary_keys(self) -> list[str]:
+        """Primary key without the partition keys: the key stored in files and manifests."""
+        return [k for k in self.primary_keys if k not in self.partition_keys]
+
+    @property
+    def bucket_keys(self) -> list[str]:
+        """``bucket-key`` if set, else the trimmed primary key (``TableSchema.bucketKeys``)."""
+        explicit = self.core_options.names("bucket-key")
+        return explicit or self.trimmed_primary_keys
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        return arrow_schema(self.fields)
+
+    def arrow_types(self) -> dict[str, pa.DataType]:
+        return {f.name: f.type for f in self.arrow_schema}
+
+    def partition_types(self) -> list[DataType]:
+        return [f.type for f in self.fields_named(self.partition_keys)]
+
+
+# ---- creation -------------------------------------------------------------------------------
+
+
+def new_schema(
+    table: str,
+    schema: pa.Schema,
+    primary_keys: list[str],
+    partition_keys: list[str],
+    options: Mapping[str, Any],
+    comment: str | None = None,
+) -> TableSchema:
+    """Build and validate schema 0 of a new table from an Arrow schema."""
+    opts = {str(k): _option_string(v) for k, v in (options or {}).items()}
+    if "primary-key" in opts:
+        primary_keys = primary_keys or [p.strip() for p in opts.pop("primary-key").split(",")]
+    if "partition" in opts:
+        partition_keys = partition_keys or [p.strip() for p in opts.pop("partition").split(",")]
+    names = schema.names
+    if len(set(names)) != len(names):
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        raise SchemaMismatchError(f"table {table}: duplicate column names {dupes}")
+    for kind, keys in (("primary key", primary_keys), ("partition key", partition_keys)):
+        unknown = [k for k in keys if k not in names]
+        if unknown:
+            raise SchemaMismatchError(f"table {table}: {kind} {unknown} not among the columns {names}")
+    nullable_pk = CoreOptions(opts).get_bool("primary-key.nullable")
+    counter = itertools.count()
+    fields = []
+    for f in schema:
+        try:
+            dtype = from_arrow(f.type, f.nullable)
+        except ValueError as e:
+            raise SchemaMismatchError(f"table {table}, column {f.name!r}: {e}") from None
+        if f.name in primary_keys and not nullable_pk:
+            dtype = dtype.copy(False)
+        field_id = next(counter)
+        description = (f.metadata or {}).get(b"description")
+        fields.append(
+            DataField(
+                field_id, f.name, assign_ids(dtype, counter), description.decode() if description else None
+            )
+        )
+    highest = max([f.id for f in fields] + [max_field_id(f.type) for f in fields], default=-1)
+    result = TableSchema(
+        id=0,
+        fields=tuple(fields),
+        highest_field_id=highest,
+        partition_keys=tuple(partition_keys),
+        primary_keys=tuple(primary_keys),
+        options=opts,
+        comment=comment,
+        time_millis=int(time.time() * 1000),
+    )
+    validate(result, table)
+    return result
+
+
+def _option_string(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def validate(schema: TableSchema, table: str) -> None:
+    """Reject schemas Paimon or this engine cannot serve, with a message saying what to change."""
+    from lakehouse.errors import InvalidOptionError, UnsupportedFeatureError
+
+    opts = schema.core_options
+    pk, parts = list(schema.primary_keys), list(schema.partition_keys)
+    if pk and set(pk) == set(parts):
+        raise SchemaMismatchError(
+            f"table {table}: the primary key {pk} must not equal the partition keys; add a column to the key"
+        )
+    for name in pk + parts:
+        dtype = schema.field(name).type
+        if not isinstance(dtype, AtomicType):
+            raise SchemaMismatchError(
+                f"table {table}: key column {name!r} has nested type {dtype}; keys must be atomic types"
+            )
+    for name in parts:
+        if schema.field(name).type.root in ("BINARY", "VARBINARY"):
+            raise SchemaMismatchError(
+                f"table {table}: partition column {name!r} is binary, which cannot name a directory"
+            )
+    fmt = (opts.get("file.format") or "parquet").lower()
+    if fmt != "parquet":
+        raise UnsupportedFeatureError(
+            f"table {table}: file.format={fmt!r} is not supported by this engine; use 'parquet'"
+        )
+    bucket = opts.bucket
+    bucket_key = opts.names("bucket-key")
+    unknown = [k for k in bucket_key if k not in schema.field_names]
+    if unknown:
+        raise InvalidOptionError(f"table {table}: bucket-key {unknown} names unknown columns")
+    if set(bucket_key) & set(parts):
+        raise InvalidOptionError(f"table {table}: bucket-key {bucket_key} must not contain partition keys")
+    if pk and bucket_key and not set(bucket_key) <= set(pk):
+        raise InvalidOptionError(
+            f"table {table}: bucket-key {bucket_key} must be part of the primary key {pk}"
+        )
+    if bucket == -1 and bucket_key:
+        raise InvalidOptionError(
+            f"table {table}: bucket-key needs a fixed bucket count; set 'bucket' to N > 0"
+        )
+    if bucket == 0 or bucket < -1:
+        raise InvalidOptionError(f"table {table}: bucket={bucket}; use a positive count or -1")
+    if not pk and bucket > 0 and not bucket_key:
+        raise InvalidOptionError(
+            f"table {table}: a bucketed append table needs 'bucket-key' naming the columns to hash"
+        )
+    if pk and bucket > 0:
+        missing = [p for p in parts if p not in pk]
+        if missing:
+            raise SchemaMismatchError(
+                f"table {table}: with fixed buckets the primary key {pk} must contain every "
+                f"partition key; add {missing} to it"
+            )
+    for name in opts.names("sequence.field"):
+        if name not in schema.field_names:
+            raise InvalidOptionError(f"table {table}: sequence.field names unknown column {name!r}")
+    for key in ("target-file-size", "manifest.target-file-size", "source.split.target-size"):
+        if opts.get(key) is not None:
+            opts.memory(key)
+    for key in ("bucket", "commit.max-retries", "manifest.merge-min-count"):
+        opts.get_int(key)
+    for key in ("dynamic-partition-overwrite", "data-file.thin-mode", "primary-key.nullable"):
+        opts.get_bool(key)
+
+
+# ---- evolution ------------------------------------------------------------------------------
+
+# Options that cannot change once a table has data (CoreOptions @Immutable, plus bucket).
+IMMUTABLE_OPTIONS = (
+    "bucket",
+    "bucket-key",
+    "merge-engine",
+    "primary-key",
+    "partition",
+    "type",
+    "sequence.field",
+    "partial-update.remove-record-on-delete",
+)
+_INTEGER_WIDTH = {"TINYINT": 1, "SMALLINT": 2, "INT": 3, "BIGINT": 4}
+
+
+def is_widening(old: DataType, new: DataType) -> bool:
+    """Whether every value of ``old`` is exactly representable in ``new``."""
+    if not (isinstance(old, AtomicType) and isinstance(new, AtomicType)):
+        return old == new.copy(old.nullable)
+    a, b = old.root, new.root
+    if a == b:
+        if a in ("CHAR", "VARCHAR", "BINARY", "VARBINARY"):
+            return new.length >= old.length
+        if a == "DECIMAL":
+            return new.scale >= old.scale and new.precision - new.scale >= old.precision - old.scale
+        if a in ("TIME", "TIMESTAMP", "TIMESTAMP_LTZ"):
+            return new.precision >= old.precision
+        return True
+    if a in _INTEGER_WIDTH and b in _INTEGER_WIDTH:
+        return _INTEGER_WIDTH[b] > _INTEGER_WIDTH[a]
+    if a in _INTEGER_WIDTH and b == "DECIMAL":
+        digits = {"TINYINT": 3, "SMALLINT": 5, "INT": 10, "BIGINT": 19}[a]
+        return new.precision - new.scale >= digits
+    if b == "DOUBLE":
+        return a in ("TINYINT", "SMALLINT", "INT", "FLOAT")
+    if b == "FLOAT":
+        return a in ("TINYINT", "SMALLINT")
+    if (a, b) in (("CHAR", "VARCHAR"), ("BINARY", "VARBINARY")):
+        return new.length >= old.length
+    return False
+
+
+def next_version(base: TableSchema, changed: TableSchema, table: str) -> TableSchema:
+    """``changed`` as the schema after ``base``: id + 1, a fresh timestamp, validated."""
+    result = replace(changed, id=base.id + 1, time_millis=int(time.time() * 1000), version=SCHEMA_VERSION)
+    validate(result, table)
+    return result
+
+
+def set_options(schema: TableSchema, table: str, updates: Mapping[str, Any], has_data: bool) -> TableSchema:
+    new = {k: _option_string(v) for k, v in updates.items()}
+    if has_data:
+        for key in IMMUTABLE_OPTIONS:
+            if key in new and new[key] != schema.options.get(key):
+                raise SchemaMismatchError(
+                    f"table {table}: option {key!r} cannot change once the table holds data; "
+                    f"create a new table and copy the data"
+                )
+    return replace(schema, options={**schema.options, **new})
+
+
+def remove_options(schema: TableSchema, table: str, keys: list[str], has_data: bool) -> TableSchema:
+    if has_data:
+        fixed = [k for k in keys if k in IMMUTABLE_OPTIONS and k in schema.options]
+        if fixed:
+            raise SchemaMismatchError(
+                f"table {table}: options {fixed} cannot be removed once the table holds data"
+            )
+    return replace(schema, options={k: v for k, v in schema.options.items() if k not in keys})
+
+
+def add_column(schema: TableSchema, table: str, name: str, atype: pa.DataType, comment: str | None = None):
+    if name in schema.field_names:
+        raise SchemaMismatchError(f"table {table}: column {name!r} already exists")
+    try:
+        dtype = from_arrow(atype, True)
+    except ValueError as e:
+        raise SchemaMismatchError(f"table {table}, new column {name!r}: {e}") from None
+    counter = itertools.count(schema.highest_field_id + 1)
+    field_id = next(counter)
+    dtype = assign_ids(dtype, counter)
+    new_field = DataField(field_id, name, dtype, comment)
+    highest = max(schema.highest_field_id, field_id, max_field_id(dtype))
+    return replace(schema, fields=(*schema.fields, new_field), highest_field_id=highest)
+
+
+def rename_column(schema: TableSchema, table: str, old: str, new: str) -> TableSchema:
+    _require_column(schema, table, old)
+    if old in schema.partition_keys:
+        raise SchemaMismatchError(f"table {table}: partition column {old!r} cannot be renamed")
+    if new in schema.field_names:
+        raise SchemaMismatchError(f"table {table}: cannot rename {old!r} to {new!r}, which already exists")
+    fields = tuple(replace(f, name=new) if f.name == old else f for f in schema.fields)
+    pks = tuple(new if k == old else k for k in schema.primary_keys)
+    return replace(
+        schema, fields=fields, primary_keys=pks, options=_rename_in_options(schema.options, old, new)
+    )
+
+
+def _rename_in_options(options: Mapping[str, str], old: str, new: str) -> dict[str, str]:
+    """Rewrite options that name the column (``fields.<col>.*``, key and index lists)."""
+
+    def names(text: str) -> str:
+        return ",".join(new if p.strip() == old else p.strip() for p in text.split(","))
+
+    out = {}
+    for key, value in options.items():
+        parts = key.split(".")
+        if key in ("bucket-key", "sequence.field") or (
+            key.startswith("file-index.") and key.endswith(".columns")
+        ):
+            value = names(value)
+        elif parts[0] == "fields" and len(parts) >= 3:
+            parts[1] = names(parts[1])
+            if key.endswith(".sequence-group"):
+                value = names(value)
+        elif parts[0] == "file-index" and len(parts) >= 4 and parts[2] == old:
+            parts[2] = new
+        out[".".join(parts)] = value
+    return out
+
+
+def drop_column(schema: TableSchema, table: str, name: str) -> TableSchema:
+    _require_column(schema, table, name)
+    if name in schema.partition_keys or name in schema.primary_keys:
+        raise SchemaMismatchError(f"table {table}: cannot drop {name!r}, a partition or primary key column")
+    if name in schema.core_options.names("bucket-key"):
+        raise SchemaMismatchError(f"table {table}: cannot drop {name!r}, a bucket-key column")
+    if len(schema.fields) == 1:
+        raise SchemaMismatchError(f"table {table}: cannot drop {name!r}, the only column; drop the table")
+    return replace(schema, fields=tuple(f for f in schema.fields if f.name != name))
+
+
+def alter_column_type(schema: TableSchema, table: str, name: str, atype: pa.DataType) -> TableSchema:
+    current = _require_column(schema, table, name)
+    if name in schema.partition_keys or name in schema.primary_keys:
+        raise SchemaMismatchError(f"table {table}: cannot change the type of key column {name!r}")
+    try:
+        target = from_arrow(atype, current.type.nullable)
+    except ValueError as e:
+        raise SchemaMismatchError(f"table {table}, column {name!r}: {e}") from None
+    if not is_widening(current.type, target):
+        raise SchemaMismatchError(
+            f"table {table}: column {name!r} cannot change from {current.type} to {target} without "
+            f"losing information; only widening changes are allowed (e.g. INT -> BIGINT)"
+        )
+    fields = tuple(replace(f, type=target) if f.name == name else f for f in schema.fields)
+    return replace(schema, fields=fields)
+
+
+def _require_column(schema: TableSchema, table: str, name: str) -> DataField:
+    try:
+        return schema.field(name)
+    except KeyError:
+        raise SchemaMismatchError(
+            f"table {table} has no column {name!r}; columns are {schema.field_names}"
+        ) from None
+
+
+# ---- storage --------------------------------------------------------------------------------
+
+
+class SchemaManager:
+    """Reads and commits the schema files of one table."""
+
+    def __init__(self, io: FileIO, paths: TablePaths, table: str) -> None:
+        self.io = io
+        self.paths = paths
+        self.table = table
+
+    def schema_ids(self) -> list[int]:
+        ids = []
+        for st in self.io.list_dir(self.paths.schema_dir):
+            suffix = st.name.removeprefix("schema-")
+            if st.name.startswith("schema-") and suffix.isdigit():
+                ids.append(int(suffix))
+        return sorted(ids)
+
+    def latest(self) -> TableSchema | None:
+        ids = self.schema_ids()
+        return self.schema(ids[-1]) if ids else None
+
+    def schema(self, schema_id: int) -> TableSchema:
+        path = self.paths.schema(schema_id)
+        try:
+            text = self.io.read_bytes(path).decode("utf-8")
+        except FileNotFoundError:
+            raise CorruptFileError(f"table {self.table}: schema file {path} is missing") from None
+        try:
+            return TableSchema.from_json(text)
+        except (ValueError, KeyError, TypeError) as e:
+            raise CorruptFileError(f"table {self.table}: schema file {path} is unreadable ({e})") from None
+
+    def create(self, schema: TableSchema) -> None:
+        if not self.io.try_create(self.paths.schema(schema.id), schema.to_json().encode()):
+            raise TableExistsError(
+                f"table {self.table} already exists (found {self.paths.schema(schema.id)})"
+            )
+
+    def commit_change(self, build: Callable[[TableSchema], TableSchema]) -> TableSchema:
+        """Write the schema ``build(latest)``, retrying on a concurrent schema change."""
+        while True:
+            latest = self.latest()
+            new = build(latest)
+            if self.io.try_create(self.paths.schema(new.id), new.to_json().encode()):
+                return new

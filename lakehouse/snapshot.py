@@ -1,0 +1,222 @@
+"""Snapshots: the ``snapshot/snapshot-N`` JSON files, the EARLIEST/LATEST hints, time travel.
+
+A commit becomes visible exactly when its snapshot file is created (create-if-absent, so two
+committers racing for snapshot N cannot both win). Hints are only hints: a reader trusts LATEST
+when ``snapshot-(LATEST+1)`` does not exist and falls back to listing the directory otherwise
+(``org.apache.paimon.utils.HintFileUtils``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import uuid
+from dataclasses import dataclass, field
+from enum import Enum, StrEnum
+from typing import Any
+
+from lakehouse import json_pretty
+from lakehouse.errors import CorruptFileError, SnapshotNotFoundError
+from lakehouse.io.fs import FileIO
+from lakehouse.paths import TablePaths
+
+SNAPSHOT_VERSION = 3
+BATCH_COMMIT_IDENTIFIER = 2**63 - 1  # BatchWriteBuilder.COMMIT_IDENTIFIER
+WRITER_VERSION = "python-lakehouse-0.1.0"
+
+
+class CommitKind(StrEnum):
+    APPEND = "APPEND"
+    COMPACT = "COMPACT"
+    OVERWRITE = "OVERWRITE"
+    ANALYZE = "ANALYZE"
+
+
+# (attribute, JSON key, omitted when None) in the order Java writes them.
+_FIELDS = (
+    ("version", "version", False),
+    ("uuid", "uuid", True),
+    ("id", "id", False),
+    ("schema_id", "schemaId", False),
+    ("base_manifest_list", "baseManifestList", False),
+    ("base_manifest_list_size", "baseManifestListSize", True),
+    ("delta_manifest_list", "deltaManifestList", False),
+    ("delta_manifest_list_size", "deltaManifestListSize", True),
+    ("changelog_manifest_list", "changelogManifestList", True),
+    ("changelog_manifest_list_size", "changelogManifestListSize", True),
+    ("index_manifest", "indexManifest", True),
+    ("commit_user", "commitUser", False),
+    ("writer_version", "writerVersion", True),
+    ("commit_identifier", "commitIdentifier", False),
+    ("commit_kind", "commitKind", False),
+    ("time_millis", "timeMillis", False),
+    ("total_record_count", "totalRecordCount", False),
+    ("delta_record_count", "deltaRecordCount", False),
+    ("changelog_record_count", "changelogRecordCount", True),
+    ("watermark", "watermark", True),
+    ("statistics", "statistics", True),
+    ("properties", "properties", True),
+    ("next_row_id", "nextRowId", True),
+    ("operation", "operation", True),
+)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One committed version of a table (``org.apache.paimon.Snapshot``, version 3)."""
+
+    id: int
+    schema_id: int
+    base_manifest_list: str
+    delta_manifest_list: str
+    commit_user: str
+    commit_identifier: int
+    commit_kind: CommitKind
+    time_millis: int
+    total_record_count: int
+    delta_record_count: int
+    base_manifest_list_size: int | None = None
+    delta_manifest_list_size: int | None = None
+    changelog_manifest_list: str | None = None
+    changelog_manifest_list_size: int | None = None
+    index_manifest: str | None = None
+    changelog_record_count: int | None = None
+    watermark: int | None = None
+    statistics: str | None = None
+    properties: dict[str, str] | None = None
+    next_row_id: int | None = 0
+    operation: str | None = None
+    writer_version: str | None = WRITER_VERSION
+    uuid: str | None = field(default_factory=lambda: str(uuid.uuid4()))
+    version: int = SNAPSHOT_VERSION
+
+    def to_json(self) -> str:
+        out: dict[str, Any] = {}
+        for attr, key, optional in _FIELDS:
+            value = getattr(self, attr)
+            if value is None and optional:
+                continue
+            out[key] = value.value if isinstance(value, Enum) else value
+        return json_pretty.dumps(out)
+
+    @classmethod
+    def from_json(cls, text: str) -> Snapshot:
+        obj = json.loads(text)
+        kwargs = {attr: obj.get(key) for attr, key, _ in _FIELDS if key in obj}
+        kwargs["commit_kind"] = CommitKind(obj["commitKind"])
+        kwargs.setdefault("uuid", None)
+        kwargs.setdefault("writer_version", None)
+        kwargs.setdefault("next_row_id", None)
+        return cls(**kwargs)
+
+
+class SnapshotManager:
+    """Finds, reads and atomically commits the snapshots of one table."""
+
+    def __init__(self, io: FileIO, paths: TablePaths, table: str) -> None:
+        self.io = io
+        self.paths = paths
+        self.table = table
+
+    # ---- ids -------------------------------------------------------------------------------
+
+    def snapshot_ids(self) -> list[int]:
+        ids = []
+        for st in self.io.list_dir(self.paths.snapshot_dir):
+            suffix = st.name.removeprefix("snapshot-")
+            if st.name.startswith("snapshot-") and suffix.isdigit():
+                ids.append(int(suffix))
+        return sorted(ids)
+
+    def latest_id(self) -> int | None:
+        hint = self._read_hint("LATEST")
+        if (
+            hint is not None
+            and hint > 0
+            and self.io.exists(self.paths.snapshot(hint))
+            and not self.io.exists(self.paths.snapshot(hint + 1))
+        ):
+            return hint
+        ids = self.snapshot_ids()
+        return ids[-1] if ids else None
+
+    def earliest_id(self) -> int | None:
+        hint = self._read_hint("EARLIEST")
+        if hint is not None and self.io.exists(self.paths.snapshot(hint)):
+            return hint
+        ids = self.snapshot_ids()
+        return ids[0] if ids else None
+
+    def _read_hint(self, name: str) -> int | None:
+        try:
+            text = self.io.read_bytes(f"{self.paths.snapshot_dir}/{name}").decode("ascii")
+        except (FileNotFoundError, UnicodeDecodeError):
+            return None
+        return int(text) if text.isdigit() else None
+
+    # ---- reading ---------------------------------------------------------------------------
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        path = self.paths.snapshot(snapshot_id)
+        try:
+            data = self.io.read_bytes(path)
+        except FileNotFoundError:
+            ids = self.snapshot_ids()
+            have = f"snapshots {ids[0]}..{ids[-1]}" if ids else "no snapshots"
+            raise SnapshotNotFoundError(
+                f"table {self.table} has no snapshot {snapshot_id} ({have}); pick an existing one"
+            ) from None
+        try:
+            return Snapshot.from_json(data.decode("utf-8"))
+        except (ValueError, KeyError, TypeError) as e:
+            raise CorruptFileError(
+                f"table {self.table}: snapshot file {path} is corrupt or truncated ({e}); "
+                f"restore it from a backup or roll back to an earlier snapshot"
+            ) from None
+
+    def latest(self) -> Snapshot | None:
+        sid = self.latest_id()
+        return None if sid is None else self.snapshot(sid)
+
+    def earlier_or_equal_time(self, timestamp_ms: int) -> Snapshot:
+        """The newest snapshot committed at or before ``timestamp_ms`` (binary search)."""
+        earliest, latest = self.earliest_id(), self.latest_id()
+        if earliest is None or self.snapshot(earliest).time_millis > timestamp_ms:
+            raise SnapshotNotFoundError(
+                f"table {self.table} has no snapshot at or before timestamp {timestamp_ms}"
+            )
+        lo, hi, found = earliest, latest, earliest
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            t = self.snapshot(mid).time_millis
+            if t <= timestamp_ms:
+                found, lo = mid, mid + 1
+            else:
+                hi = mid - 1
+        return self.snapshot(found)
+
+    def tag(self, name: str) -> Snapshot:
+        """The snapshot a tag (``tag/tag-<name>``) pins."""
+        path = f"{self.paths.tag_dir}/tag-{name}"
+        try:
+            data = self.io.read_bytes(path)
+        except FileNotFoundError:
+            raise SnapshotNotFoundError(f"table {self.table} has no tag {name!r}") from None
+        try:
+            return Snapshot.from_json(data.decode("utf-8"))
+        except (ValueError, KeyError, TypeError) as e:
+            raise CorruptFileError(f"table {self.table}: tag file {path} is corrupt ({e})") from None
+
+    # ---- writing ---------------------------------------------------------------------------
+
+    def try_commit(self, snapshot: Snapshot) -> bool:
+        """Create ``snapshot-N``; False if another committer already took N."""
+        if not self.io.try_create(self.paths.snapshot(snapshot.id), snapshot.to_json().encode()):
+            return False
+        self.write_hint("LATEST", snapshot.id)
+        return True
+
+    def write_hint(self, name: str, snapshot_id: int) -> None:
+        """Best effort: a stale or missing hint only sends readers to a directory listing."""
+        with contextlib.suppress(OSError):
+            self.io.write_bytes(f"{self.paths.snapshot_dir}/{name}", str(snapshot_id).encode("ascii"))

@@ -1,0 +1,226 @@
+"""The second phase of a write: commit messages from any number of writers become one snapshot.
+
+Optimistic concurrency, as ``FileStoreCommitImpl``: each attempt reads the latest snapshot,
+derives its changes from it (an overwrite deletes the files live *then*), writes manifests and
+manifest lists, and tries to create ``snapshot-N``. Losing that race removes the attempt's
+metadata files and retries on the new latest snapshot with exponential backoff. A commit that
+deletes a file another commit already removed cannot be rebased and fails with
+``CommitConflictError``. Nothing is visible until the snapshot file exists.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from lakehouse.errors import CommitConflictError, SchemaMismatchError
+from lakehouse.manifest import binary_row
+from lakehouse.manifest.entries import FileKind, ManifestEntry
+from lakehouse.manifest.merge import merge_manifests
+from lakehouse.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from lakehouse.table.scan import live_entries
+from lakehouse.table.write import CommitMessage
+
+if TYPE_CHECKING:
+    from lakehouse.table.table import Table
+
+Overwrite = bool | str | Mapping[str, Any] | None
+PartitionFilter = Callable[[bytes], bool]
+
+
+class TableCommit:
+    """Commits messages of one table, at most one snapshot per :meth:`commit` call."""
+
+    def __init__(self, table: Table, commit_user: str | None = None) -> None:
+        self.table = table
+        options = table.schema.core_options
+        prefix = options.get("commit.user-prefix")
+        self.commit_user = commit_user or (f"{prefix}_{uuid.uuid4()}" if prefix else str(uuid.uuid4()))
+        self.max_retries = options.get_int("commit.max-retries")
+        self.timeout_ms = options.duration_ms("commit.timeout")
+        self.min_wait_ms = options.duration_ms("commit.min-retry-wait")
+        self.max_wait_ms = options.duration_ms("commit.max-retry-wait")
+
+    def commit(self, messages: list[CommitMessage], overwrite: Overwrite = None) -> int | None:
+        """Commit ``messages``; returns the new snapshot id, or None when there was nothing to do.
+
+        ``overwrite``: None/False appends; True replaces the whole table; a dict such as
+        ``{"dt": "2024-01-01"}`` replaces that partition (all new rows must belong to it);
+        ``"dynamic"`` replaces exactly the partitions the messages write to.
+        """
+        adds = [
+            ManifestEntry(FileKind.ADD, m.partition, m.bucket, m.total_buckets, f)
+            for m in messages
+            for f in m.new_files
+        ]
+        deletes = [
+            ManifestEntry(FileKind.DELETE, m.partition, m.bucket, m.total_buckets, f)
+            for m in messages
+            for f in m.deleted_files
+        ]
+        scope = self._overwrite_scope(overwrite, adds)
+        if scope is None and not adds and not deletes:
+            return None
+        if overwrite == "dynamic" and not adds:
+            return None
+        kind = CommitKind.APPEND if scope is None and not deletes else CommitKind.OVERWRITE
+
+        def changes(latest: Snapshot | None) -> list[ManifestEntry]:
+            if scope is None and not deletes:
+                return adds
+            live = live_entries(self.table, latest) if latest is not None else []
+            self._check_deletes(deletes, live)
+            removed = [e.with_kind(FileKind.DELETE) for e in live if scope is not None and scope(e.partition)]
+            dropped = {e.identifier for e in removed}
+            return removed + [e for e in deletes if e.identifier not in dropped] + adds
+
+        return self._commit_with_retries(changes, kind)
+
+    def _check_deletes(self, deletes: list[ManifestEntry], live: list[ManifestEntry]) -> None:
+        """Files a writer chose to delete must still be live; otherwise another commit won."""
+        if not deletes:
+            return
+        present = {e.identifier for e in live}
+        gone = [e.file.file_name for e in deletes if e.identifier not in present]
+        if gone:
+            raise CommitConflictError(
+                f"commit to table {self.table.name} deletes files {gone} that are no longer in the table "
+                f"(a concurrent commit removed them); nothing was committed - redo the operation"
+            )
+
+    # ---- overwrite scope -----------------------------------------------------------------
+
+    def _overwrite_scope(self, overwrite: Overwrite, adds: list[ManifestEntry]) -> PartitionFilter | None:
+        schema = self.table.schema
+        if overwrite is None or overwrite is False:
+            return None
+        if overwrite is True or not schema.partition_keys:
+            return lambda partition: True
+        if overwrite == "dynamic":
+            written = {e.partition for e in adds}
+            return written.__contains__
+        if not isinstance(overwrite, Mapping):
+            raise TypeError(f"overwrite must be None, True, 'dynamic' or a partition dict, not {overwrite!r}")
+        spec = self._partition_spec(overwrite)
+        types = schema.partition_types()
+        positions = {k: i for i, k in enumerate(schema.partition_keys)}
+
+        def matches(partition: bytes) -> bool:
+            values = binary_row.decode_row(binary_row.deserialize(partition)[1], types)
+            return all(values[positions[k]] == v for k, v in spec.items())
+
+        outside = [e for e in adds if not matches(e.partition)]
+        if outside:
+            values = binary_row.decode_row(binary_row.deserialize(outside[0].partition)[1], types)
+            raise SchemaMismatchError(
+                f"overwrite of partition {dict(overwrite)} of table {self.table.name} got rows of partition "
+                f"{dict(zip(schema.partition_keys, values, strict=True))}; write only that partition's rows"
+            )
+        return matches
+
+    def _partition_spec(self, overwrite: Mapping[str, Any]) -> dict[str, Any]:
+        """Partition key -> physical value (None for the default partition)."""
+        schema = self.table.schema
+        default = schema.core_options.get("partition.default-name")
+        spec = {}
+        for key, value in overwrite.items():
+            if key not in schema.partition_keys:
+                raise SchemaMismatchError(
+                    f"overwrite names {key!r}, which is not a partition key of table {self.table.name} "
+                    f"(partition keys: {list(schema.partition_keys)})"
+                )
+            dtype = schema.field(key).type
+            if value is None or value == default:
+                spec[key] = None
+                continue
+            atype = schema.arrow_types()[key]
+            try:
+                scalar = (
+                    pa.scalar(value).cast(atype) if not isinstance(value, pa.Scalar) else value.cast(atype)
+                )
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+                raise SchemaMismatchError(
+                    f"overwrite value {value!r} does not fit partition column {key!r} ({atype}) of table "
+                    f"{self.table.name}: {e}"
+                ) from None
+            spec[key] = binary_row.physical_array(pa.array([scalar]), dtype)[0].as_py()
+        return spec
+
+    # ---- the commit loop -----------------------------------------------------------------
+
+    def _commit_with_retries(
+        self, changes: Callable[[Snapshot | None], list[ManifestEntry]], kind: CommitKind
+    ) -> int:
+        snapshots = self.table.snapshots
+        start = time.monotonic()
+        for attempt in range(self.max_retries + 1):
+            latest = snapshots.latest()
+            snapshot_id = self._try_commit_once(latest, changes(latest), kind)
+            if snapshot_id is not None:
+                return snapshot_id
+            elapsed_ms = (time.monotonic() - start) * 1000
+            if self.timeout_ms is not None and elapsed_ms > self.timeout_ms:
+                break
+            wait = min(self.min_wait_ms * 2**attempt, self.max_wait_ms)
+            time.sleep((wait + random.randint(0, max(1, int(wait * 0.2)))) / 1000)
+        raise CommitConflictError(
+            f"commit to table {self.table.name} lost the race for a new snapshot {self.max_retries + 1} "
+            f"times; other writers are committing heavily - retry later or raise commit.max-retries"
+        )
+
+    def _try_commit_once(
+        self, latest: Snapshot | None, entries: list[ManifestEntry], kind: CommitKind
+    ) -> int | None:
+        """Write this attempt's metadata and try to take the next snapshot id; None if taken."""
+        table = self.table
+        store = table.manifests()
+        schema_id = table.schema_manager.latest().id
+        options = table.schema.core_options
+        written: list[str] = []
+        try:
+            previous = []
+            if latest is not None:
+                previous = store.read_list(latest.base_manifest_list) + store.read_list(
+                    latest.delta_manifest_list
+                )
+            merged = merge_manifests(store, previous, options, schema_id)
+            before = {m.file_name for m in previous}
+            written += [m.file_name for m in merged if m.file_name not in before]
+            base_list, base_size = store.write_list(merged)
+            written.append(base_list)
+            delta = store.write_manifests(entries, schema_id)
+            written += [m.file_name for m in delta]
+            delta_list, delta_size = store.write_list(delta)
+            written.append(delta_list)
+            delta_rows = sum(
+                e.file.row_count if e.kind == FileKind.ADD else -e.file.row_count for e in entries
+            )
+            snapshot = Snapshot(
+                id=1 if latest is None else latest.id + 1,
+                schema_id=schema_id,
+                base_manifest_list=base_list,
+                base_manifest_list_size=base_size,
+                delta_manifest_list=delta_list,
+                delta_manifest_list_size=delta_size,
+                index_manifest=None if latest is None else latest.index_manifest,
+                commit_user=self.commit_user,
+                commit_identifier=BATCH_COMMIT_IDENTIFIER,
+                commit_kind=kind,
+                time_millis=int(time.time() * 1000),
+                total_record_count=(0 if latest is None else latest.total_record_count) + delta_rows,
+                delta_record_count=delta_rows,
+                watermark=None if latest is None else latest.watermark,
+                next_row_id=0 if latest is None or latest.next_row_id is None else latest.next_row_id,
+            )
+            if table.snapshots.try_commit(snapshot):
+                return snapshot.id
+        except BaseException:
+            store.delete(written)
+            raise
+        store.delete(written)
+        return None

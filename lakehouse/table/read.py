@@ -1,0 +1,120 @@
+"""Reading splits: data files evolved to the current schema, merged per key, filtered, projected.
+
+Every file is read under the schema it was written with and matched to the current columns by
+field id: renamed columns keep their data, dropped ones disappear, added ones read as nulls,
+widened ones are cast (``SchemaEvolutionUtil``). Primary-key buckets merge all their sorted runs
+with the deduplicate engine - the row with the highest sequence number wins, ties going to the
+later file - and then drop deleted keys. The filter is applied after the merge, so it can never
+resurrect a stale version of a row.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+
+from lakehouse.errors import CorruptFileError, SchemaMismatchError
+from lakehouse.format import parquet
+from lakehouse.manifest.entries import DataFileMeta
+from lakehouse.mergetree.merge import drop_retracts, last_per_key
+from lakehouse.predicate import Predicate, bind, to_expression
+from lakehouse.table.scan import Split
+from lakehouse.types import DataField, arrow_field
+
+if TYPE_CHECKING:
+    from lakehouse.table.table import Table
+
+_FILE = "__file"
+_SYSTEM = [parquet.SEQUENCE_NUMBER, parquet.VALUE_KIND]
+
+
+class TableRead:
+    """Reads splits of one table with a projection and a filter; picklable, reusable."""
+
+    def __init__(
+        self, table: Table, columns: list[str] | None = None, filter: Predicate | None = None
+    ) -> None:
+        self.table = table
+        schema = table.schema
+        names = schema.field_names
+        columns = list(columns) if columns is not None else names
+        unknown = [c for c in columns if c not in names]
+        if unknown:
+            raise SchemaMismatchError(f"table {table.name} has no columns {unknown}; columns are {names}")
+        self.columns = columns
+        self.filter = bind(filter, schema.arrow_types(), table.name) if filter is not None else None
+        needed = set(columns) | (self.filter.columns() if self.filter is not None else set())
+        self.key = list(schema.trimmed_primary_keys) if schema.primary_keys else []
+        needed |= set(self.key)
+        self.read_fields = [f for f in schema.fields if f.name in needed]
+        self.output_schema = pa.schema([arrow_field(n, schema.field(n).type) for n in columns])
+
+    def read(self, splits: list[Split]) -> pa.Table:
+        """All rows of ``splits`` in one table (splits read in parallel)."""
+        if not splits:
+            return self.output_schema.empty_table()
+        if len(splits) == 1:
+            return self.read_split(splits[0])
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            parts = list(pool.map(self.read_split, splits))
+        return pa.concat_tables(parts)
+
+    def read_split(self, split: Split) -> pa.Table:
+        files = [self._read_file(split, f) for f in split.files]
+        if self.key:
+            data = self._merge(files, split.raw_convertible)
+        else:
+            data = pa.concat_tables(files) if len(files) > 1 else files[0]
+        if self.filter is not None:
+            data = data.filter(to_expression(self.filter))
+        return data.select(self.columns).cast(self.output_schema)
+
+    def _merge(self, files: list[pa.Table], raw: bool) -> pa.Table:
+        if raw:
+            return drop_retracts(files[0], parquet.VALUE_KIND)
+        tagged = [
+            t.append_column(_FILE, pa.array(np.full(t.num_rows, i, np.int32))) for i, t in enumerate(files)
+        ]
+        merged = last_per_key(pa.concat_tables(tagged), self.key, [parquet.SEQUENCE_NUMBER, _FILE])
+        return drop_retracts(merged, parquet.VALUE_KIND)
+
+    def _read_file(self, split: Split, meta: DataFileMeta) -> pa.Table:
+        """One data file as current-schema columns (plus sequence and kind for primary keys)."""
+        path = meta.external_path or f"{self.table.paths.root}/{split.bucket_path}/{meta.file_name}"
+        file_schema = self.table.schema_by_id(meta.schema_id)
+        old_by_id = {f.id: f for f in file_schema.fields}
+        wanted = [old_by_id[f.id].name for f in self.read_fields if f.id in old_by_id]
+        system = _SYSTEM if self.key else []
+        try:
+            raw = parquet.read_columns(self.table.io, path, wanted + system)
+        except FileNotFoundError:
+            raise CorruptFileError(
+                f"table {self.table.name}: data file {path} of snapshot {split.snapshot_id} is missing"
+            ) from None
+        except (OSError, pa.ArrowInvalid) as e:
+            raise CorruptFileError(f"table {self.table.name}: data file {path} is unreadable ({e})") from None
+        return _evolve(raw, self.read_fields, old_by_id, system)
+
+
+def _evolve(
+    raw: pa.Table, fields: list[DataField], old_by_id: dict[int, DataField], system: list[str]
+) -> pa.Table:
+    n = raw.num_rows
+    arrays, out_fields = [], []
+    for f in fields:
+        target = arrow_field(f.name, f.type)
+        old = old_by_id.get(f.id)
+        if old is None or old.name not in raw.column_names:
+            arrays.append(pa.nulls(n, target.type))
+        else:
+            col = raw.column(old.name)
+            arrays.append(col if col.type == target.type else col.cast(target.type, safe=False))
+        out_fields.append(target)
+    for name in system:
+        arrays.append(raw.column(name))
+        out_fields.append(raw.schema.field(name))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(out_fields))

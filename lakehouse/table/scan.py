@@ -1,0 +1,211 @@
+"""Scan planning: from a snapshot's manifests to the splits a read has to open.
+
+Live files are the ADD entries no DELETE cancelled (``AbstractFileStoreScan``). A filter prunes
+them in two steps: partition values (exact), then file statistics - every column for append
+tables, key columns only for primary-key tables, since an old version of a row must never be
+hidden from the merge that decides it is stale. Files are grouped per (partition, bucket) into
+splits: primary-key buckets are merged as a whole, append files are packed up to
+``source.split.target-size``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from lakehouse.manifest import binary_row, stats
+from lakehouse.manifest.entries import DataFileMeta, FileKind, ManifestEntry
+from lakehouse.predicate import ColumnStats, Predicate, bind, may_match, only_columns
+from lakehouse.snapshot import Snapshot
+from lakehouse.types import TIMESTAMP_ROOTS, DataType, timestamp_unit
+
+if TYPE_CHECKING:
+    from lakehouse.table.table import Table
+
+_UNIT_SCALE = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+@dataclass(frozen=True)
+class Split:
+    """One unit of read work: files of one (partition, bucket) of one snapshot."""
+
+    snapshot_id: int
+    partition: bytes
+    bucket: int
+    bucket_path: str
+    files: tuple[DataFileMeta, ...]
+    raw_convertible: bool
+
+    @property
+    def row_count(self) -> int:
+        return sum(f.row_count for f in self.files)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The splits of a scan, the schema to read them with, and what pruning achieved (file counts)."""
+
+    snapshot_id: int | None
+    schema_id: int
+    splits: list[Split]
+    stats: dict[str, int] = field(default_factory=dict)
+
+
+def live_entries(table: Table, snapshot: Snapshot) -> list[ManifestEntry]:
+    """ADD entries of every file live in ``snapshot``, in manifest order."""
+    store = table.manifests()
+    metas = store.read_list(snapshot.base_manifest_list) + store.read_list(snapshot.delta_manifest_list)
+    deleted: set[tuple] = set()
+    adds: list[ManifestEntry] = []
+    for m in metas:
+        for e in store.read_manifest(m.file_name):
+            if e.kind == FileKind.DELETE:
+                deleted.add(e.identifier)
+            else:
+                adds.append(e)
+    return [e for e in adds if e.identifier not in deleted] if deleted else adds
+
+
+def plan(table: Table, snapshot: Snapshot | None, filter: Predicate | None = None) -> Plan:
+    """Plan a batch read of ``snapshot`` under ``filter``."""
+    counts = dict(
+        files_total=0, pruned_by_partition=0, pruned_by_stats=0, pruned_by_index=0, files_selected=0
+    )
+    if snapshot is None:
+        return Plan(None, table.schema.id, [], counts)
+    schema = table.schema
+    entries = live_entries(table, snapshot)
+    counts["files_total"] = len(entries)
+    pruner = _Pruner(table, filter)
+    selected: list[ManifestEntry] = []
+    for e in entries:
+        if not pruner.partition_matches(e.partition):
+            counts["pruned_by_partition"] += 1
+        elif not pruner.stats_match(e):
+            counts["pruned_by_stats"] += 1
+        else:
+            selected.append(e)
+    counts["files_selected"] = len(selected)
+    splits = _splits(table, snapshot.id, selected, bool(schema.primary_keys))
+    return Plan(snapshot.id, schema.id, splits, counts)
+
+
+class _Pruner:
+    """Evaluates a bound filter on partitions and file stats, caching per partition and schema."""
+
+    def __init__(self, table: Table, filter: Predicate | None) -> None:
+        self.table = table
+        schema = table.schema
+        types = {f.name: f.type for f in schema.fields}
+        self.types = types
+        bound = bind(filter, schema.arrow_types(), table.name) if filter is not None else None
+        parts = set(schema.partition_keys)
+        self.partition_pred = only_columns(bound, parts) if bound is not None else None
+        stats_columns = (
+            set(schema.trimmed_primary_keys) if schema.primary_keys else set(schema.field_names) - parts
+        )
+        self.stats_pred = only_columns(bound, stats_columns) if bound is not None else None
+        self.key_stats = bool(schema.primary_keys)
+        self._partitions: dict[bytes, bool] = {}
+
+    def physical(self, column: str, literal: Any) -> Any:
+        scalar = literal if isinstance(literal, pa.Scalar) else pa.scalar(literal)
+        return binary_row.physical_array(pa.array([scalar]), self.types[column])[0].as_py()
+
+    def partition_matches(self, partition: bytes) -> bool:
+        if self.partition_pred is None:
+            return True
+        hit = self._partitions.get(partition)
+        if hit is None:
+            schema = self.table.schema
+            values = binary_row.decode_row(binary_row.deserialize(partition)[1], schema.partition_types())
+            exact = {
+                k: ColumnStats(v, v, int(v is None), 1)
+                for k, v in zip(schema.partition_keys, values, strict=True)
+            }
+            hit = may_match(self.partition_pred, exact.get, self.physical)
+            self._partitions[partition] = hit
+        return hit
+
+    def stats_match(self, entry: ManifestEntry) -> bool:
+        if self.stats_pred is None:
+            return True
+        column_stats = self._file_stats(entry.file)
+        return may_match(self.stats_pred, column_stats.get, self.physical)
+
+    def _file_stats(self, f: DataFileMeta) -> dict[str, ColumnStats]:
+        """Current-schema column name -> stats of that column in file ``f`` (matched by field id)."""
+        schema = self.table.schema
+        file_schema = self.table.schema_by_id(f.schema_id)
+        if self.key_stats:
+            stored = file_schema.fields_named(file_schema.trimmed_primary_keys)
+            simple = f.key_stats
+        else:
+            cols = f.value_stats_cols
+            stored = list(file_schema.fields) if cols is None else file_schema.fields_named(list(cols))
+            simple = f.value_stats
+        decoded = stats.decode(simple, [s.type for s in stored], f.row_count) if stored else []
+        by_id = {s.id: (s.type, d) for s, d in zip(stored, decoded, strict=False)}
+        file_ids = {s.id for s in file_schema.fields}
+        out: dict[str, ColumnStats] = {}
+        for current in schema.fields:
+            if current.id in by_id:
+                old_type, st = by_id[current.id]
+                out[current.name] = _evolve_stats(st, old_type, current.type)
+            elif current.id not in file_ids:
+                out[current.name] = ColumnStats(None, None, f.row_count, f.row_count)  # added later: all null
+        return out
+
+
+def _evolve_stats(s: ColumnStats, old: DataType, new: DataType) -> ColumnStats:
+    """Stats of a column written under ``old`` expressed in the physical values of ``new``."""
+    if old.root in TIMESTAMP_ROOTS and new.root in TIMESTAMP_ROOTS:
+        a, b = _UNIT_SCALE[timestamp_unit(old.precision)], _UNIT_SCALE[timestamp_unit(new.precision)]
+        if a != b:
+
+            def scale(v):
+                return None if v is None else v * b // a
+
+            return ColumnStats(scale(s.min), scale(s.max), s.null_count, s.row_count)
+    if old.root != new.root and {old.root, new.root} & {"FLOAT", "DOUBLE", "DECIMAL"}:
+        return ColumnStats(None, None, s.null_count, s.row_count)  # cross-type bounds: keep counts only
+    return s
+
+
+def _splits(table: Table, snapshot_id: int, entries: list[ManifestEntry], primary_key: bool) -> list[Split]:
+    groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+    for e in entries:
+        groups.setdefault((e.partition, e.bucket), []).append(e.file)
+    options = table.schema.core_options
+    target = options.memory("source.split.target-size")
+    open_cost = options.memory("source.split.open-file-cost")
+    splits = []
+    for (partition, bucket), files in groups.items():
+        path = table.bucket_path(partition, bucket)
+        if primary_key:
+            raw = len(files) == 1 and files[0].delete_row_count == 0
+            splits.append(Split(snapshot_id, partition, bucket, path, tuple(files), raw))
+            continue
+        files.sort(key=lambda f: f.min_sequence_number)
+        for pack in _pack(files, target, open_cost):
+            splits.append(Split(snapshot_id, partition, bucket, path, tuple(pack), True))
+    return splits
+
+
+def _pack(files: list[DataFileMeta], target: int, open_cost: int) -> list[list[DataFileMeta]]:
+    """BinPacking.packForOrdered: close a bin when the next file would overflow it."""
+    bins: list[list[DataFileMeta]] = []
+    current: list[DataFileMeta] = []
+    weight = 0
+    for f in files:
+        w = max(f.file_size, open_cost)
+        if current and weight + w > target:
+            bins.append(current)
+            current, weight = [], 0
+        current.append(f)
+        weight += w
+    if current:
+        bins.append(current)
+    return bins

@@ -1,0 +1,224 @@
+"""The Table facade: write, read, plan, time travel and schema changes of one Paimon table.
+
+A ``Table`` is a light, picklable handle (filesystem, path, schema); the work lives in
+``write.py`` (files), ``commit.py`` (snapshots), ``scan.py`` (planning) and ``read.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from lakehouse import schema as schemas
+from lakehouse.io.fs import FileIO
+from lakehouse.manifest import binary_row
+from lakehouse.manifest.entries import ManifestEntry
+from lakehouse.manifest.files import ManifestStore
+from lakehouse.paths import TablePaths, partition_path
+from lakehouse.predicate import Predicate
+from lakehouse.schema import SchemaManager, TableSchema
+from lakehouse.snapshot import Snapshot, SnapshotManager
+from lakehouse.table import scan
+from lakehouse.table.commit import Overwrite, TableCommit
+from lakehouse.table.read import TableRead
+from lakehouse.table.write import TableWrite
+
+
+class Table:
+    """A Paimon table in a warehouse."""
+
+    def __init__(self, io: FileIO, path: str, name: str, schema: TableSchema) -> None:
+        self.io = io
+        self.paths = TablePaths(path)
+        self.name = name
+        self.schema = schema
+        self._schemas: dict[int, TableSchema] = {schema.id: schema}
+
+    def __repr__(self) -> str:
+        return f"Table({self.name!r}, schema_id={self.schema.id})"
+
+    def __getstate__(self) -> dict:
+        return {"io": self.io, "path": self.paths.root, "name": self.name, "schema": self.schema}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["io"], state["path"], state["name"], state["schema"])
+
+    # ---- metadata ------------------------------------------------------------------------
+
+    @property
+    def snapshots(self) -> SnapshotManager:
+        return SnapshotManager(self.io, self.paths, self.name)
+
+    @property
+    def schema_manager(self) -> SchemaManager:
+        return SchemaManager(self.io, self.paths, self.name)
+
+    @property
+    def primary_keys(self) -> list[str]:
+        return list(self.schema.primary_keys)
+
+    @property
+    def partition_keys(self) -> list[str]:
+        return list(self.schema.partition_keys)
+
+    @property
+    def options(self) -> dict[str, str]:
+        return dict(self.schema.options)
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        return self.schema.arrow_schema
+
+    def schema_by_id(self, schema_id: int) -> TableSchema:
+        """A schema version (cached: schema files never change)."""
+        found = self._schemas.get(schema_id)
+        if found is None:
+            found = self._schemas[schema_id] = self.schema_manager.schema(schema_id)
+        return found
+
+    def manifests(self) -> ManifestStore:
+        return ManifestStore(
+            self.io, self.paths, self.schema.partition_types(), self.schema.core_options, self.name
+        )
+
+    def bucket_path(self, partition: bytes, bucket: int) -> str:
+        """Directory of a bucket relative to the table, e.g. ``dt=2024-01-01/bucket-3``."""
+        types = self.schema.partition_types()
+        values = binary_row.decode_row(binary_row.deserialize(partition)[1], types)
+        default = self.schema.core_options.get("partition.default-name")
+        path = partition_path(list(self.schema.partition_keys), types, values, default)
+        return f"{path}/bucket-{bucket}" if path else f"bucket-{bucket}"
+
+    def latest_snapshot_id(self) -> int | None:
+        return self.snapshots.latest_id()
+
+    def snapshot(
+        self, snapshot_id: int | None = None, timestamp_ms: int | None = None, tag: str | None = None
+    ) -> Snapshot | None:
+        """The snapshot a read addresses: by id, by time, by tag, or the latest (None if empty)."""
+        given = [x for x in (snapshot_id, timestamp_ms, tag) if x is not None]
+        if len(given) > 1:
+            raise ValueError("pass at most one of snapshot_id, timestamp_ms and tag")
+        snapshots = self.snapshots
+        if snapshot_id is not None:
+            return snapshots.snapshot(snapshot_id)
+        if timestamp_ms is not None:
+            return snapshots.earlier_or_equal_time(timestamp_ms)
+        if tag is not None:
+            return snapshots.tag(tag)
+        return snapshots.latest()
+
+    def live_entries(self, snapshot: Snapshot | None = None) -> list[ManifestEntry]:
+        """Manifest entries of the files live in ``snapshot`` (default: latest)."""
+        snapshot = snapshot or self.snapshots.latest()
+        return [] if snapshot is None else scan.live_entries(self, snapshot)
+
+    def refresh(self) -> Table:
+        """Reload the latest schema (after another process changed it)."""
+        latest = self.schema_manager.latest()
+        if latest is not None and latest.id != self.schema.id:
+            self.schema = latest
+            self._schemas[latest.id] = latest
+        return self
+
+    def _with_schema(self, schema_id: int) -> Table:
+        """This table seen through another schema version."""
+        if schema_id == self.schema.id:
+            return self
+        view = Table(self.io, self.paths.root, self.name, self.schema_by_id(schema_id))
+        view._schemas = self._schemas
+        return view
+
+    def _view(self, snapshot_id: int | None, timestamp_ms: int | None, tag: str | None):
+        """The addressed snapshot and the table as it reads it: time travel uses the snapshot's schema."""
+        snap = self.snapshot(snapshot_id, timestamp_ms, tag)
+        time_travel = (snapshot_id, timestamp_ms, tag) != (None, None, None)
+        return snap, self._with_schema(snap.schema_id) if time_travel and snap is not None else self
+
+    # ---- writing -------------------------------------------------------------------------
+
+    def new_write(self, *, overwrite: bool = False) -> TableWrite:
+        """A writer for data files (phase one of a write); usable in any process."""
+        return TableWrite(self, overwrite=overwrite)
+
+    def new_commit(self, commit_user: str | None = None) -> TableCommit:
+        """A committer turning writers' messages into snapshots (phase two)."""
+        return TableCommit(self, commit_user)
+
+    def write(self, data: pa.Table | pa.RecordBatchReader, overwrite: Overwrite = None) -> int | None:
+        """Write ``data`` as exactly one new snapshot and return its id (None if ``data`` is empty).
+
+        ``overwrite=True`` replaces the whole table, ``overwrite={"dt": ...}`` one partition,
+        ``overwrite="dynamic"`` the partitions present in ``data``.
+        """
+        writer = self.new_write(overwrite=bool(overwrite))
+        try:
+            writer.write(data)
+            messages = writer.prepare_commit()
+            return self.new_commit().commit(messages, overwrite=overwrite)
+        except BaseException:
+            writer.abort()
+            raise
+
+    # ---- reading -------------------------------------------------------------------------
+
+    def plan(
+        self,
+        filter: Predicate | None = None,
+        snapshot_id: int | None = None,
+        timestamp_ms: int | None = None,
+        tag: str | None = None,
+    ) -> scan.Plan:
+        """The splits a read of the table (or a past snapshot) has to open, after pruning."""
+        snap, view = self._view(snapshot_id, timestamp_ms, tag)
+        return scan.plan(view, snap, filter)
+
+    def new_read(
+        self, columns: list[str] | None = None, filter: Predicate | None = None, schema_id: int | None = None
+    ) -> TableRead:
+        """A reader of splits; ``schema_id`` selects the schema a time-travel plan was made with."""
+        view = self if schema_id is None else self._with_schema(schema_id)
+        return TableRead(view, columns, filter)
+
+    def read(
+        self,
+        columns: list[str] | None = None,
+        filter: Predicate | None = None,
+        snapshot_id: int | None = None,
+        timestamp_ms: int | None = None,
+        tag: str | None = None,
+    ) -> pa.Table:
+        """Rows of the latest snapshot (or a past one) as an Arrow table."""
+        snap, view = self._view(snapshot_id, timestamp_ms, tag)
+        return TableRead(view, columns, filter).read(scan.plan(view, snap, filter).splits)
+
+    # ---- schema and options --------------------------------------------------------------
+
+    def _change_schema(self, change) -> None:
+        has_data = self.latest_snapshot_id() is not None
+
+        def build(latest: TableSchema) -> TableSchema:
+            return schemas.next_version(latest, change(latest, has_data), self.name)
+
+        self.schema = self.schema_manager.commit_change(build)
+        self._schemas[self.schema.id] = self.schema
+
+    def set_options(self, options: Mapping[str, Any]) -> None:
+        self._change_schema(lambda s, has_data: schemas.set_options(s, self.name, options, has_data))
+
+    def remove_options(self, keys: list[str]) -> None:
+        self._change_schema(lambda s, has_data: schemas.remove_options(s, self.name, list(keys), has_data))
+
+    def add_column(self, name: str, type: pa.DataType, comment: str | None = None) -> None:
+        self._change_schema(lambda s, _: schemas.add_column(s, self.name, name, type, comment))
+
+    def rename_column(self, old: str, new: str) -> None:
+        self._change_schema(lambda s, _: schemas.rename_column(s, self.name, old, new))
+
+    def drop_column(self, name: str) -> None:
+        self._change_schema(lambda s, _: schemas.drop_column(s, self.name, name))
+
+    def alter_column_type(self, name: str, type: pa.DataType) -> None:
+        self._change_schema(lambda s, _: schemas.alter_column_type(s, self.name, name, type))

@@ -1,0 +1,392 @@
+"""Paimon data types: their JSON/SQL spelling in schema files and their Arrow equivalents.
+
+Atomic types serialize as their SQL string (``"DECIMAL(10, 2) NOT NULL"``); ARRAY, MAP, MULTISET
+and ROW serialize as JSON objects, as ``org.apache.paimon.types.DataTypeJsonParser`` reads them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pyarrow as pa
+
+MAX_LENGTH = 2**31 - 1  # VARCHAR/VARBINARY length of STRING/BYTES
+
+# Roots of atomic types, named as in org.apache.paimon.types.DataTypeRoot where it matters.
+INTEGER_ROOTS = ("TINYINT", "SMALLINT", "INT", "BIGINT")
+STRING_ROOTS = ("CHAR", "VARCHAR")
+BINARY_ROOTS = ("BINARY", "VARBINARY")
+TIMESTAMP_ROOTS = ("TIMESTAMP", "TIMESTAMP_LTZ")
+
+
+class DataType:
+    """A Paimon data type; concrete types are the frozen dataclasses below."""
+
+    nullable: bool
+
+    @property
+    def root(self) -> str:
+        raise NotImplementedError
+
+    def copy(self, nullable: bool) -> DataType:
+        return replace(self, nullable=nullable)
+
+    def to_json(self) -> Any:
+        """The value this type has in a schema file (string or object)."""
+        raise NotImplementedError
+
+    def _null_suffix(self) -> str:
+        return "" if self.nullable else " NOT NULL"
+
+
+@dataclass(frozen=True)
+class AtomicType(DataType):
+    """A non-nested type. ``length`` for CHAR/VARCHAR/BINARY/VARBINARY, ``precision``/``scale``
+    for DECIMAL, ``precision`` for TIME/TIMESTAMP/TIMESTAMP_LTZ."""
+
+    name: str
+    nullable: bool = True
+    length: int | None = None
+    precision: int | None = None
+    scale: int | None = None
+
+    @property
+    def root(self) -> str:
+        return self.name
+
+    def __str__(self) -> str:
+        n = self.name
+        if n == "VARCHAR" and self.length == MAX_LENGTH:
+            body = "STRING"
+        elif n == "VARBINARY" and self.length == MAX_LENGTH:
+            body = "BYTES"
+        elif n in STRING_ROOTS or n in BINARY_ROOTS:
+            body = f"{n}({self.length})"
+        elif n == "DECIMAL":
+            body = f"DECIMAL({self.precision}, {self.scale})"
+        elif n in ("TIME", "TIMESTAMP"):
+            body = f"{n}({self.precision})"
+        elif n == "TIMESTAMP_LTZ":
+            body = f"TIMESTAMP({self.precision}) WITH LOCAL TIME ZONE"
+        else:
+            body = n
+        return body + self._null_suffix()
+
+    def to_json(self) -> str:
+        return str(self)
+
+
+@dataclass(frozen=True)
+class ArrayType(DataType):
+    element: DataType
+    nullable: bool = True
+
+    @property
+    def root(self) -> str:
+        return "ARRAY"
+
+    def __str__(self) -> str:
+        return f"ARRAY<{self.element}>{self._null_suffix()}"
+
+    def to_json(self) -> dict:
+        return {"type": "ARRAY" + self._null_suffix(), "element": self.element.to_json()}
+
+
+@dataclass(frozen=True)
+class MultisetType(DataType):
+    element: DataType
+    nullable: bool = True
+
+    @property
+    def root(self) -> str:
+        return "MULTISET"
+
+    def __str__(self) -> str:
+        return f"MULTISET<{self.element}>{self._null_suffix()}"
+
+    def to_json(self) -> dict:
+        return {"type": "MULTISET" + self._null_suffix(), "element": self.element.to_json()}
+
+
+@dataclass(frozen=True)
+class MapType(DataType):
+    key: DataType
+    value: DataType
+    nullable: bool = True
+
+    @property
+    def root(self) -> str:
+        return "MAP"
+
+    def __str__(self) -> str:
+        return f"MAP<{self.key}, {self.value}>{self._null_suffix()}"
+
+    def to_json(self) -> dict:
+        return {
+            "type": "MAP" + self._null_suffix(),
+            "key": self.key.to_json(),
+            "value": self.value.to_json(),
+        }
+
+
+@dataclass(frozen=True)
+class DataField:
+    """A column: its permanent id (what schema evolution matches on), name and type."""
+
+    id: int
+    name: str
+    type: DataType
+    description: str | None = None
+
+    def to_json(self) -> dict:
+        out: dict[str, Any] = {"id": self.id, "name": self.name, "type": self.type.to_json()}
+        if self.description is not None:
+            out["description"] = self.description
+        return out
+
+    @classmethod
+    def from_json(cls, obj: dict) -> DataField:
+        return cls(obj["id"], obj["name"], parse_type(obj["type"]), obj.get("description"))
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.type}"
+
+
+@dataclass(frozen=True)
+class RowType(DataType):
+    fields: tuple[DataField, ...] = field(default_factory=tuple)
+    nullable: bool = True
+
+    @property
+    def root(self) -> str:
+        return "ROW"
+
+    def __str__(self) -> str:
+        return f"ROW<{', '.join(str(f) for f in self.fields)}>{self._null_suffix()}"
+
+    def to_json(self) -> dict:
+        return {"type": "ROW" + self._null_suffix(), "fields": [f.to_json() for f in self.fields]}
+
+
+# ---- constructors -------------------------------------------------------------------------
+
+
+def atomic(name: str, nullable: bool = True, **params: int) -> AtomicType:
+    return AtomicType(name, nullable, **params)
+
+
+STRING = AtomicType("VARCHAR", length=MAX_LENGTH)
+BYTES = AtomicType("VARBINARY", length=MAX_LENGTH)
+BIGINT = AtomicType("BIGINT")
+INT = AtomicType("INT")
+TINYINT = AtomicType("TINYINT")
+
+
+# ---- parsing ------------------------------------------------------------------------------
+
+_ATOMIC = re.compile(
+    r"^(?P<name>[A-Z_]+(?: PRECISION)?)\s*(?:\(\s*(?P<a>\d+)\s*(?:,\s*(?P<b>\d+)\s*)?\))?"
+    r"(?P<ltz>\s+WITH(?:OUT)?\s+(?:LOCAL\s+)?TIME\s+ZONE)?(?P<nn>\s+NOT\s+NULL)?(?:\s+NULL)?$"
+)
+_SIMPLE = {
+    "BOOLEAN": "BOOLEAN",
+    "TINYINT": "TINYINT",
+    "SMALLINT": "SMALLINT",
+    "INT": "INT",
+    "INTEGER": "INT",
+    "BIGINT": "BIGINT",
+    "FLOAT": "FLOAT",
+    "DOUBLE": "DOUBLE",
+    "DOUBLE PRECISION": "DOUBLE",
+    "DATE": "DATE",
+}
+
+
+def parse_type(value: Any) -> DataType:
+    """Parse a type as it appears in a Paimon schema file (SQL string or JSON object)."""
+    if isinstance(value, str):
+        return _parse_atomic(value)
+    if isinstance(value, dict):
+        kind = value["type"]
+        nullable = "NOT NULL" not in kind
+        if kind.startswith("ARRAY"):
+            return ArrayType(parse_type(value["element"]), nullable)
+        if kind.startswith("MULTISET"):
+            return MultisetType(parse_type(value["element"]), nullable)
+        if kind.startswith("MAP"):
+            return MapType(parse_type(value["key"]), parse_type(value["value"]), nullable)
+        if kind.startswith("ROW"):
+            fields = tuple(DataField.from_json(f) for f in value["fields"])
+            return RowType(fields, nullable)
+    raise ValueError(f"cannot parse Paimon data type {value!r}")
+
+
+def _parse_atomic(text: str) -> AtomicType:
+    m = _ATOMIC.match(text.strip().upper())
+    if not m:
+        raise ValueError(f"cannot parse Paimon data type {text!r}")
+    name, a, b = m["name"], m["a"], m["b"]
+    nullable = m["nn"] is None
+    if m["ltz"] and "WITHOUT" not in m["ltz"]:
+        if name != "TIMESTAMP":
+            raise ValueError(f"cannot parse Paimon data type {text!r}")
+        name = "TIMESTAMP_LTZ"
+    if name in _SIMPLE:
+        return AtomicType(_SIMPLE[name], nullable)
+    if name == "STRING":
+        return AtomicType("VARCHAR", nullable, length=MAX_LENGTH)
+    if name == "BYTES":
+        return AtomicType("VARBINARY", nullable, length=MAX_LENGTH)
+    if name in STRING_ROOTS or name in BINARY_ROOTS:
+        return AtomicType(name, nullable, length=int(a) if a else 1)
+    if name in ("DECIMAL", "NUMERIC", "DEC"):
+        return AtomicType("DECIMAL", nullable, precision=int(a) if a else 10, scale=int(b) if b else 0)
+    if name == "TIME":
+        return AtomicType("TIME", nullable, precision=int(a) if a else 0)
+    if name in TIMESTAMP_ROOTS:
+        return AtomicType(name, nullable, precision=int(a) if a else 6)
+    raise ValueError(f"unsupported Paimon data type {text!r}")
+
+
+# ---- field ids ----------------------------------------------------------------------------
+
+
+def assign_ids(dtype: DataType, next_id: Iterator[int]) -> DataType:
+    """Give nested ROW fields fresh ids, in the order ``ReassignFieldId`` does (inner first)."""
+    if isinstance(dtype, ArrayType):
+        return ArrayType(assign_ids(dtype.element, next_id), dtype.nullable)
+    if isinstance(dtype, MultisetType):
+        return MultisetType(assign_ids(dtype.element, next_id), dtype.nullable)
+    if isinstance(dtype, MapType):
+        return MapType(assign_ids(dtype.key, next_id), assign_ids(dtype.value, next_id), dtype.nullable)
+    if isinstance(dtype, RowType):
+        fields = []
+        for f in dtype.fields:
+            inner = assign_ids(f.type, next_id)
+            fields.append(DataField(next(next_id), f.name, inner, f.description))
+        return RowType(tuple(fields), dtype.nullable)
+    return dtype
+
+
+def max_field_id(dtype: DataType) -> int:
+    """Highest field id used inside a type (-1 when it has no nested fields)."""
+    if isinstance(dtype, ArrayType | MultisetType):
+        return max_field_id(dtype.element)
+    if isinstance(dtype, MapType):
+        return max(max_field_id(dtype.key), max_field_id(dtype.value))
+    if isinstance(dtype, RowType):
+        return max((max(f.id, max_field_id(f.type)) for f in dtype.fields), default=-1)
+    return -1
+
+
+# ---- Arrow --------------------------------------------------------------------------------
+
+_ARROW_SIMPLE = {
+    "BOOLEAN": pa.bool_(),
+    "TINYINT": pa.int8(),
+    "SMALLINT": pa.int16(),
+    "INT": pa.int32(),
+    "BIGINT": pa.int64(),
+    "FLOAT": pa.float32(),
+    "DOUBLE": pa.float64(),
+    "DATE": pa.date32(),
+}
+
+
+def timestamp_unit(precision: int) -> str:
+    """Arrow unit that holds a TIMESTAMP(p)/TIME(p) exactly."""
+    return "s" if precision == 0 else "ms" if precision <= 3 else "us" if precision <= 6 else "ns"
+
+
+def to_arrow(dtype: DataType) -> pa.DataType:
+    """The Arrow type that stores values of ``dtype``."""
+    if isinstance(dtype, AtomicType):
+        n = dtype.name
+        if n in _ARROW_SIMPLE:
+            return _ARROW_SIMPLE[n]
+        if n in STRING_ROOTS:
+            return pa.string()
+        if n in BINARY_ROOTS:
+            return pa.binary()
+        if n == "DECIMAL":
+            return pa.decimal128(dtype.precision, dtype.scale)
+        if n == "TIME":
+            return pa.time32("ms") if dtype.precision <= 3 else pa.time64("us")
+        if n == "TIMESTAMP":
+            return pa.timestamp(timestamp_unit(dtype.precision))
+        if n == "TIMESTAMP_LTZ":
+            return pa.timestamp(timestamp_unit(dtype.precision), tz="UTC")
+    if isinstance(dtype, ArrayType):
+        return pa.list_(arrow_field("element", dtype.element))
+    if isinstance(dtype, MultisetType):
+        return pa.map_(arrow_field("key", dtype.element.copy(False)), pa.field("value", pa.int32(), False))
+    if isinstance(dtype, MapType):
+        return pa.map_(arrow_field("key", dtype.key.copy(False)), arrow_field("value", dtype.value))
+    if isinstance(dtype, RowType):
+        return pa.struct([arrow_field(f.name, f.type) for f in dtype.fields])
+    raise ValueError(f"no Arrow type for {dtype}")
+
+
+def arrow_field(name: str, dtype: DataType) -> pa.Field:
+    return pa.field(name, to_arrow(dtype), nullable=dtype.nullable)
+
+
+def arrow_schema(fields: list[DataField] | tuple[DataField, ...]) -> pa.Schema:
+    return pa.schema([arrow_field(f.name, f.type) for f in fields])
+
+
+def from_arrow(atype: pa.DataType, nullable: bool = True) -> DataType:
+    """The Paimon type for an Arrow type; raises ValueError for types Paimon cannot store."""
+    t = pa.types
+    for name, candidate in _ARROW_SIMPLE.items():
+        if atype == candidate:
+            return AtomicType(name, nullable)
+    if t.is_uint8(atype):
+        return AtomicType("SMALLINT", nullable)
+    if t.is_uint16(atype):
+        return AtomicType("INT", nullable)
+    if t.is_uint32(atype):
+        return AtomicType("BIGINT", nullable)
+    if t.is_float16(atype):
+        return AtomicType("FLOAT", nullable)
+    if t.is_string(atype) or t.is_large_string(atype) or t.is_string_view(atype):
+        return AtomicType("VARCHAR", nullable, length=MAX_LENGTH)
+    if t.is_binary(atype) or t.is_large_binary(atype) or t.is_binary_view(atype):
+        return AtomicType("VARBINARY", nullable, length=MAX_LENGTH)
+    if t.is_fixed_size_binary(atype):
+        return AtomicType("BINARY", nullable, length=atype.byte_width)
+    if t.is_decimal(atype):
+        if atype.precision > 38:
+            raise ValueError(f"DECIMAL precision {atype.precision} exceeds Paimon's maximum of 38")
+        return AtomicType("DECIMAL", nullable, precision=atype.precision, scale=atype.scale)
+    if t.is_date(atype):
+        return AtomicType("DATE", nullable)
+    if t.is_time(atype):
+        return AtomicType("TIME", nullable, precision=_UNIT_PRECISION[atype.unit])
+    if t.is_timestamp(atype):
+        name = "TIMESTAMP_LTZ" if atype.tz is not None else "TIMESTAMP"
+        return AtomicType(name, nullable, precision=_UNIT_PRECISION[atype.unit])
+    if t.is_list(atype) or t.is_large_list(atype) or t.is_fixed_size_list(atype):
+        vf = atype.value_field
+        return ArrayType(from_arrow(vf.type, vf.nullable), nullable)
+    if t.is_map(atype):
+        return MapType(
+            from_arrow(atype.key_type, False),
+            from_arrow(atype.item_type, atype.item_field.nullable),
+            nullable,
+        )
+    if t.is_struct(atype):
+        fields = tuple(
+            DataField(-1, atype.field(i).name, from_arrow(atype.field(i).type, atype.field(i).nullable))
+            for i in range(atype.num_fields)
+        )
+        return RowType(fields, nullable)
+    if t.is_dictionary(atype):
+        return from_arrow(atype.value_type, nullable)
+    raise ValueError(f"Arrow type {atype} has no Paimon equivalent")
+
+
+_UNIT_PRECISION = {"s": 0, "ms": 3, "us": 6, "ns": 9}
