@@ -29,6 +29,7 @@ from lakehouse.types import (
     arrow_schema,
     assign_ids,
     from_arrow,
+    from_arrow_field,
     max_field_id,
 )
 
@@ -158,7 +159,7 @@ def new_schema(
     fields = []
     for f in schema:
         try:
-            dtype = from_arrow(f.type, f.nullable)
+            dtype = from_arrow_field(f)
         except ValueError as e:
             raise SchemaMismatchError(f"table {table}, column {f.name!r}: {e}") from None
         if f.name in primary_keys and not nullable_pk:
@@ -329,11 +330,15 @@ def remove_options(schema: TableSchema, table: str, keys: list[str], has_data: b
     return replace(schema, options={k: v for k, v in schema.options.items() if k not in keys})
 
 
-def add_column(schema: TableSchema, table: str, name: str, atype: pa.DataType, comment: str | None = None):
+def add_column(
+    schema: TableSchema, table: str, name: str, atype: pa.DataType | pa.Field, comment: str | None = None
+) -> TableSchema:
     if name in schema.field_names:
         raise SchemaMismatchError(f"table {table}: column {name!r} already exists")
     try:
-        dtype = from_arrow(atype, True)
+        dtype = from_arrow_field(atype if isinstance(atype, pa.Field) else pa.field(name, atype))
+        if not dtype.nullable:
+            raise ValueError("a new column must be nullable: existing rows have no value for it")
     except ValueError as e:
         raise SchemaMismatchError(f"table {table}, new column {name!r}: {e}") from None
     counter = itertools.count(schema.highest_field_id + 1)

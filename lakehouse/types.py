@@ -314,7 +314,7 @@ def to_arrow(dtype: DataType) -> pa.DataType:
         if n == "DECIMAL":
             return pa.decimal128(dtype.precision, dtype.scale)
         if n == "TIME":
-            return pa.time32("ms") if dtype.precision <= 3 else pa.time64("us")
+            return pa.time32("ms")  # Paimon keeps TIME as int millis of day at every precision
         if n == "TIMESTAMP":
             return pa.timestamp(timestamp_unit(dtype.precision))
         if n == "TIMESTAMP_LTZ":
@@ -336,6 +336,21 @@ def arrow_field(name: str, dtype: DataType) -> pa.Field:
 
 def arrow_schema(fields: list[DataField] | tuple[DataField, ...]) -> pa.Schema:
     return pa.schema([arrow_field(f.name, f.type) for f in fields])
+
+
+PAIMON_TYPE_KEY = b"paimon.type"
+
+
+def from_arrow_field(f: pa.Field) -> DataType:
+    """The Paimon type of an Arrow field; field metadata ``paimon.type`` (e.g. ``CHAR(10)``)
+    names a type Arrow cannot express, and must store as the field's Arrow type."""
+    declared = (f.metadata or {}).get(PAIMON_TYPE_KEY)
+    if declared is None:
+        return from_arrow(f.type, f.nullable)
+    dtype = parse_type(declared.decode())
+    if to_arrow(dtype) != to_arrow(from_arrow(f.type)):
+        raise ValueError(f"paimon.type {dtype} is stored as {to_arrow(dtype)}, not as {f.type}")
+    return dtype.copy(f.nullable and dtype.nullable)
 
 
 def from_arrow(atype: pa.DataType, nullable: bool = True) -> DataType:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+
+from lakehouse import Catalog
 
 GOLDEN = Path(__file__).resolve().parents[2] / "shared" / "golden"
 
@@ -18,3 +21,44 @@ def golden(name: str) -> dict:
 @pytest.fixture
 def warehouse(tmp_path: Path) -> str:
     return str(tmp_path / "warehouse")
+
+
+@pytest.fixture
+def catalog(warehouse: str) -> Catalog:
+    cat = Catalog(warehouse)
+    cat.create_database("db")
+    return cat
+
+
+ORDERS = pa.schema(
+    [
+        pa.field("order_id", pa.int64(), nullable=False),
+        pa.field("dt", pa.string(), nullable=False),
+        pa.field("user_id", pa.int32()),
+        pa.field("price", pa.float64()),
+        pa.field("status", pa.string()),
+    ]
+)
+
+
+def orders(ids, dt="2024-01-01", price=1.0, status="PAID") -> pa.Table:
+    """A small orders table: one row per id, ``user_id = id % 7``."""
+    ids = list(ids)
+    dts = dt if isinstance(dt, list) else [dt] * len(ids)
+    prices = price if isinstance(price, list) else [float(price)] * len(ids)
+    return pa.table(
+        {
+            "order_id": pa.array(ids, pa.int64()),
+            "dt": pa.array(dts, pa.string()),
+            "user_id": pa.array([i % 7 for i in ids], pa.int32()),
+            "price": pa.array(prices, pa.float64()),
+            "status": pa.array([status] * len(ids), pa.string()),
+        },
+        schema=ORDERS,
+    )
+
+
+def rows(table: pa.Table, key: str | list[str] = "order_id") -> list[dict]:
+    """Rows sorted by ``key`` as dicts, for order-insensitive comparisons."""
+    keys = [key] if isinstance(key, str) else key
+    return table.sort_by([(k, "ascending") for k in keys]).to_pylist()

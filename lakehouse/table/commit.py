@@ -93,6 +93,24 @@ class TableCommit:
                 f"(a concurrent commit removed them); nothing was committed - redo the operation"
             )
 
+    def abort(self, messages: list[CommitMessage]) -> None:
+        """Delete the new files of messages that will not be committed."""
+        table = self.table
+        table.io.delete_quietly(
+            [
+                f"{table.paths.root}/{table.bucket_path(m.partition, m.bucket)}/{f.file_name}"
+                for m in messages
+                for f in m.new_files
+            ]
+        )
+
+    def check_overwrite(self, overwrite: Overwrite) -> None:
+        """Validate an overwrite argument before any data is written."""
+        if isinstance(overwrite, Mapping):
+            self._partition_spec(overwrite)
+        elif overwrite not in (None, False, True, "dynamic"):
+            raise TypeError(f"overwrite must be None, True, 'dynamic' or a partition dict, not {overwrite!r}")
+
     # ---- overwrite scope -----------------------------------------------------------------
 
     def _overwrite_scope(self, overwrite: Overwrite, adds: list[ManifestEntry]) -> PartitionFilter | None:
@@ -104,8 +122,7 @@ class TableCommit:
         if overwrite == "dynamic":
             written = {e.partition for e in adds}
             return written.__contains__
-        if not isinstance(overwrite, Mapping):
-            raise TypeError(f"overwrite must be None, True, 'dynamic' or a partition dict, not {overwrite!r}")
+        self.check_overwrite(overwrite)
         spec = self._partition_spec(overwrite)
         types = schema.partition_types()
         positions = {k: i for i, k in enumerate(schema.partition_keys)}

@@ -153,13 +153,17 @@ class Table:
         ``overwrite=True`` replaces the whole table, ``overwrite={"dt": ...}`` one partition,
         ``overwrite="dynamic"`` the partitions present in ``data``.
         """
+        committer = self.new_commit()
+        committer.check_overwrite(overwrite)
         writer = self.new_write(overwrite=bool(overwrite))
+        messages = []
         try:
             writer.write(data)
             messages = writer.prepare_commit()
-            return self.new_commit().commit(messages, overwrite=overwrite)
+            return committer.commit(messages, overwrite=overwrite)
         except BaseException:
             writer.abort()
+            committer.abort(messages)
             raise
 
     # ---- reading -------------------------------------------------------------------------

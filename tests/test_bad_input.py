@@ -1,0 +1,170 @@
+"""Bad input: a typed error naming the table/column/file, and the table exactly as it was."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from lakehouse.errors import (
+    CorruptFileError,
+    LakehouseError,
+    SchemaMismatchError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+)
+
+from .conftest import ORDERS, orders, rows
+
+
+@pytest.fixture
+def table(catalog):
+    t = catalog.create_table(
+        "db.orders", ORDERS, primary_keys=["order_id", "dt"], partition_keys=["dt"], options={"bucket": "2"}
+    )
+    t.write(orders([1, 2, 3]))
+    return t
+
+
+def _files(root: str) -> set[str]:
+    return {os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs}
+
+
+def _unchanged(table, before_files, before_rows):
+    assert table.latest_snapshot_id() == 1
+    assert rows(table.read()) == before_rows
+    assert _files(table.paths.root) == before_files  # no data file or manifest left behind
+
+
+@pytest.mark.parametrize(
+    ("data", "match"),
+    [
+        (orders([4]).drop_columns(["status"]), r"missing columns \['status'\]"),
+        (orders([4]).append_column("extra", pa.array([1])), r"unknown columns \['extra'\]"),
+        (orders([4]).set_column(3, "price", pa.array(["cheap"])), "column 'price'.*cannot be cast"),
+        (orders([4]).set_column(2, "user_id", pa.array([2**40], pa.int64())), "column 'user_id'.*casting"),
+        (
+            orders([4])
+            .set_column(3, "price", pa.array([1.5], pa.float32()))
+            .set_column(2, "user_id", pa.array([1.5])),
+            "column 'user_id'.*cannot be cast",
+        ),
+        (
+            pa.table(
+                {
+                    "order_id": pa.array([None, 5], pa.int64()),
+                    "dt": ["x", "x"],
+                    "user_id": pa.array([1, 1], pa.int32()),
+                    "price": [1.0, 1.0],
+                    "status": ["a", "b"],
+                }
+            ),
+            "primary key column 'order_id'.*1 null",
+        ),
+        (orders([4]).append_column("_row_kind", pa.array(["+X"])), "_row_kind.*'\\+X'"),
+    ],
+    ids=["missing", "extra", "uncastable", "overflow", "float-to-int", "null-key", "row-kind"],
+)
+def test_bad_rows_are_refused_and_nothing_is_committed(table, data, match):
+    before_files, before_rows = _files(table.paths.root), rows(table.read())
+    with pytest.raises(SchemaMismatchError, match=match) as err:
+        table.write(data)
+    assert "db.orders" in str(err.value)
+    _unchanged(table, before_files, before_rows)
+
+
+def test_a_failure_after_some_files_were_written_removes_them(table):
+    table.set_options({"write-buffer-size": "1 b"})  # every batch flushes: files exist before the failure
+    before_files, before_rows = _files(table.paths.root), rows(table.read())
+    nullable = ORDERS.set(0, pa.field("order_id", pa.int64()))
+    good = orders(range(10, 20)).cast(nullable).to_batches(max_chunksize=3)
+    bad = pa.table({**orders([30]).to_pydict(), "order_id": pa.array([None], pa.int64())}, schema=nullable)
+    seen = []
+
+    def batches():
+        for b in good:
+            yield b
+            seen.append(len(_files(table.paths.root)))
+        yield from bad.to_batches()
+
+    with pytest.raises(SchemaMismatchError, match="primary key column 'order_id'"):
+        table.write(pa.RecordBatchReader.from_batches(nullable, batches()))
+    assert max(seen) > len(before_files)  # files did exist before the bad batch arrived
+    _unchanged(table, before_files, before_rows)
+
+
+def test_unknown_table(catalog):
+    with pytest.raises(TableNotFoundError, match="db.nope"):
+        catalog.get_table("db.nope")
+
+
+@pytest.mark.parametrize("spec", [{"status": "PAID"}, {"dt": "2024-01-01", "price": 1}])
+def test_partition_overwrite_naming_a_non_partition_column(table, spec):
+    before_files, before_rows = _files(table.paths.root), rows(table.read())
+    with pytest.raises(SchemaMismatchError, match="not a partition key of table db.orders"):
+        table.write(orders([9]), overwrite=spec)
+    _unchanged(table, before_files, before_rows)
+
+
+def test_partition_overwrite_with_rows_of_another_partition(table):
+    before_files, before_rows = _files(table.paths.root), rows(table.read())
+    with pytest.raises(SchemaMismatchError, match="got rows of partition"):
+        table.write(orders([9], dt="2024-02-02"), overwrite={"dt": "2024-01-01"})
+    _unchanged(table, before_files, before_rows)
+
+
+def test_filter_on_unknown_column(table):
+    from lakehouse import col
+
+    with pytest.raises(SchemaMismatchError, match="unknown column 'nope'"):
+        table.read(filter=col("nope") == 1)
+    with pytest.raises(SchemaMismatchError, match=r"no columns \['nope'\]"):
+        table.read(columns=["nope"])
+
+
+def _manifest_of_latest(table) -> str:
+    snap = table.snapshots.latest()
+    store = table.manifests()
+    return table.paths.manifest(store.read_list(snap.delta_manifest_list)[0].file_name)
+
+
+@pytest.mark.parametrize("what", ["manifest", "manifest-list", "data"])
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "delete"])
+def test_corrupt_metadata_and_data_files_are_typed_errors(table, what, damage):
+    from lakehouse.manifest import files as manifest_files
+
+    manifest_files._CACHE._items.clear()
+    table.write(orders([7]))
+    snap = table.snapshots.latest()
+    if what == "manifest":
+        path = _manifest_of_latest(table)
+    elif what == "manifest-list":
+        path = table.paths.manifest(snap.delta_manifest_list)
+    else:
+        (e,) = table.manifests().read_manifest(os.path.basename(_manifest_of_latest(table)))
+        path = f"{table.paths.root}/{table.bucket_path(e.partition, e.bucket)}/{e.file.file_name}"
+    manifest_files._CACHE._items.clear()
+    if damage == "delete":
+        os.remove(path)
+    else:
+        data = Path(path).read_bytes()
+        with open(path, "wb") as f:
+            f.write(data[: len(data) // 2] if damage == "truncate" else b"\x00garbage" * 10)
+    with pytest.raises(CorruptFileError, match=os.path.basename(path)):
+        table.read()
+    assert [r["order_id"] for r in rows(table.read(snapshot_id=1))] == [1, 2, 3]
+
+
+def test_dynamic_bucket_primary_key_tables_are_refused_for_now(catalog):
+    with pytest.raises(UnsupportedFeatureError, match="dynamic buckets"):
+        t = catalog.create_table("db.dyn", ORDERS, primary_keys=["order_id", "dt"])
+        t.write(orders([1]))
+
+
+def test_every_error_is_a_lakehouse_error():
+    import lakehouse.errors as errors
+
+    classes = [v for v in vars(errors).values() if isinstance(v, type) and issubclass(v, Exception)]
+    assert all(issubclass(c, LakehouseError) for c in classes)

@@ -1,0 +1,159 @@
+"""Commits under concurrency and failure: never a lost, duplicated or half-visible row."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from lakehouse import Catalog
+from lakehouse.errors import CommitConflictError
+from lakehouse.snapshot import SnapshotManager
+from lakehouse.table.write import CommitMessage
+
+from .conftest import ORDERS, orders, rows
+
+
+def test_concurrent_committers_in_threads_lose_nothing(catalog):
+    t = catalog.create_table("db.t", ORDERS, options={"commit.min-retry-wait": "1 ms"})
+
+    def writer(w):
+        ids = []
+        for i in range(6):
+            ids += [w * 100 + i]
+            catalog.get_table("db.t").write(orders([w * 100 + i]))
+        return ids
+
+    with ThreadPoolExecutor(4) as pool:
+        written = sorted(i for ids in pool.map(writer, range(4)) for i in ids)
+    assert [r["order_id"] for r in rows(t.read())] == written
+    assert t.snapshots.snapshot_ids() == list(range(1, 25))
+    assert t.snapshots.latest().total_record_count == 24
+
+
+def _process_writer(args):
+    warehouse, w = args
+    table = Catalog(warehouse).get_table("db.t")
+    for i in range(5):
+        table.write(orders([w * 100 + i]))
+
+
+def test_concurrent_committers_in_processes_lose_nothing(catalog, warehouse):
+    catalog.create_table("db.t", ORDERS, options={"commit.min-retry-wait": "1 ms"})
+    with multiprocessing.get_context("spawn").Pool(3) as pool:
+        pool.map(_process_writer, [(warehouse, w) for w in range(3)])
+    t = catalog.get_table("db.t")
+    assert sorted(r["order_id"] for r in rows(t.read())) == sorted(
+        w * 100 + i for w in range(3) for i in range(5)
+    )
+    assert t.latest_snapshot_id() == 15
+
+
+def test_losing_the_race_retries_on_the_new_latest_and_cleans_up(catalog):
+    t = catalog.create_table("db.t", ORDERS, partition_keys=["dt"])
+    t.write(orders([1], dt="a"))
+    w = t.new_write()
+    w.write(orders([2], dt="a"))
+    messages = w.prepare_commit()
+    committer = t.new_commit()
+    # another writer commits while ours is being prepared
+    t.write(orders([3], dt="b"))
+    manifests_before = set(os.listdir(t.paths.manifest_dir))
+    original = SnapshotManager.try_commit
+    attempts = []
+
+    def racing_try_commit(self, snapshot):
+        attempts.append(snapshot.id)
+        if len(attempts) == 1:
+            SnapshotManager.try_commit = original
+            catalog.get_table("db.t").write(orders([4], dt="c"))  # steals the id we are about to take
+            SnapshotManager.try_commit = racing_try_commit
+        return original(self, snapshot)
+
+    SnapshotManager.try_commit = racing_try_commit
+    try:
+        sid = committer.commit(messages)
+    finally:
+        SnapshotManager.try_commit = original
+    assert attempts == [3, 4] and sid == 4
+    assert [r["order_id"] for r in rows(t.read())] == [1, 2, 3, 4]
+    new_manifests = set(os.listdir(t.paths.manifest_dir)) - manifests_before
+    snaps = [t.snapshots.snapshot(i) for i in (3, 4)]
+    store = t.manifests()
+    referenced = {n for s in snaps for n in (s.base_manifest_list, s.delta_manifest_list)}
+    referenced |= {
+        m.file_name
+        for s in snaps
+        for n in (s.base_manifest_list, s.delta_manifest_list)
+        for m in store.read_list(n)
+    }
+    assert new_manifests <= referenced  # the losing attempt's files are gone
+
+
+def test_deleting_a_file_someone_else_deleted_is_a_conflict(catalog):
+    t = catalog.create_table("db.t", ORDERS)
+    t.write(orders([1, 2]))
+    (entry,) = t.live_entries()
+    delete = CommitMessage(entry.partition, entry.bucket, entry.total_buckets, (), (entry.file,))
+    first, second = t.new_commit(), t.new_commit()
+    assert first.commit([delete]) == 2
+    with pytest.raises(CommitConflictError, match=entry.file.file_name):
+        second.commit([delete])
+    assert t.latest_snapshot_id() == 2 and t.read().num_rows == 0
+
+
+def test_a_crash_before_the_snapshot_leaves_the_table_as_it_was(catalog):
+    t = catalog.create_table("db.t", ORDERS)
+    t.write(orders([1]))
+    before = set(os.listdir(t.paths.manifest_dir))
+
+    def crash(self, snapshot):
+        raise OSError("disk full")
+
+    original = SnapshotManager.try_commit
+    SnapshotManager.try_commit = crash
+    try:
+        with pytest.raises(OSError, match="disk full"):
+            t.write(orders([2]))
+    finally:
+        SnapshotManager.try_commit = original
+    assert t.latest_snapshot_id() == 1 and [r["order_id"] for r in rows(t.read())] == [1]
+    assert set(os.listdir(t.paths.manifest_dir)) == before
+
+
+KILLED_WRITER = textwrap.dedent(
+    """
+    import sys
+    from lakehouse import Catalog
+    from tests.conftest import orders
+    table = Catalog(sys.argv[1]).get_table("db.t")
+    i = 0
+    while True:
+        table.write(orders(range(i * 100, i * 100 + 100)))
+        i += 1
+    """
+)
+
+
+@pytest.mark.parametrize("delay", [0.4, 0.9, 1.3])
+def test_a_writer_killed_at_any_moment_leaves_a_readable_table(catalog, warehouse, delay):
+    t = catalog.create_table("db.t", ORDERS, primary_keys=["order_id"], options={"bucket": "2"})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WRITER, warehouse], cwd=os.path.dirname(os.path.dirname(__file__))
+    )
+    time.sleep(delay)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    table = Catalog(warehouse).get_table("db.t")
+    n = table.latest_snapshot_id() or 0
+    got = [r["order_id"] for r in rows(table.read())]
+    assert got == list(range(n * 100))  # exactly the committed writes, each whole
+    t.write(orders([10**6]))  # and writers carry on
+    assert table.read().num_rows == n * 100 + 1

@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from lakehouse.io.fs import FileIO
+
+
+def test_try_create_has_exactly_one_winner_among_threads(tmp_path):
+    io, root = FileIO.for_uri(str(tmp_path))
+    path = f"{root}/snapshot/snapshot-1"
+    with ThreadPoolExecutor(8) as pool:
+        wins = list(pool.map(lambda i: io.try_create(path, f"writer {i}".encode()), range(32)))
+    assert wins.count(True) == 1
+    winner = wins.index(True)
+    assert io.read_bytes(path) == f"writer {winner}".encode()
+    assert os.listdir(tmp_path / "snapshot") == ["snapshot-1"]  # no temporary files left
+
+
+def _race(args):
+    root, i = args
+    io, _ = FileIO.for_uri(root)
+    return io.try_create(f"{root}/snapshot-7", str(i).encode())
+
+
+def test_try_create_has_exactly_one_winner_among_processes(tmp_path):
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        wins = pool.map(_race, [(str(tmp_path), i) for i in range(16)])
+    assert wins.count(True) == 1
+
+
+def test_file_uri_and_plain_path_are_the_same_place(tmp_path):
+    io, root = FileIO.for_uri(f"file://{tmp_path}")
+    io.write_bytes(f"{root}/a/b.txt", b"x")
+    io2, root2 = FileIO.for_uri(str(tmp_path))
+    assert io2.read_bytes(f"{root2}/a/b.txt") == b"x"
+
+
+def test_write_bytes_replaces_atomically(tmp_path):
+    io, root = FileIO.for_uri(str(tmp_path))
+    io.write_bytes(f"{root}/LATEST", b"1")
+    io.write_bytes(f"{root}/LATEST", b"2")
+    assert io.read_bytes(f"{root}/LATEST") == b"2"
+    assert os.listdir(tmp_path) == ["LATEST"]
+
+
+def test_a_failed_output_leaves_nothing_under_the_final_name(tmp_path):
+    io, root = FileIO.for_uri(str(tmp_path))
+    with pytest.raises(RuntimeError), io.open_output(f"{root}/data.parquet") as out:
+        out.write(b"half a file")
+        raise RuntimeError("writer died")
+    assert os.listdir(tmp_path) == []
+
+
+def test_listing_hides_temporary_files(tmp_path):
+    io, root = FileIO.for_uri(str(tmp_path))
+    (tmp_path / ".snapshot-3.abc.tmp").write_bytes(b"")
+    io.write_bytes(f"{root}/snapshot-1", b"{}")
+    assert [s.name for s in io.list_dir(root)] == ["snapshot-1"]
+    assert io.list_dir(f"{root}/missing") == []

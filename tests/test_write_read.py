@@ -1,0 +1,231 @@
+from __future__ import annotations
+
+import math
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lakehouse import col
+from lakehouse.manifest import binary_row
+from lakehouse.snapshot import CommitKind
+
+from .conftest import ORDERS, golden, orders, rows
+
+
+def _pk_table(catalog, **options):
+    return catalog.create_table(
+        "db.t",
+        ORDERS,
+        primary_keys=["order_id", "dt"],
+        partition_keys=["dt"],
+        options={"bucket": "2", **options},
+    )
+
+
+def _data_files(table) -> list[str]:
+    out = []
+    for root, _, files in os.walk(table.paths.root):
+        out += [os.path.join(root, f) for f in files if f.endswith(".parquet")]
+    return sorted(out)
+
+
+def test_append_table_partitions_and_reads(catalog):
+    t = catalog.create_table("db.t", ORDERS, partition_keys=["dt"])
+    t.write(orders(range(4), dt=["2024-01-01", "2024-01-02", "2024-01-01", "2024-01-02"]))
+    t.write(orders(range(4, 6), dt="2024-01-03"))
+    got = t.read()
+    assert got.schema == ORDERS
+    assert [r["order_id"] for r in rows(got)] == list(range(6))
+    dirs = sorted({os.path.relpath(os.path.dirname(f), t.paths.root) for f in _data_files(t)})
+    assert dirs == ["dt=2024-01-01/bucket-0", "dt=2024-01-02/bucket-0", "dt=2024-01-03/bucket-0"]
+    assert t.read(columns=["status", "order_id"]).column_names == ["status", "order_id"]
+    assert sorted(t.read(filter=col("dt") == "2024-01-02").column("order_id").to_pylist()) == [1, 3]
+
+
+def test_append_rows_keep_duplicates(catalog):
+    t = catalog.create_table("db.t", ORDERS)
+    t.write(orders([1, 1]))
+    t.write(orders([1]))
+    assert t.read().num_rows == 3
+
+
+def test_fixed_bucket_placement_matches_java(catalog):
+    cases = [
+        c for c in golden("binary_row.json")["cases"] if c["types"] == ["INT"] and c["values"][0] is not None
+    ]
+    t = catalog.create_table(
+        "db.t", pa.schema([("k", pa.int32()), ("v", pa.string())]), options={"bucket": "5", "bucket-key": "k"}
+    )
+    t.write(pa.table({"k": pa.array([c["values"][0] for c in cases], pa.int32()), "v": ["x"] * len(cases)}))
+    for path in _data_files(t):
+        bucket = int(os.path.basename(os.path.dirname(path)).removeprefix("bucket-"))
+        for k in pq.ParquetFile(path).read().column("k").to_pylist():
+            assert next(c for c in cases if c["values"][0] == k)["bucket"]["5"] == bucket
+
+
+def test_primary_key_upserts_and_deletes(catalog):
+    t = _pk_table(catalog)
+    t.write(orders([1, 2, 3, 4], price=1.0))
+    t.write(orders([2, 3], price=2.0))
+    deletes = orders([3, 99]).append_column("_row_kind", pa.array(["-D", "-D"]))
+    t.write(deletes)
+    got = rows(t.read())
+    assert [(r["order_id"], r["price"]) for r in got] == [(1, 1.0), (2, 2.0), (4, 1.0)]
+    assert [r["order_id"] for r in rows(t.read(snapshot_id=2))] == [1, 2, 3, 4]
+
+
+def test_duplicate_keys_in_one_write_keep_the_last(catalog):
+    t = _pk_table(catalog)
+    data = orders([5, 5, 6, 5], price=[1.0, 2.0, 3.0, 4.0])
+    kinds = pa.array([0, 2, 0, 3], pa.int8())  # +I, +U, +I, -D
+    t.write(data.append_column("_row_kind", kinds))
+    assert [r["order_id"] for r in rows(t.read())] == [6]
+    t.write(orders([5, 5], price=[7.0, 8.0]))
+    assert [(r["order_id"], r["price"]) for r in rows(t.read())] == [(5, 8.0), (6, 3.0)]
+
+
+def test_primary_key_files_have_paimon_layout(catalog):
+    t = _pk_table(catalog)
+    t.write(orders([3, 1, 2]))
+    t.write(orders([2]))
+    files = _data_files(t)
+    schema = pq.read_schema(files[0])
+    assert schema.names == ["_KEY_order_id", "_SEQUENCE_NUMBER", "_VALUE_KIND", *ORDERS.names]
+    ids = [int(f.metadata[b"PARQUET:field_id"]) for f in schema]
+    assert ids == [2**31 // 2 - 1 + 0, 2**31 - 2, 2**31 - 3, 0, 1, 2, 3, 4]
+    entries = t.live_entries()
+    for e in entries:
+        data = pq.ParquetFile(
+            f"{t.paths.root}/{t.bucket_path(e.partition, e.bucket)}/{e.file.file_name}"
+        ).read()
+        keys = data.column("_KEY_order_id").to_pylist()
+        assert keys == sorted(keys) and len(set(keys)) == len(keys)
+        seq = data.column("_SEQUENCE_NUMBER").to_pylist()
+        assert (e.file.min_sequence_number, e.file.max_sequence_number) == (min(seq), max(seq))
+        key_type = [t.schema.field("order_id").type]
+        assert binary_row.decode_row(binary_row.deserialize(e.file.min_key)[1], key_type) == [keys[0]]
+        assert binary_row.decode_row(binary_row.deserialize(e.file.max_key)[1], key_type) == [keys[-1]]
+    # a bucket's sequence numbers continue after its existing files
+    by_bucket = {}
+    for e in sorted(entries, key=lambda e: e.file.min_sequence_number):
+        by_bucket.setdefault(e.bucket, []).append(e.file)
+    for files_in_bucket in by_bucket.values():
+        for older, newer in zip(files_in_bucket, files_in_bucket[1:], strict=False):
+            assert newer.min_sequence_number > older.max_sequence_number
+
+
+def test_thin_mode_drops_key_columns(catalog):
+    t = _pk_table(catalog, **{"data-file.thin-mode": "true"})
+    t.write(orders([1, 2]))
+    t.write(orders([2], price=9.0))
+    assert pq.read_schema(_data_files(t)[0]).names == ["_SEQUENCE_NUMBER", "_VALUE_KIND", *ORDERS.names]
+    assert [(r["order_id"], r["price"]) for r in rows(t.read())] == [(1, 1.0), (2, 9.0)]
+
+
+def test_write_buffer_flushes_make_several_sorted_runs(catalog):
+    t = _pk_table(catalog, **{"write-buffer-size": "1 kb"})
+    reader = pa.RecordBatchReader.from_batches(
+        ORDERS, [b for i in range(6) for b in orders(range(i, i + 50), price=float(i)).to_batches()]
+    )
+    t.write(reader)
+    files = t.live_entries()
+    assert len(files) > 2
+    got = rows(t.read())
+    assert len(got) == 55
+    assert [r["price"] for r in got[:6]] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    assert all(r["price"] == 5.0 for r in got[5:])
+
+
+def test_files_roll_at_the_target_size(catalog):
+    t = catalog.create_table("db.t", ORDERS, options={"target-file-size": "8 kb"})
+    t.write(orders(range(20_000)))
+    files = t.live_entries()
+    assert len(files) > 3
+    assert sum(e.file.row_count for e in files) == 20_000
+    assert t.read().num_rows == 20_000
+
+
+def test_overwrite_whole_table_partition_and_dynamic(catalog):
+    t = catalog.create_table("db.t", ORDERS, partition_keys=["dt"])
+    t.write(orders([1, 2], dt="a"))
+    t.write(orders([3], dt="b"))
+    t.write(orders([10], dt="a"), overwrite={"dt": "a"})
+    assert [(r["order_id"], r["dt"]) for r in rows(t.read())] == [(3, "b"), (10, "a")]
+    assert t.snapshots.latest().commit_kind == CommitKind.OVERWRITE
+    t.write(orders([20], dt="c"), overwrite="dynamic")
+    assert [r["order_id"] for r in rows(t.read())] == [3, 10, 20]
+    t.write(orders([30], dt="b"), overwrite=True)
+    assert [r["order_id"] for r in rows(t.read())] == [30]
+    snap = t.snapshots.latest()
+    assert snap.total_record_count == 1 and snap.delta_record_count == -2
+    assert t.write(orders([]), overwrite="dynamic") is None
+
+
+def test_overwrite_of_a_primary_key_table_restarts_sequences(catalog):
+    t = _pk_table(catalog)
+    t.write(orders([1, 2]))
+    t.write(orders([2], price=5.0), overwrite=True)
+    assert [(r["order_id"], r["price"]) for r in rows(t.read())] == [(2, 5.0)]
+
+
+def test_empty_write_commits_nothing(catalog):
+    t = catalog.create_table("db.t", ORDERS)
+    assert t.write(orders([])) is None
+    assert t.latest_snapshot_id() is None
+
+
+def test_null_partition_values_go_to_the_default_partition(catalog):
+    schema = pa.schema([("id", pa.int64()), ("region", pa.string())])
+    t = catalog.create_table("db.t", schema, partition_keys=["region"])
+    t.write(pa.table({"id": [1, 2, 3], "region": ["eu", None, " "]}, schema=schema))
+    dirs = sorted(os.path.basename(os.path.dirname(os.path.dirname(f))) for f in _data_files(t))
+    assert dirs == ["region=__DEFAULT_PARTITION__", "region=__DEFAULT_PARTITION__", "region=eu"]
+    assert sorted(t.read(filter=col("region").is_null()).column("id").to_pylist()) == [2]
+
+
+def test_partition_values_of_every_kind_name_directories_like_java(catalog):
+    schema = pa.schema([("id", pa.int64()), ("d", pa.date32()), ("f", pa.float64()), ("s", pa.string())])
+    t = catalog.create_table("db.t", schema, partition_keys=["d", "f", "s"])
+    t.write(
+        pa.table(
+            {"id": [1], "d": pa.array([19723], pa.int32()).cast(pa.date32()), "f": [1e10], "s": ["a/b:c"]},
+            schema=schema,
+        )
+    )
+    (path,) = _data_files(t)
+    assert os.path.relpath(path, t.paths.root).startswith("d=19723/f=1.0E10/s=a%2Fb%3Ac/bucket-0/data-")
+
+
+def test_many_commits_keep_few_manifests(catalog):
+    t = catalog.create_table("db.t", ORDERS)
+    for i in range(45):
+        t.write(orders([i]))
+    snap = t.snapshots.latest()
+    store = t.manifests()
+    base = store.read_list(snap.base_manifest_list)
+    assert len(base) < 30
+    assert t.read().num_rows == 45
+
+
+def test_full_manifest_compaction_drops_cancelled_entries(catalog):
+    t = catalog.create_table(
+        "db.t", ORDERS, partition_keys=["dt"], options={"manifest.full-compaction-threshold-size": "1 b"}
+    )
+    t.write(orders([1], dt="a"))
+    t.write(orders([2], dt="b"))
+    t.write(orders([3], dt="a"), overwrite={"dt": "a"})
+    t.write(orders([4], dt="c"))
+    snap = t.snapshots.latest()
+    store = t.manifests()
+    entries = [e for m in store.read_list(snap.base_manifest_list) for e in store.read_manifest(m.file_name)]
+    assert sorted(e.file.row_count for e in entries) == [1, 1]  # the overwritten ADD and its DELETE are gone
+    assert all(e.kind == 0 for e in entries)
+    assert [r["order_id"] for r in rows(t.read())] == [2, 3, 4]
+
+
+def test_record_batch_input_and_nan_stats(catalog):
+    t = catalog.create_table("db.t", ORDERS)
+    t.write(orders([1, 2], price=[math.nan, math.nan]).to_batches()[0])
+    assert t.read(filter=col("price") > 0).num_rows == 0
+    assert t.plan(filter=col("price") > 0).stats["files_selected"] == 1
