@@ -237,7 +237,7 @@ def _numpy(arr: pa.Array, dtype, nulls: np.ndarray | None) -> np.ndarray:
 
 def _fixed_slot(arr: pa.Array, root: str, nulls: np.ndarray | None) -> np.ndarray:
     if root == "BOOLEAN":
-        return _numpy(arr, np.uint8, nulls).astype(np.uint64)
+        return _numpy(arr.cast(pa.uint8()), np.uint8, nulls).astype(np.uint64)
     if root == "FLOAT":
         return _numpy(arr, np.float32, nulls).view(np.uint32).astype(np.uint64)
     if root == "DOUBLE":

@@ -1,0 +1,47 @@
+"""pypaimon, the official Paimon Python implementation, as the compatibility oracle."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from pypaimon import CatalogFactory, Schema
+
+
+def catalog(warehouse: str):
+    return CatalogFactory.create({"warehouse": warehouse})
+
+
+def create(
+    warehouse: str, identifier: str, schema: pa.Schema, primary_keys=(), partition_keys=(), options=None
+):
+    cat = catalog(warehouse)
+    cat.create_database(identifier.split(".")[0], True)
+    paimon_schema = Schema.from_pyarrow_schema(
+        schema,
+        partition_keys=list(partition_keys),
+        primary_keys=list(primary_keys),
+        options=dict(options or {}),
+    )
+    cat.create_table(identifier, paimon_schema, False)
+
+
+def write(warehouse: str, identifier: str, data: pa.Table, overwrite: dict | None = None) -> None:
+    table = catalog(warehouse).get_table(identifier)
+    builder = table.new_batch_write_builder()
+    if overwrite is not None:
+        builder = builder.overwrite(overwrite)
+    writer = builder.new_write()
+    writer.write_arrow(data)
+    commit = builder.new_commit()
+    commit.commit(writer.prepare_commit())
+    writer.close()
+    commit.close()
+
+
+def read(warehouse: str, identifier: str) -> pa.Table:
+    table = catalog(warehouse).get_table(identifier)
+    builder = table.new_read_builder()
+    return builder.new_read().to_arrow(builder.new_scan().plan().splits())
+
+
+def alter(warehouse: str, identifier: str, changes: list) -> None:
+    catalog(warehouse).alter_table(identifier, changes, False)
