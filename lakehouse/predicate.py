@@ -187,10 +187,13 @@ def bind(pred: Predicate, types: dict[str, pa.DataType], table: str) -> Predicat
 
 
 def _literal(value: Any, atype: pa.DataType) -> pa.Scalar:
-    scalar = value if isinstance(value, pa.Scalar) else pa.scalar(value)
-    if scalar.type != atype:
-        scalar = scalar.cast(atype)
-    return scalar
+    """``value`` as a scalar of the column's type (Python values convert directly, else cast)."""
+    if not isinstance(value, pa.Scalar):
+        try:
+            return pa.scalar(value, type=atype)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
+            value = pa.scalar(value)
+    return value if value.type == atype else value.cast(atype)
 
 
 def map_leaves(pred: Predicate, fn: Callable[[Leaf], Predicate]) -> Predicate:

@@ -94,21 +94,26 @@ class FileIO:
     @contextlib.contextmanager
     def open_output(self, path: str) -> Iterator[pa.NativeFile]:
         """Open ``path`` for writing; the file appears under its name only once the block succeeds."""
-        parent = _parent(path)
-        if parent:
-            self.mkdirs(parent)
         if not (self.is_local or self.is_hdfs):
-            with self.fs.open_output_stream(path) as out:
+            with self.fs.open_output_stream(path, buffer_size=_BUFFER) as out:
                 yield out
             return
         tmp = _temp_name(path)
         try:
-            with self.fs.open_output_stream(tmp) as out:
+            with self._create(tmp) as out:
                 yield out
             self.fs.move(tmp, path)
         except BaseException:
             self._discard(tmp)
             raise
+
+    def _create(self, path: str) -> pa.NativeFile:
+        """A new output stream, creating the parent directory only when it is missing."""
+        try:
+            return self.fs.open_output_stream(path, buffer_size=_BUFFER)
+        except FileNotFoundError:
+            self.mkdirs(_parent(path))
+            return self.fs.open_output_stream(path, buffer_size=_BUFFER)
 
     def write_bytes(self, path: str, data: bytes) -> None:
         """Write (or atomically replace) a whole file."""
@@ -151,7 +156,7 @@ class FileIO:
                 out.write(data)
             return True
         tmp = _temp_name(path)
-        with self.fs.open_output_stream(tmp) as out:
+        with self._create(tmp) as out:
             out.write(data)
         try:
             self.fs.move(tmp, path)
@@ -186,6 +191,9 @@ class FileIO:
     def _discard(self, path: str) -> None:
         with contextlib.suppress(OSError):
             self.fs.delete_file(path)
+
+
+_BUFFER = 1 << 20  # coalesce the many small writes of a Parquet writer
 
 
 def join(*parts: str) -> str:

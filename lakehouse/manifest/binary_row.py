@@ -63,12 +63,25 @@ def is_compact_timestamp(dtype: DataType) -> bool:
 # ---- Arrow -> physical --------------------------------------------------------------------
 
 
+def physical_type(dtype: DataType) -> pa.DataType:
+    """Arrow type of the physical values of ``dtype``."""
+    from lakehouse.types import to_arrow
+
+    if dtype.root in ("DATE", "TIME"):
+        return pa.int32()
+    if dtype.root in TIMESTAMP_ROOTS:
+        return pa.int64()
+    return to_arrow(dtype)
+
+
 def physical_array(arr: pa.Array, dtype: DataType) -> pa.Array:
     """Cast an Arrow column to the physical representation of ``dtype`` (see module doc)."""
     root = dtype.root
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    if root in ("DATE",):
+    if pa.types.is_integer(arr.type) and root in ("DATE", "TIME", *TIMESTAMP_ROOTS):
+        return arr  # already physical
+    if root == "DATE":
         return arr.cast(pa.int32())
     if root == "TIME":
         if pa.types.is_time64(arr.type):
@@ -78,21 +91,6 @@ def physical_array(arr: pa.Array, dtype: DataType) -> pa.Array:
         unit = timestamp_unit(dtype.precision)
         return arr.cast(pa.timestamp(unit, arr.type.tz)).cast(pa.int64())
     return arr
-
-
-def physical_to_arrow(values: list[Any], dtype: DataType, arrow_type: pa.DataType) -> pa.Array:
-    """Build an Arrow column of ``arrow_type`` from physical values (None = null)."""
-    root = dtype.root
-    if root == "DATE":
-        return pa.array(values, pa.int32()).cast(arrow_type)
-    if root == "TIME":
-        millis = pa.array(values, pa.int32())
-        if pa.types.is_time64(arrow_type):
-            return pc.multiply(millis.cast(pa.int64()), 1000).cast(arrow_type)
-        return millis.cast(arrow_type)
-    if root in TIMESTAMP_ROOTS:
-        return pa.array(values, pa.int64()).cast(arrow_type)
-    return pa.array(values, arrow_type)
 
 
 # ---- encoding -----------------------------------------------------------------------------
@@ -116,10 +114,13 @@ class EncodedRows:
         return murmur_words(self.buffer, self.offsets)
 
 
-def encode_rows(columns: list[pa.Array], types: list[DataType]) -> EncodedRows:
-    """Encode equally long Arrow columns as BinaryRows (RowKind +I), vectorized per field."""
+def encode_rows(columns: list[pa.Array], types: list[DataType], num_rows: int = 1) -> EncodedRows:
+    """Encode equally long Arrow columns as BinaryRows (RowKind +I), vectorized per field.
+
+    ``num_rows`` only matters for arity 0 (no columns to count rows from).
+    """
     arity = len(types)
-    n = len(columns[0]) if columns else 1
+    n = len(columns[0]) if columns else num_rows
     nb = null_bits_width(arity)
     fixed = nb + 8 * arity
     slots = np.zeros((n, arity), dtype=np.uint64)
@@ -175,18 +176,15 @@ def encode_rows(columns: list[pa.Array], types: list[DataType]) -> EncodedRows:
     return EncodedRows(buf, offsets)
 
 
+def encode_values(rows: list[list[Any]], types: list[DataType]) -> EncodedRows:
+    """Encode rows of physical values (one vectorized pass, however few rows)."""
+    columns = [pa.array([r[i] for r in rows], physical_type(t)) for i, t in enumerate(types)]
+    return encode_rows(columns, types, len(rows))
+
+
 def encode_row(values: list[Any], types: list[DataType]) -> bytes:
-    """Encode one row of physical or Arrow-convertible values."""
-    from lakehouse.types import to_arrow
-
-    cols = [_scalar_array(v, t, to_arrow(t)) for v, t in zip(values, types, strict=True)]
-    return encode_rows(cols, types).row(0)
-
-
-def _scalar_array(value: Any, dtype: DataType, arrow_type: pa.DataType) -> pa.Array:
-    if value is None or not isinstance(value, int) or dtype.root not in ("DATE", "TIME", *TIMESTAMP_ROOTS):
-        return pa.array([value], arrow_type)
-    return physical_to_arrow([value], dtype, arrow_type)
+    """Encode one row of physical values."""
+    return encode_values([values], types).row(0)
 
 
 class _VarPart:
@@ -336,12 +334,16 @@ def murmur_words(buf: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     sizes = np.diff(offsets)
     out = np.empty(len(sizes), dtype=np.uint32)
     c1, c2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
-    for size in np.unique(sizes):
-        rows = np.nonzero(sizes == size)[0]
+    distinct = np.unique(sizes)
+    for size in distinct:
         nwords = int(size) // 4
-        idx = (offsets[rows] // 4)[:, None] + np.arange(nwords)
-        block = words[idx]
-        h = np.full(len(rows), MURMUR_SEED, dtype=np.uint32)
+        if len(distinct) == 1:
+            rows = slice(None)  # one size: the buffer is already an (n, words) matrix
+            block = words.reshape(len(sizes), nwords)
+        else:
+            rows = np.nonzero(sizes == size)[0]
+            block = words[(offsets[rows] // 4)[:, None] + np.arange(nwords)]
+        h = np.full(block.shape[0], MURMUR_SEED, dtype=np.uint32)
         with np.errstate(over="ignore"):
             for j in range(nwords):
                 k = block[:, j] * c1

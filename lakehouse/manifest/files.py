@@ -126,7 +126,7 @@ class ManifestStore:
             columns.append(
                 ColumnStats(min(present, default=None), max(present, default=None), nulls, len(values))
             )
-        return stats.to_simple_stats(types, columns)
+        return stats.to_simple_stats(types, [columns])[0]
 
     # ---- manifest lists ------------------------------------------------------------------
 

@@ -60,7 +60,7 @@ def collect(table: pa.Table, fields: list[DataField], modes: list[StatsMode]) ->
 
 def _column_stats(column: pa.ChunkedArray, dtype: DataType, mode: StatsMode) -> ColumnStats:
     rows = len(column)
-    if mode.kind == "none" or not isinstance(dtype, AtomicType):
+    if not has_stats(dtype, mode):
         return ColumnStats(None, None, None, rows)
     nulls = column.null_count
     if mode.kind == "counts" or nulls == rows:
@@ -99,28 +99,34 @@ def truncate_max(value: str | bytes, length: int) -> str | bytes | None:
     return None
 
 
-def to_simple_stats(types: list[DataType], stats: list[ColumnStats]) -> SimpleStats:
-    """Encode stats of every column (all mode: columns without stats hold nulls)."""
+def to_simple_stats(types: list[DataType], stats: list[list[ColumnStats]]) -> list[SimpleStats]:
+    """Encode the stats of many files (all mode: columns without stats hold nulls) in one pass."""
     nullable = [t.copy(True) for t in types]
     arity = len(types)
-    mins = binary_row.encode_row([s.min for s in stats], nullable)
-    maxs = binary_row.encode_row([s.max for s in stats], nullable)
-    return SimpleStats(
-        binary_row.serialize(mins, arity),
-        binary_row.serialize(maxs, arity),
-        tuple(s.null_count for s in stats),
-    )
+    bounds = [row for file in stats for row in ([s.min for s in file], [s.max for s in file])]
+    encoded = binary_row.encode_values(bounds, nullable) if stats else None
+    return [
+        SimpleStats(
+            binary_row.serialize(encoded.row(2 * i), arity),
+            binary_row.serialize(encoded.row(2 * i + 1), arity),
+            tuple(s.null_count for s in file),
+        )
+        for i, file in enumerate(stats)
+    ]
+
+
+def has_stats(dtype: DataType, mode: StatsMode) -> bool:
+    """Whether a column gets stats at all (a mode other than none, and an atomic type)."""
+    return mode.kind != "none" and isinstance(dtype, AtomicType)
 
 
 def to_dense_stats(
-    fields: list[DataField], stats: list[ColumnStats]
-) -> tuple[SimpleStats, tuple[str, ...] | None]:
-    """Value stats without the columns that have none, and the names kept (None: all kept)."""
-    keep = [i for i, s in enumerate(stats) if s.null_count is not None]
-    encoded = to_simple_stats([fields[i].type for i in keep], [stats[i] for i in keep])
-    if len(keep) == len(fields):
-        return encoded, None
-    return encoded, tuple(fields[i].name for i in keep)
+    fields: list[DataField], modes: list[StatsMode], stats: list[list[ColumnStats]]
+) -> tuple[list[SimpleStats], tuple[str, ...] | None]:
+    """Value stats of many files without the columns that have none, and the names kept (None: all)."""
+    keep = [i for i, (f, m) in enumerate(zip(fields, modes, strict=True)) if has_stats(f.type, m)]
+    encoded = to_simple_stats([fields[i].type for i in keep], [[file[i] for i in keep] for file in stats])
+    return encoded, None if len(keep) == len(fields) else tuple(fields[i].name for i in keep)
 
 
 def decode(stats: SimpleStats, types: list[DataType], row_count: int) -> list[ColumnStats]:

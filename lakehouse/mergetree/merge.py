@@ -1,8 +1,9 @@
 """Merging rows of a primary-key table: the deduplicate engine (the latest version of a key wins).
 
 Both the writer (folding duplicate keys of one write before flushing a sorted run) and the
-reader (merging the sorted runs of a bucket) use :func:`last_per_key`; it sorts with Arrow and
-finds run boundaries with vectorized comparisons, never touching rows one by one.
+reader (merging the sorted runs of a bucket) use :func:`last_per_key_indices`; it sorts with Arrow
+and finds run boundaries with vectorized comparisons, never touching rows one by one, and the
+rows are gathered once at the end.
 """
 
 from __future__ import annotations
@@ -28,20 +29,36 @@ def run_ends(columns: list[pa.ChunkedArray | pa.Array]) -> np.ndarray:
     return np.append(change, True)
 
 
-def last_per_key(table: pa.Table, key_columns: list[str], order_columns: list[str]) -> pa.Table:
-    """Sort by key, then by ``order_columns`` (stable), and keep the last row of every key."""
+def last_per_key_indices(table: pa.Table, key_columns: list[str], order_columns: list[str]) -> np.ndarray:
+    """Indices sorting ``table`` by key, then ``order_columns`` (stably), keeping each key's last row."""
     if table.num_rows <= 1:
-        return table
+        return np.arange(table.num_rows)
     sort_keys = [(c, "ascending") for c in key_columns + order_columns]
-    ordered = table.take(pc.sort_indices(table, sort_keys=sort_keys))
-    ends = run_ends([ordered.column(c) for c in key_columns])
-    if ends.all():
-        return ordered
-    return ordered.filter(pa.array(ends))
+    order = pc.sort_indices(table.select(key_columns + order_columns), sort_keys=sort_keys)
+    keys = table.select(key_columns).take(order)
+    ends = run_ends([keys.column(c) for c in key_columns])
+    order = order.to_numpy()
+    return order if ends.all() else order[ends]
 
 
-def drop_retracts(table: pa.Table, kind_column: str) -> pa.Table:
-    """Remove -U/-D rows (after merging, a deleted key is simply absent)."""
-    kinds = table.column(kind_column)
-    mask = pc.invert(pc.is_in(kinds, value_set=pa.array(RETRACT_KINDS, kinds.type)))
-    return table.filter(mask)
+def live_indices(table: pa.Table, indices: np.ndarray, kind_column: str) -> np.ndarray:
+    """``indices`` without the rows whose kind is -U or -D (after merging, a deleted key is absent)."""
+    kinds = table.column(kind_column).take(pa.array(indices)).to_numpy()
+    retract = np.isin(kinds, RETRACT_KINDS)
+    return indices[~retract] if retract.any() else indices
+
+
+def deduplicate(
+    runs: list[pa.Table], key_columns: list[str], order_columns: list[str], kind_column: str
+) -> pa.Table:
+    """The deduplicate engine over sorted runs: each key's last row by ``order_columns``, deletes dropped.
+
+    A single run is already sorted and key-unique (every data file is), so it is only filtered.
+    """
+    table = runs[0] if len(runs) == 1 else pa.concat_tables(runs)
+    if len(runs) == 1:
+        picked = np.arange(table.num_rows)
+    else:
+        picked = last_per_key_indices(table, key_columns, order_columns)
+    live = live_indices(table, picked, kind_column)
+    return table if len(live) == table.num_rows else table.take(pa.array(live))

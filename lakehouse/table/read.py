@@ -20,7 +20,7 @@ import pyarrow as pa
 from lakehouse.errors import CorruptFileError, SchemaMismatchError
 from lakehouse.format import parquet
 from lakehouse.manifest.entries import DataFileMeta
-from lakehouse.mergetree.merge import drop_retracts, last_per_key
+from lakehouse.mergetree.merge import deduplicate
 from lakehouse.predicate import Predicate, bind, to_expression
 from lakehouse.table.scan import Split
 from lakehouse.types import DataField, arrow_field
@@ -74,13 +74,12 @@ class TableRead:
         return data.select(self.columns).cast(self.output_schema)
 
     def _merge(self, files: list[pa.Table], raw: bool) -> pa.Table:
-        if raw:
-            return drop_retracts(files[0], parquet.VALUE_KIND)
+        if raw:  # one compacted file without retracts: nothing to merge
+            return files[0]
         tagged = [
             t.append_column(_FILE, pa.array(np.full(t.num_rows, i, np.int32))) for i, t in enumerate(files)
         ]
-        merged = last_per_key(pa.concat_tables(tagged), self.key, [parquet.SEQUENCE_NUMBER, _FILE])
-        return drop_retracts(merged, parquet.VALUE_KIND)
+        return deduplicate(tagged, self.key, [parquet.SEQUENCE_NUMBER, _FILE], parquet.VALUE_KIND)
 
     def _read_file(self, split: Split, meta: DataFileMeta) -> pa.Table:
         """One data file as current-schema columns (plus sequence and kind for primary keys)."""

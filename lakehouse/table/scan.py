@@ -185,7 +185,8 @@ def _splits(table: Table, snapshot_id: int, entries: list[ManifestEntry], primar
     for (partition, bucket), files in groups.items():
         path = table.bucket_path(partition, bucket)
         if primary_key:
-            raw = len(files) == 1 and files[0].delete_row_count == 0
+            # MergeTreeSplitGenerator: only files above level 0 with no retract rows skip the merge
+            raw = len(files) == 1 and files[0].level > 0 and files[0].delete_row_count == 0
             splits.append(Split(snapshot_id, partition, bucket, path, tuple(files), raw))
             continue
         files.sort(key=lambda f: f.min_sequence_number)

@@ -10,9 +10,10 @@ after the bucket's existing files (``MergeTreeWriter``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,18 +24,16 @@ from lakehouse.bucket.fixed import fixed_buckets
 from lakehouse.errors import SchemaMismatchError, UnsupportedFeatureError
 from lakehouse.format import parquet
 from lakehouse.manifest import binary_row, stats
-from lakehouse.manifest.entries import EMPTY_ROW, EMPTY_STATS, DataFileMeta, FileSource
-from lakehouse.mergetree.merge import RETRACT_KINDS, last_per_key
+from lakehouse.manifest.entries import EMPTY_ROW, DataFileMeta
+from lakehouse.mergetree.merge import last_per_key_indices
 from lakehouse.options import parse_memory_size
-from lakehouse.paths import FileNamer, partition_path
-from lakehouse.predicate import ColumnStats
+from lakehouse.paths import partition_path
 from lakehouse.table.conform import INSERT, conform
+from lakehouse.table.data_file import BucketWriter, FileLayout, file_metas
 
 if TYPE_CHECKING:
     from lakehouse.table.table import Table
 
-_GROUP = "__group"
-_POS = "__pos"
 DEFAULT_WRITE_BUFFER = "256 mb"
 
 
@@ -69,21 +68,26 @@ class TableWrite:
         self.bucket_types = [f.type for f in schema.fields_named(schema.bucket_keys)]
         self.partition_types = schema.partition_types()
         self.default_partition = options.get("partition.default-name")
-        self.target_size = options.target_file_size(bool(schema.primary_keys))
         self.buffer_size = parse_memory_size(options.get("write-buffer-size") or DEFAULT_WRITE_BUFFER)
-        self.parquet = parquet.ParquetOptions(
-            options.get("file.compression"), options.get_int("file.compression.zstd-level")
-        )
-        self.value_fields = list(schema.fields)
-        self.value_modes = stats.value_modes(self.value_fields, options)
-        self.key_fields = schema.fields_named(self.primary_key)
-        self.key_mode = stats.StatsMode.parse(stats.KEY_STATS_MODE)
         self.thin = options.get_bool("data-file.thin-mode")
-        self.file_prefix = options.get("data-file.prefix")
-        self.file_schema = self._file_schema()
+        value_fields = list(schema.fields)
+        self.key_fields = schema.fields_named(self.primary_key)
+        self.layout = FileLayout(
+            io=table.io,
+            schema_id=schema.id,
+            file_schema=self._file_schema(value_fields),
+            value_fields=value_fields,
+            value_modes=stats.value_modes(value_fields, options),
+            key_fields=self.key_fields,
+            target_size=options.target_file_size(bool(schema.primary_keys)),
+            parquet=parquet.ParquetOptions(
+                options.get("file.compression"), options.get_int("file.compression.zstd-level")
+            ),
+            prefix=options.get("data-file.prefix"),
+        )
         self.ignore_previous_files = overwrite
-        self._writers: dict[tuple[bytes, int], _BucketWriter] = {}
-        self._done: list[_BucketWriter] = []
+        self._writers: dict[tuple[bytes, int], BucketWriter] = {}
+        self._done: list[BucketWriter] = []
         self._next_sequence: dict[tuple[bytes, int], int] | None = None
         self._pending: list[pa.Table] = []
         self._pending_bytes = 0
@@ -105,10 +109,13 @@ class TableWrite:
         self._flush()
         self._done.extend(self._writers.values())
         self._writers.clear()
-        messages: dict[tuple[bytes, int], list[DataFileMeta]] = {}
-        for w in self._done:
-            messages.setdefault((w.partition, w.bucket), []).extend(w.close())
+        written = [(w.partition, w.bucket, f) for w in self._done for f in w.close()]
         self._done = []
+        messages: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+        for (part, bucket, _), meta in zip(
+            written, file_metas(self.layout, [f for *_, f in written]), strict=True
+        ):
+            messages.setdefault((part, bucket), []).append(meta)
         return [CommitMessage(p, b, self.total_buckets, tuple(files)) for (p, b), files in messages.items()]
 
     def abort(self) -> None:
@@ -125,24 +132,37 @@ class TableWrite:
         data = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
         self._pending, self._pending_bytes = [], 0
         data, kinds = conform(data, self.schema, self.table.name)
-        if self.primary_key:
-            self._write_sorted_runs(data, kinds)
+        if not self.primary_key and kinds is not None and pc.any(pc.not_equal(kinds, INSERT)).as_py():
+            raise SchemaMismatchError(
+                f"table {self.table.name} is an append table and accepts only inserts (+I); "
+                f"give it a primary key to apply updates and deletes"
+            )
+        if self.primary_key and kinds is None:
+            kinds = pa.array(np.zeros(data.num_rows, dtype=np.int8))
+        groups, partitions = self._group_ids(data)
+        jobs = (
+            self._run_jobs(data, kinds, groups, partitions)
+            if self.primary_key
+            else self._append_jobs(data, groups, partitions)
+        )
+        workers = min(len(jobs), os.cpu_count() or 1)
+        if workers <= 1:
+            for job in jobs:
+                job()
         else:
-            if kinds is not None and pc.any(pc.not_equal(kinds, INSERT)).as_py():
-                raise SchemaMismatchError(
-                    f"table {self.table.name} is an append table and accepts only inserts (+I); "
-                    f"give it a primary key to apply updates and deletes"
-                )
-            self._write_appends(data)
+            with ThreadPoolExecutor(workers) as pool:
+                for future in [pool.submit(job) for job in jobs]:
+                    future.result()
 
-    def _group(self, data: pa.Table) -> tuple[np.ndarray, list[bytes]]:
-        """A dense (partition, bucket) group id per row, and the partitions' BinaryRows."""
+    def _group_ids(self, data: pa.Table) -> tuple[np.ndarray, list[bytes]]:
+        """A (partition, bucket) group id per row, and each partition's serialized BinaryRow."""
         part_ids, partitions = self._partitions(data)
-        if self.bucket_count > 0:
-            keys = [data.column(k) for k in self.schema.bucket_keys]
-            buckets = fixed_buckets(keys, self.bucket_types, self.bucket_count)
-            return part_ids * self.bucket_count + buckets, partitions
-        return part_ids, partitions
+        if self.bucket_count <= 0:
+            return part_ids, partitions
+        keys = [data.column(k) for k in self.schema.bucket_keys]
+        return part_ids * self.bucket_count + fixed_buckets(
+            keys, self.bucket_types, self.bucket_count
+        ), partitions
 
     def _locate(self, group: int, partitions: list[bytes]) -> tuple[bytes, int]:
         if self.bucket_count > 0:
@@ -150,59 +170,69 @@ class TableWrite:
         return partitions[group], 0
 
     def _partitions(self, data: pa.Table) -> tuple[np.ndarray, list[bytes]]:
+        """A dense partition id per row and each partition's serialized BinaryRow."""
         keys = self.schema.partition_keys
         n = data.num_rows
         if not keys:
             return np.zeros(n, dtype=np.int64), [EMPTY_ROW]
-        codes = np.zeros(n, dtype=np.int64)
-        for k in keys:
-            encoded = pc.dictionary_encode(data.column(k).combine_chunks(), null_encoding="encode")
-            codes = codes * len(encoded.dictionary) + np.asarray(encoded.indices, dtype=np.int64)
-            _, codes = np.unique(codes, return_inverse=True)
-        _, first, ids = np.unique(codes, return_index=True, return_inverse=True)
-        take = pa.array(first)
-        rows = binary_row.encode_rows([data.column(k).take(take) for k in keys], self.partition_types)
+        if len(keys) == 1:
+            encoded = pc.dictionary_encode(data.column(keys[0]).combine_chunks(), null_encoding="encode")
+            ids, values = np.asarray(encoded.indices, dtype=np.int64), [encoded.dictionary]
+        else:
+            codes = np.zeros(n, dtype=np.int64)
+            for k in keys:
+                encoded = pc.dictionary_encode(data.column(k).combine_chunks(), null_encoding="encode")
+                codes = codes * len(encoded.dictionary) + np.asarray(encoded.indices, dtype=np.int64)
+                _, codes = np.unique(codes, return_inverse=True)
+            _, first, ids = np.unique(codes, return_index=True, return_inverse=True)
+            values = [data.column(k).take(pa.array(first)) for k in keys]
+        rows = binary_row.encode_rows(values, self.partition_types)
         return ids.astype(np.int64), [binary_row.serialize(rows.row(i), len(keys)) for i in range(len(rows))]
 
-    # ---- append tables -------------------------------------------------------------------
+    # ---- jobs: one per (partition, bucket), run in worker threads --------------------------
 
-    def _write_appends(self, data: pa.Table) -> None:
-        groups, partitions = self._group(data)
+    def _append_jobs(self, data: pa.Table, groups: np.ndarray, partitions: list[bytes]) -> list:
+        """Append-table rows of each group, numbered in arrival order."""
         order = np.argsort(groups, kind="stable")
-        sorted_groups = groups[order]
-        starts = np.flatnonzero(np.diff(sorted_groups, prepend=-1))
-        ends = np.append(starts[1:], len(order))
-        for s, e in zip(starts, ends, strict=True):
-            part, bucket = self._locate(int(sorted_groups[s]), partitions)
-            rows = data.take(pa.array(order[s:e])) if len(starts) > 1 else data
-            base = self._sequence_start(part, bucket)
-            self._next_sequence[(part, bucket)] = base + rows.num_rows
-            self._writer(part, bucket).write(rows, pa.array(np.arange(base, base + rows.num_rows)), None)
+        jobs = []
+        for g, start, end in _runs(groups[order]):
+            writer, base = self._claim(g, partitions, end - start)
+            rows = None if end - start == len(order) else order[start:end]
 
-    # ---- primary-key tables --------------------------------------------------------------
+            def job(writer=writer, rows=rows, base=base):
+                part = data if rows is None else data.take(pa.array(rows))
+                writer.write(part, pa.array(np.arange(base, base + part.num_rows)), None)
 
-    def _write_sorted_runs(self, data: pa.Table, kinds: pa.Array | None) -> None:
-        n = data.num_rows
-        groups, partitions = self._group(data)
-        if kinds is None:
-            kinds = pa.array(np.zeros(n, dtype=np.int8))
-        work = data.append_column(_GROUP, pa.array(groups)).append_column(_POS, pa.array(np.arange(n)))
-        work = work.append_column(parquet.VALUE_KIND, kinds)
-        merged = last_per_key(work, [_GROUP, *self.primary_key], [])
-        merged_groups = merged.column(_GROUP).to_numpy()
-        starts = np.flatnonzero(np.diff(merged_groups, prepend=-1))
-        ends = np.append(starts[1:], len(merged_groups))
-        for s, e in zip(starts, ends, strict=True):
-            part, bucket = self._locate(int(merged_groups[s]), partitions)
-            run = merged.slice(s, e - s)
-            base = self._sequence_start(part, bucket)
-            seq = pc.add(run.column(_POS), base)
-            self._next_sequence[(part, bucket)] = base + n
-            writer = self._writer(part, bucket)
-            writer.write(self._file_rows(run, seq), seq, run.column(parquet.VALUE_KIND))
-            # every flush is its own sorted run: finish its files so the next flush starts new ones
-            writer.close()
-            self._done.append(self._writers.pop((part, bucket)))
+            jobs.append(job)
+        return jobs
+
+    def _run_jobs(self, data: pa.Table, kinds: pa.Array, groups: np.ndarray, partitions: list[bytes]) -> list:
+        """One sorted, key-unique run per primary-key bucket; duplicate keys keep their last row."""
+        order = np.argsort(groups, kind="stable")
+        keys = data.select(self.primary_key)
+        jobs = []
+        for g, start, end in _runs(groups[order]):
+            writer, base = self._claim(g, partitions, data.num_rows)
+            rows = order[start:end]
+
+            def job(writer=writer, rows=rows, base=base):
+                picked = rows[last_per_key_indices(keys.take(pa.array(rows)), self.primary_key, [])]
+                take = pa.array(picked)
+                seq, run_kinds = pa.array(picked + base), kinds.take(take)
+                writer.write(self._file_rows(data.take(take), seq, run_kinds), seq, run_kinds)
+                writer.close()
+
+            jobs.append(job)
+            # a flush is one sorted run per bucket: its files are finished, the next flush starts new ones
+            self._done.append(self._writers.pop((writer.partition, writer.bucket)))
+        return jobs
+
+    def _claim(self, group: int, partitions: list[bytes], rows: int) -> tuple[BucketWriter, int]:
+        """The writer of a group and its first sequence number; reserves ``rows`` numbers."""
+        part, bucket = self._locate(group, partitions)
+        base = self._sequence_start(part, bucket)
+        self._next_sequence[(part, bucket)] = base + rows
+        return self._writer(part, bucket), base
 
     def _sequence_start(self, partition: bytes, bucket: int) -> int:
         """Next sequence number of a bucket: one past the largest in its existing files."""
@@ -216,15 +246,13 @@ class TableWrite:
                     )
         return self._next_sequence.get((partition, bucket), 0)
 
-    def _file_rows(self, run: pa.Table, seq: pa.ChunkedArray) -> pa.Table:
+    def _file_rows(self, run: pa.Table, seq: pa.Array, kinds: pa.Array) -> pa.Table:
         keys = [] if self.thin else [run.column(k) for k in self.primary_key]
-        values = [run.column(f.name) for f in self.value_fields]
-        return pa.Table.from_arrays(
-            [*keys, seq, run.column(parquet.VALUE_KIND), *values], schema=self.file_schema
-        )
+        values = [run.column(f.name) for f in self.layout.value_fields]
+        return pa.Table.from_arrays([*keys, seq, kinds, *values], schema=self.layout.file_schema)
 
-    def _file_schema(self) -> pa.Schema:
-        fields = [parquet.data_field(f) for f in self.value_fields]
+    def _file_schema(self, value_fields: list) -> pa.Schema:
+        fields = [parquet.data_field(f) for f in value_fields]
         if not self.primary_key:
             return pa.schema(fields)
         keys = [] if self.thin else [parquet.key_field(f) for f in self.key_fields]
@@ -232,7 +260,7 @@ class TableWrite:
 
     # ---- writers -------------------------------------------------------------------------
 
-    def _writer(self, partition: bytes, bucket: int) -> _BucketWriter:
+    def _writer(self, partition: bytes, bucket: int) -> BucketWriter:
         key = (partition, bucket)
         w = self._writers.get(key)
         if w is None:
@@ -240,7 +268,7 @@ class TableWrite:
             path = partition_path(
                 list(self.schema.partition_keys), self.partition_types, values, self.default_partition
             )
-            w = _BucketWriter(self, partition, bucket, self.table.paths.bucket_dir(path, bucket))
+            w = BucketWriter(self.layout, partition, bucket, self.table.paths.bucket_dir(path, bucket))
             self._writers[key] = w
         return w
 
@@ -264,6 +292,14 @@ def _check_primary_key_support(table: str, schema) -> None:
         raise UnsupportedFeatureError(f"table {table}: sequence.field cannot be written yet")
 
 
+def _runs(sorted_ids: np.ndarray) -> Iterator[tuple[int, int, int]]:
+    """(id, start, end) of each run of equal values in a sorted id array."""
+    starts = np.flatnonzero(np.diff(sorted_ids, prepend=-1))
+    ends = np.append(starts[1:], len(sorted_ids))
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        yield int(sorted_ids[start]), start, end
+
+
 def _batches(data) -> Iterator[pa.Table]:
     if isinstance(data, pa.Table):
         yield data
@@ -275,125 +311,4 @@ def _batches(data) -> Iterator[pa.Table]:
     else:
         raise TypeError(
             f"write() takes a pyarrow Table, RecordBatch or RecordBatchReader, not {type(data).__name__}"
-        )
-
-
-def creation_time_millis() -> int:
-    """Now as local wall-clock millis, the way Paimon stores ``_CREATION_TIME``."""
-    return (datetime.now() - datetime(1970, 1, 1)) // timedelta(milliseconds=1)
-
-
-class _BucketWriter:
-    """Rolling Parquet files of one (partition, bucket), with the stats their manifests need."""
-
-    def __init__(self, owner: TableWrite, partition: bytes, bucket: int, directory: str) -> None:
-        self.owner = owner
-        self.partition = partition
-        self.bucket = bucket
-        self.directory = directory
-        self.names = FileNamer(owner.file_prefix, ".parquet")
-        self.files: list[DataFileMeta] = []
-        self._file: parquet.ParquetFileWriter | None = None
-        self._acc: _FileAccumulator | None = None
-
-    def write(self, rows: pa.Table, sequence: pa.Array, kinds: pa.Array | None) -> None:
-        """Append rows (in file layout for primary-key tables), rolling at the target size."""
-        if rows.num_rows == 0:
-            return
-        per_row = max(1, rows.nbytes // rows.num_rows)
-        step = max(1024, self.owner.target_size // per_row)
-        for start in range(0, rows.num_rows, step):
-            piece = rows.slice(start, step)
-            if self._file is None:
-                self._open(piece)
-            self._file.write(piece)
-            self._acc.add(
-                piece, sequence.slice(start, step), None if kinds is None else kinds.slice(start, step)
-            )
-            if self._file.bytes_written >= self.owner.target_size:
-                self._roll()
-
-    def _open(self, piece: pa.Table) -> None:
-        path = f"{self.directory}/{self.names.next()}"
-        self._file = parquet.ParquetFileWriter(self.owner.table.io, path, piece.schema, self.owner.parquet)
-        self._acc = _FileAccumulator(self.owner)
-
-    def _roll(self) -> None:
-        size = self._file.close()
-        name = self._file.path.rsplit("/", 1)[-1]
-        self.files.append(self._acc.meta(name, size))
-        self._file = self._acc = None
-
-    def close(self) -> list[DataFileMeta]:
-        """Finish the open file (if any) and return every file written; safe to call again."""
-        if self._file is not None:
-            self._roll()
-        return self.files
-
-    def abort(self) -> None:
-        if self._file is not None:
-            self._file.abort()
-            self._file = None
-        io = self.owner.table.io
-        io.delete_quietly([f"{self.directory}/{f.file_name}" for f in self.files])
-        self.files = []
-
-
-class _FileAccumulator:
-    """Stats, key range and sequence range of one data file, merged over its pieces."""
-
-    def __init__(self, owner: TableWrite) -> None:
-        self.owner = owner
-        self.rows = 0
-        self.values: list[ColumnStats | None] = [None] * len(owner.value_fields)
-        self.keys: list[ColumnStats | None] = [None] * len(owner.key_fields)
-        self.first_key: bytes | None = None
-        self.last_key: bytes | None = None
-        self.min_seq = self.max_seq = 0
-        self.deletes = 0
-
-    def add(self, piece: pa.Table, seq: pa.Array, kinds: pa.Array | None) -> None:
-        o = self.owner
-        lo, hi = pc.min_max(seq).values()
-        self.min_seq = lo.as_py() if self.rows == 0 else min(self.min_seq, lo.as_py())
-        self.max_seq = hi.as_py() if self.rows == 0 else max(self.max_seq, hi.as_py())
-        self.rows += piece.num_rows
-        new = stats.collect(piece, o.value_fields, o.value_modes)
-        self.values = [stats.merge(a, b) for a, b in zip(self.values, new, strict=True)]
-        if kinds is None:
-            return
-        key_cols = [piece.column(f.name) for f in o.key_fields]
-        key_stats = stats.collect(piece, o.key_fields, [o.key_mode] * len(o.key_fields))
-        self.keys = [stats.merge(a, b) for a, b in zip(self.keys, key_stats, strict=True)]
-        types = [f.type for f in o.key_fields]
-        ends = binary_row.encode_rows([c.take(pa.array([0, piece.num_rows - 1])) for c in key_cols], types)
-        if self.first_key is None:
-            self.first_key = binary_row.serialize(ends.row(0), len(types))
-        self.last_key = binary_row.serialize(ends.row(1), len(types))
-        self.deletes += pc.sum(pc.is_in(kinds, value_set=pa.array(RETRACT_KINDS, pa.int8()))).as_py() or 0
-
-    def meta(self, name: str, size: int) -> DataFileMeta:
-        o = self.owner
-        value_stats, stats_cols = stats.to_dense_stats(o.value_fields, self.values)
-        if o.key_fields:
-            key_stats = stats.to_simple_stats([f.type for f in o.key_fields], self.keys)
-            min_key, max_key = self.first_key, self.last_key
-        else:
-            key_stats, min_key, max_key = EMPTY_STATS, EMPTY_ROW, EMPTY_ROW
-        return DataFileMeta(
-            file_name=name,
-            file_size=size,
-            row_count=self.rows,
-            min_key=min_key,
-            max_key=max_key,
-            key_stats=key_stats,
-            value_stats=value_stats,
-            min_sequence_number=self.min_seq,
-            max_sequence_number=self.max_seq,
-            schema_id=o.schema.id,
-            level=0,
-            creation_time=creation_time_millis(),
-            delete_row_count=self.deletes,
-            file_source=FileSource.APPEND,
-            value_stats_cols=stats_cols,
         )

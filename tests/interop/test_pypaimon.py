@@ -263,3 +263,20 @@ def test_no_temporary_files_remain(catalog, warehouse):
     _pk_commits(t.write, with_deletes=True)
     leftovers = [f for _, _, fs in os.walk(warehouse) for f in fs if f.endswith(".tmp")]
     assert leftovers == []
+
+
+def test_deletes_written_by_pypaimon_remove_their_keys(warehouse):
+    """pypaimon marks deletes through ``rowkind.field`` and records no retract count for them;
+    merging still has to honour the -D (Paimon semantics), whatever pypaimon's own reader shows."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string()), ("kind", pa.string())])
+    oracle.create(warehouse, "db.k", schema, ["id"], [], {"bucket": "1", "rowkind.field": "kind"})
+    oracle.write(
+        warehouse,
+        "db.k",
+        pa.table(
+            {"id": [1, 2, 3, 2], "v": ["a", "b", "c", "b"], "kind": ["+I", "+I", "+I", "-D"]}, schema=schema
+        ),
+    )
+    table = Catalog(warehouse).get_table("db.k")
+    assert [e.file.delete_row_count for e in table.live_entries()] == [0]
+    assert table.read().column("id").to_pylist() == [1, 3]

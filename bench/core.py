@@ -1,0 +1,216 @@
+"""Engine-core benchmark: one run, one data set, our engine against raw Parquet and pypaimon.
+
+On a generated 1,000,000-row orders table (4 daily partitions) it times:
+- append table: write and full read, against raw ``pyarrow.parquet`` on the same data;
+- primary-key table (bucket 4): bulk insert, four commits upserting 10% of the keys each, and
+  a full merge-on-read;
+each also with pypaimon's default path and with its native add-on (pypaimon-rust). Prints the
+timings and the ratios the issues state targets in (higher is better for us).
+
+    .venv/bin/python bench/core.py [--rows N] [--skip-pypaimon-default]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lakehouse import Catalog
+
+NATIVE = {
+    "write.native.enabled": "true",
+    "read.native.enabled": "true",
+    "commit.native.enabled": "true",
+    "scan.native-plan.enabled": "true",
+}
+DAYS = ["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"]
+STATUSES = ["NEW", "PAID", "SHIPPED", "DELIVERED", "CANCELLED"]
+REGIONS = ["eu-west", "eu-north", "us-east", "us-west", "ap-south", "ap-east", "sa-east", "af-south"]
+WORDS = np.array(["fast", "gift", "fragile", "express", "bulk", "return", "priority", "note", "door", "call"])
+
+
+def orders(n: int, seed: int = 42) -> pa.Table:
+    """Deterministic orders: unique order_id, 4 days, a short free-text comment."""
+    rng = np.random.default_rng(seed)
+    comment = pc.binary_join_element_wise(
+        *[pa.array(WORDS[rng.integers(0, len(WORDS), n)]) for _ in range(3)], " "
+    )
+    base = np.datetime64("2024-01-01T00:00:00", "us")
+    return pa.table(
+        {
+            "order_id": pa.array(np.arange(n, dtype=np.int64)),
+            "user_id": pa.array(rng.integers(0, 100_000, n, dtype=np.int64)),
+            "status": pa.array(np.array(STATUSES)[rng.integers(0, len(STATUSES), n)]),
+            "region": pa.array(np.array(REGIONS)[rng.integers(0, len(REGIONS), n)]),
+            "price": pa.array(np.round(rng.uniform(1, 1000, n), 2)),
+            "ts": pa.array(base + rng.integers(0, 4 * 86_400_000_000, n).astype("timedelta64[us]")),
+            "dt": pa.array(np.array(DAYS)[np.arange(n) % 4]),
+            "comment": comment,
+        }
+    )
+
+
+def upserts(data: pa.Table, round_: int) -> pa.Table:
+    """10% of the keys with a new price and status."""
+    rng = np.random.default_rng(1000 + round_)
+    picked = data.take(pa.array(rng.choice(data.num_rows, data.num_rows // 10, replace=False)))
+    picked = picked.set_column(
+        picked.schema.get_field_index("price"), "price", pc.add(picked.column("price"), float(round_ + 1))
+    )
+    status = pa.array(np.full(picked.num_rows, STATUSES[round_ % len(STATUSES)]))
+    return picked.set_column(picked.schema.get_field_index("status"), "status", status)
+
+
+def timed(fn: Callable[[], object]) -> tuple[float, object]:
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+# ---- engines -----------------------------------------------------------------------------
+
+
+class Ours:
+    name = "lakehouse"
+
+    def __init__(self, warehouse: str) -> None:
+        self.catalog = Catalog(warehouse)
+        self.catalog.create_database("bench", ignore_if_exists=True)
+
+    def create(self, ident, schema, pk, parts, options):
+        self.catalog.drop_table(ident, ignore_if_not_exists=True)
+        self.catalog.create_table(ident, schema, primary_keys=pk, partition_keys=parts, options=options)
+
+    def write(self, ident, data):
+        self.catalog.get_table(ident).write(data)
+
+    def read(self, ident):
+        return self.catalog.get_table(ident).read()
+
+
+class PyPaimon:
+    def __init__(self, warehouse: str, native: bool) -> None:
+        from pypaimon import CatalogFactory
+
+        self.name = "pypaimon-native" if native else "pypaimon"
+        self.extra = NATIVE if native else {}
+        self.catalog = CatalogFactory.create({"warehouse": warehouse})
+        self.catalog.create_database("bench", True)
+
+    def create(self, ident, schema, pk, parts, options):
+        from pypaimon import Schema
+
+        self.catalog.drop_table(ident, True)
+        paimon_schema = Schema.from_pyarrow_schema(
+            schema, partition_keys=parts, primary_keys=pk, options={**options, **self.extra}
+        )
+        self.catalog.create_table(ident, paimon_schema, False)
+
+    def write(self, ident, data):
+        builder = self.catalog.get_table(ident).new_batch_write_builder()
+        writer, commit = builder.new_write(), builder.new_commit()
+        writer.write_arrow(data)
+        commit.commit(writer.prepare_commit())
+        writer.close()
+        commit.close()
+
+    def read(self, ident):
+        builder = self.catalog.get_table(ident).new_read_builder()
+        return builder.new_read().to_arrow(builder.new_scan().plan().splits())
+
+
+# ---- scenarios ---------------------------------------------------------------------------
+
+
+def append_scenario(engine, data: pa.Table) -> dict[str, float]:
+    ident = "bench.append"
+
+    engine.create(ident, data.schema, [], ["dt"], {})
+    t_write, _ = timed(lambda: engine.write(ident, data))
+    t_read, got = timed(lambda: engine.read(ident))
+    assert got.num_rows == data.num_rows, (engine.name, got.num_rows)
+    return {"append write": t_write, "append read": t_read}
+
+
+def pk_scenario(engine, data: pa.Table, rounds: list[pa.Table]) -> tuple[dict[str, float], float]:
+    ident = "bench.pk"
+    schema = pa.schema([f.with_nullable(False) if f.name in ("order_id", "dt") else f for f in data.schema])
+    data, rounds = data.cast(schema), [r.cast(schema) for r in rounds]
+    engine.create(ident, schema, ["order_id", "dt"], ["dt"], {"bucket": "4"})
+    t_insert, _ = timed(lambda: engine.write(ident, data))
+    t_upserts = sum(timed(lambda b=batch: engine.write(ident, b))[0] for batch in rounds)
+    t_read, got = timed(lambda: engine.read(ident))
+    assert got.num_rows == data.num_rows, (engine.name, got.num_rows)
+    checksum = pc.sum(got.column("price")).as_py()
+    return {"pk insert": t_insert, "pk 4 upserts": t_upserts, "pk merged read": t_read}, checksum
+
+
+def raw_parquet(data: pa.Table, directory: Path) -> dict[str, float]:
+    path = directory / "raw.parquet"
+    t_write, _ = timed(lambda: pq.write_table(data, path))
+    t_read, got = timed(lambda: pq.ParquetFile(path).read())
+    assert got.num_rows == data.num_rows
+    return {"append write": t_write, "append read": t_read}
+
+
+def _best(into: dict[str, float], new: dict[str, float]) -> None:
+    for op, seconds in new.items():
+        into[op] = min(into.get(op, float("inf")), seconds)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3, help="best of N rounds (pypaimon's default path: 1)")
+    parser.add_argument("--skip-pypaimon-default", action="store_true", help="its primary-key path is slow")
+    args = parser.parse_args()
+
+    data = orders(args.rows)
+    rounds = [upserts(data, r) for r in range(4)]
+    print(
+        f"{args.rows:,} orders rows, {data.nbytes / 2**20:.0f} MiB in Arrow, 4 partitions; "
+        f"best of {args.repeat} rounds, engines interleaved\n"
+    )
+    timings: dict[str, dict[str, float]] = {}
+    checksums = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        engines = [Ours(str(tmp / "ours")), PyPaimon(str(tmp / "pypaimon-native"), native=True)]
+        slow = [] if args.skip_pypaimon_default else [PyPaimon(str(tmp / "pypaimon"), native=False)]
+        for round_ in range(args.repeat):
+            _best(timings.setdefault("raw parquet", {}), raw_parquet(data, tmp))
+            for engine in engines + (slow if round_ == 0 else []):
+                _best(timings.setdefault(engine.name, {}), append_scenario(engine, data))
+                pk, checksums[engine.name] = pk_scenario(engine, data, rounds)
+                _best(timings[engine.name], pk)
+            print(f"  round {round_ + 1} done")
+
+    assert len({round(c, 2) for c in checksums.values()}) == 1, f"engines disagree: {checksums}"
+    ops = ["append write", "append read", "pk insert", "pk 4 upserts", "pk merged read"]
+    names = list(timings)
+    print("\nseconds (lower is better)")
+    print(f"{'operation':<16}" + "".join(f"{n:>17}" for n in names))
+    for op in ops:
+        print(
+            f"{op:<16}"
+            + "".join(f"{timings[n][op]:>17.3f}" if op in timings[n] else f"{'-':>17}" for n in names)
+        )
+    print("\nour speed relative to the others (x > 1: we are faster)")
+    for op in ops:
+        ours = timings["lakehouse"][op]
+        ratios = "  ".join(
+            f"vs {n}: {timings[n][op] / ours:5.2f}x" for n in names if n != "lakehouse" and op in timings[n]
+        )
+        print(f"  {op:<16} {ratios}")
+
+
+if __name__ == "__main__":
+    main()

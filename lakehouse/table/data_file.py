@@ -1,0 +1,202 @@
+"""Data files of one bucket: rolling Parquet writers and the manifest metadata of what they wrote.
+
+A :class:`BucketWriter` appends Arrow rows to ``data-<uuid>-<n>.parquet`` files, rolling at
+``target-file-size``, and keeps per file the column stats, key range, sequence range and retract
+count its ``DataFileMeta`` needs. Stats stay as Python values until :func:`file_metas` encodes
+every file's BinaryRows in one vectorized pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakehouse.format import parquet
+from lakehouse.io.fs import FileIO
+from lakehouse.manifest import binary_row, stats
+from lakehouse.manifest.entries import EMPTY_ROW, EMPTY_STATS, DataFileMeta, FileSource
+from lakehouse.mergetree.merge import RETRACT_KINDS
+from lakehouse.paths import FileNamer
+from lakehouse.predicate import ColumnStats
+from lakehouse.types import DataField
+
+
+@dataclass(frozen=True)
+class FileLayout:
+    """What every data file of a table shares: columns, stats modes, rolling size, codec."""
+
+    io: FileIO
+    schema_id: int
+    file_schema: pa.Schema
+    value_fields: list[DataField]
+    value_modes: list[stats.StatsMode]
+    key_fields: list[DataField]
+    target_size: int
+    parquet: parquet.ParquetOptions
+    prefix: str
+    key_mode: stats.StatsMode = field(default_factory=lambda: stats.StatsMode.parse(stats.KEY_STATS_MODE))
+
+
+@dataclass
+class WrittenFile:
+    """A finished data file with its metadata still as Python values."""
+
+    name: str
+    size: int
+    rows: int
+    values: list[ColumnStats]
+    keys: list[ColumnStats]
+    first_key: list | None
+    last_key: list | None
+    min_seq: int
+    max_seq: int
+    deletes: int
+    creation_time: int
+
+
+def creation_time_millis() -> int:
+    """Now as local wall-clock millis, the way Paimon stores ``_CREATION_TIME``."""
+    return (datetime.now() - datetime(1970, 1, 1)) // timedelta(milliseconds=1)
+
+
+class BucketWriter:
+    """Rolling Parquet files of one (partition, bucket)."""
+
+    def __init__(self, layout: FileLayout, partition: bytes, bucket: int, directory: str) -> None:
+        self.layout = layout
+        self.partition = partition
+        self.bucket = bucket
+        self.directory = directory
+        self.names = FileNamer(layout.prefix, ".parquet")
+        self.files: list[WrittenFile] = []
+        self._file: parquet.ParquetFileWriter | None = None
+        self._acc: _Accumulator | None = None
+
+    def write(self, rows: pa.Table, sequence: pa.Array, kinds: pa.Array | None) -> None:
+        """Append rows (in file layout), rolling at the target size; ``kinds`` for primary keys."""
+        if rows.num_rows == 0:
+            return
+        target = self.layout.target_size
+        step = max(1024, target // max(1, rows.nbytes // rows.num_rows))
+        for start in range(0, rows.num_rows, step):
+            piece = rows.slice(start, step)
+            if self._file is None:
+                path = f"{self.directory}/{self.names.next()}"
+                self._file = parquet.ParquetFileWriter(
+                    self.layout.io, path, piece.schema, self.layout.parquet
+                )
+                self._acc = _Accumulator(self.layout)
+            self._file.write(piece)
+            self._acc.add(
+                piece, sequence.slice(start, step), None if kinds is None else kinds.slice(start, step)
+            )
+            if self._file.bytes_written >= target:
+                self._roll()
+
+    def _roll(self) -> None:
+        size = self._file.close()
+        self.files.append(self._acc.finish(self._file.path.rsplit("/", 1)[-1], size))
+        self._file = self._acc = None
+
+    def close(self) -> list[WrittenFile]:
+        """Finish the open file (if any) and return every file written; safe to call again."""
+        if self._file is not None:
+            self._roll()
+        return self.files
+
+    def abort(self) -> None:
+        """Remove every file this writer produced."""
+        if self._file is not None:
+            self._file.abort()
+            self._file = None
+        self.layout.io.delete_quietly([f"{self.directory}/{f.name}" for f in self.files])
+        self.files = []
+
+
+class _Accumulator:
+    """Stats, key range, sequence range and retracts of one file, merged over its pieces."""
+
+    def __init__(self, layout: FileLayout) -> None:
+        self.layout = layout
+        self.rows = 0
+        self.values: list[ColumnStats | None] = [None] * len(layout.value_fields)
+        self.keys: list[ColumnStats | None] = [None] * len(layout.key_fields)
+        self.first_key: list | None = None
+        self.last_key: list | None = None
+        self.min_seq = self.max_seq = 0
+        self.deletes = 0
+
+    def add(self, piece: pa.Table, seq: pa.Array, kinds: pa.Array | None) -> None:
+        layout = self.layout
+        lo, hi = (v.as_py() for v in pc.min_max(seq).values())
+        self.min_seq = lo if self.rows == 0 else min(self.min_seq, lo)
+        self.max_seq = hi if self.rows == 0 else max(self.max_seq, hi)
+        self.rows += piece.num_rows
+        new = stats.collect(piece, layout.value_fields, layout.value_modes)
+        self.values = [stats.merge(a, b) for a, b in zip(self.values, new, strict=True)]
+        if kinds is None:
+            return
+        key_stats = stats.collect(piece, layout.key_fields, [layout.key_mode] * len(layout.key_fields))
+        self.keys = [stats.merge(a, b) for a, b in zip(self.keys, key_stats, strict=True)]
+        # rows arrive sorted by key: the file's key range is its first and last row
+        ends = [binary_row.physical_array(piece.column(f.name), f.type) for f in layout.key_fields]
+        if self.first_key is None:
+            self.first_key = [c[0].as_py() for c in ends]
+        self.last_key = [c[-1].as_py() for c in ends]
+        self.deletes += int(np.isin(kinds.to_numpy(zero_copy_only=False), RETRACT_KINDS).sum())
+
+    def finish(self, name: str, size: int) -> WrittenFile:
+        return WrittenFile(
+            name,
+            size,
+            self.rows,
+            self.values,
+            self.keys,
+            self.first_key,
+            self.last_key,
+            self.min_seq,
+            self.max_seq,
+            self.deletes,
+            creation_time_millis(),
+        )
+
+
+def file_metas(layout: FileLayout, files: list[WrittenFile]) -> list[DataFileMeta]:
+    """``DataFileMeta`` of written files; every BinaryRow of every file encoded in one pass per kind."""
+    if not files:
+        return []
+    value_stats, stats_cols = stats.to_dense_stats(
+        layout.value_fields, layout.value_modes, [f.values for f in files]
+    )
+    n = len(files)
+    if layout.key_fields:
+        types = [f.type for f in layout.key_fields]
+        key_stats = stats.to_simple_stats(types, [f.keys for f in files])
+        ends = binary_row.encode_values([row for f in files for row in (f.first_key, f.last_key)], types)
+        keys = [binary_row.serialize(ends.row(i), len(types)) for i in range(2 * n)]
+    else:
+        key_stats, keys = [EMPTY_STATS] * n, [EMPTY_ROW] * (2 * n)
+    return [
+        DataFileMeta(
+            file_name=f.name,
+            file_size=f.size,
+            row_count=f.rows,
+            min_key=keys[2 * i],
+            max_key=keys[2 * i + 1],
+            key_stats=key_stats[i],
+            value_stats=value_stats[i],
+            min_sequence_number=f.min_seq,
+            max_sequence_number=f.max_seq,
+            schema_id=layout.schema_id,
+            level=0,
+            creation_time=f.creation_time,
+            delete_row_count=f.deletes,
+            file_source=FileSource.APPEND,
+            value_stats_cols=stats_cols,
+        )
+        for i, f in enumerate(files)
+    ]
