@@ -1,0 +1,1 @@
+"""Dagster definitions of the lakehouse: Paimon tables as assets, maintenance, sensors, checks."""

@@ -1,0 +1,18 @@
+"""The README's quickstart runs as written."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_quickstart_runs(tmp_path, monkeypatch):
+    code = re.search(r"## Quickstart\n\n```python\n(.*?)```", README.read_text(), re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    scope: dict = {}
+    exec(compile(code, str(README), "exec"), scope)
+    rows = scope["orders"].read().to_pylist()
+    assert rows == [{"order_id": 1, "dt": "2024-01-01", "status": "PAID", "price": 9.5, "remark": None}]
+    assert scope["orders"].latest_snapshot_id() == 4
