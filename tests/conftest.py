@@ -10,7 +10,7 @@ import pytest
 
 from lakehouse import Catalog
 
-GOLDEN = Path(__file__).resolve().parents[2] / "shared" / "golden"
+GOLDEN = Path(__file__).resolve().parent / "golden"  # vectors produced by Apache Paimon (Java)
 
 
 def golden(name: str) -> dict:

@@ -176,3 +176,32 @@ def test_pruning_counts(tables):
     assert value_only["pruned_by_stats"] == 0
     key = pk.plan(filter=col("order_id") == 5).stats
     assert key["pruned_by_stats"] > 0
+
+
+def test_manifests_outside_the_filtered_partitions_are_not_opened(catalog, monkeypatch):
+    from lakehouse.manifest import files
+    from lakehouse.manifest.files import ManifestStore
+
+    t = catalog.create_table("db.parts", ORDERS, partition_keys=["dt"])
+    for i, day in enumerate(DTS):
+        t.write(pa.table({**{c: [None] for c in ORDERS.names}, "order_id": [i], "dt": [day]}, schema=ORDERS))
+    t.write(
+        pa.table({**{c: [None] for c in ORDERS.names}, "order_id": [9], "dt": [DTS[0]]}, schema=ORDERS),
+        overwrite={"dt": DTS[0]},
+    )
+    files._CACHE._items.clear()
+    opened = []
+    original = ManifestStore.read_manifest
+    monkeypatch.setattr(
+        ManifestStore, "read_manifest", lambda self, name: opened.append(name) or original(self, name)
+    )
+    plan = t.plan(filter=col("dt") == DTS[1])
+    assert len(opened) == 1
+    assert plan.stats == {
+        "files_total": 3,
+        "pruned_by_partition": 2,
+        "pruned_by_stats": 0,
+        "pruned_by_index": 0,
+        "files_selected": 1,
+    }
+    assert [r["order_id"] for r in rows(t.read(filter=col("dt") == DTS[0]))] == [9]

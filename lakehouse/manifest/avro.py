@@ -19,7 +19,10 @@ import fastavro
 from lakehouse.errors import InvalidOptionError
 from lakehouse.manifest.entries import (
     DataFileMeta,
+    DeletionVectorMeta,
     FileKind,
+    IndexFileMeta,
+    IndexManifestEntry,
     ManifestEntry,
     ManifestFileMeta,
     SimpleStats,
@@ -117,6 +120,48 @@ MANIFEST_ENTRY_SCHEMA = fastavro.parse_schema(
         ],
     }
 )
+
+
+INDEX_MANIFEST_VERSION = 1  # IndexManifestEntrySerializer format identifier
+
+INDEX_MANIFEST_SCHEMA = fastavro.parse_schema({
+    "type": "record",
+    "name": "record",
+    "namespace": _NAMESPACE,
+    "fields": [
+        {"name": "_VERSION", "type": "int"},
+        {"name": "_KIND", "type": "int"},
+        {"name": "_PARTITION", "type": "bytes"},
+        {"name": "_BUCKET", "type": "int"},
+        {"name": "_INDEX_TYPE", "type": "string"},
+        {"name": "_FILE_NAME", "type": "string"},
+        {"name": "_FILE_SIZE", "type": "long"},
+        {"name": "_ROW_COUNT", "type": "long"},
+        _opt("_DELETIONS_VECTORS_RANGES", {"type": "array", "items": _nullable({
+            "type": "record",
+            "name": "record__DELETIONS_VECTORS_RANGES",
+            "fields": [
+                {"name": "f0", "type": "string"},
+                {"name": "f1", "type": "int"},
+                {"name": "f2", "type": "int"},
+                _opt("_CARDINALITY", "long"),
+            ],
+        })}),
+        _opt("_EXTERNAL_PATH", "string"),
+        _opt("_GLOBAL_INDEX", {
+            "type": "record",
+            "name": "record__GLOBAL_INDEX",
+            "fields": [
+                {"name": "_ROW_RANGE_START", "type": "long"},
+                {"name": "_ROW_RANGE_END", "type": "long"},
+                {"name": "_INDEX_FIELD_ID", "type": "int"},
+                _opt("_EXTRA_FIELD_IDS", {"type": "array", "items": "int"}),
+                _opt("_INDEX_META", "bytes"),
+                _opt("_SOURCE_META", "bytes"),
+            ],
+        }),
+    ],
+})  # fmt: skip
 
 
 # ---- records <-> dataclasses -----------------------------------------------------------------
@@ -232,6 +277,52 @@ def manifest_meta_from(r: dict) -> ManifestFileMeta:
         min_row_id=r.get("_MIN_ROW_ID"),
         max_row_id=r.get("_MAX_ROW_ID"),
     )
+
+
+def index_entry_record(e: IndexManifestEntry) -> dict:
+    f = e.index_file
+    ranges = None
+    if f.dv_ranges is not None:
+        ranges = [
+            {"f0": d.data_file, "f1": d.offset, "f2": d.length, "_CARDINALITY": d.cardinality}
+            for d in f.dv_ranges
+        ]
+    return {
+        "_VERSION": INDEX_MANIFEST_VERSION,
+        "_KIND": int(e.kind),
+        "_PARTITION": e.partition,
+        "_BUCKET": e.bucket,
+        "_INDEX_TYPE": f.index_type,
+        "_FILE_NAME": f.file_name,
+        "_FILE_SIZE": f.file_size,
+        "_ROW_COUNT": f.row_count,
+        "_DELETIONS_VECTORS_RANGES": ranges,
+        "_EXTERNAL_PATH": f.external_path,
+        "_GLOBAL_INDEX": f.global_index,
+    }
+
+
+def index_entry_from(r: dict) -> IndexManifestEntry:
+    ranges = r.get("_DELETIONS_VECTORS_RANGES")
+    dv = (
+        None
+        if ranges is None
+        else tuple(
+            DeletionVectorMeta(d["f0"], d["f1"], d["f2"], d.get("_CARDINALITY"))
+            for d in ranges
+            if d is not None
+        )
+    )
+    meta = IndexFileMeta(
+        r["_INDEX_TYPE"],
+        r["_FILE_NAME"],
+        r["_FILE_SIZE"],
+        r["_ROW_COUNT"],
+        dv,
+        r.get("_EXTERNAL_PATH"),
+        r.get("_GLOBAL_INDEX"),
+    )
+    return IndexManifestEntry(FileKind(r["_KIND"]), r["_PARTITION"], r["_BUCKET"], meta)
 
 
 def _millis(dt: datetime) -> int:

@@ -127,3 +127,36 @@ def merge_entries(entries: list[ManifestEntry]) -> list[ManifestEntry]:
         else:
             live[key] = e
     return list(live.values())
+
+
+@dataclass(frozen=True)
+class DeletionVectorMeta:
+    """Where one data file's deletion vector sits inside a deletion-vectors index file."""
+
+    data_file: str
+    offset: int
+    length: int
+    cardinality: int | None = None
+
+
+@dataclass(frozen=True)
+class IndexFileMeta:
+    """A table index file: ``HASH`` (dynamic buckets) or ``DELETION_VECTORS``."""
+
+    index_type: str
+    file_name: str
+    file_size: int
+    row_count: int
+    dv_ranges: tuple[DeletionVectorMeta, ...] | None = None
+    external_path: str | None = None
+    global_index: dict | None = None  # opaque: carried through, never interpreted
+
+
+@dataclass(frozen=True)
+class IndexManifestEntry:
+    """An index file of a (partition, bucket); persisted index manifests hold only ADDs."""
+
+    kind: FileKind
+    partition: bytes
+    bucket: int
+    index_file: IndexFileMeta

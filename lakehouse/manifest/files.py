@@ -13,7 +13,13 @@ from collections.abc import Iterable
 from lakehouse.errors import CorruptFileError
 from lakehouse.io.fs import FileIO
 from lakehouse.manifest import avro, binary_row
-from lakehouse.manifest.entries import FileKind, ManifestEntry, ManifestFileMeta, SimpleStats
+from lakehouse.manifest.entries import (
+    FileKind,
+    IndexManifestEntry,
+    ManifestEntry,
+    ManifestFileMeta,
+    SimpleStats,
+)
 from lakehouse.options import CoreOptions
 from lakehouse.paths import FileNamer, TablePaths
 from lakehouse.predicate import ColumnStats
@@ -62,6 +68,7 @@ class ManifestStore:
         self.target_size = options.memory("manifest.target-file-size")
         self._manifest_names = FileNamer("manifest-")
         self._list_names = FileNamer("manifest-list-")
+        self._index_names = FileNamer("index-manifest-")
 
     # ---- manifest files ------------------------------------------------------------------
 
@@ -146,6 +153,25 @@ class ManifestStore:
             return [avro.manifest_meta_from(r) for r in avro.read_container(data)]
         except Exception as e:
             raise self._corrupt(path, "manifest list", e) from None
+
+    # ---- index manifests -----------------------------------------------------------------
+
+    def write_index_manifest(self, entries: list[IndexManifestEntry]) -> str:
+        """Write the full list of live index files (ADD entries only) as a new index manifest."""
+        name = self._index_names.next()
+        data = avro.write_container(
+            avro.INDEX_MANIFEST_SCHEMA, map(avro.index_entry_record, entries), self.codec
+        )
+        self.io.write_bytes(self.paths.manifest(name), data)
+        return name
+
+    def read_index_manifest(self, name: str) -> list[IndexManifestEntry]:
+        path = self.paths.manifest(name)
+        data = self._read(path, "index manifest")
+        try:
+            return [avro.index_entry_from(r) for r in avro.read_container(data)]
+        except Exception as e:
+            raise self._corrupt(path, "index manifest", e) from None
 
     # ---- helpers -------------------------------------------------------------------------
 

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from lakehouse.manifest import binary_row, stats
-from lakehouse.manifest.entries import DataFileMeta, FileKind, ManifestEntry
+from lakehouse.manifest.entries import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta
+from lakehouse.manifest.files import ManifestStore
 from lakehouse.predicate import ColumnStats, Predicate, bind, may_match, only_columns
 from lakehouse.snapshot import Snapshot
 from lakehouse.types import TIMESTAMP_ROOTS, DataType, timestamp_unit
@@ -56,10 +57,17 @@ class Plan:
 def live_entries(table: Table, snapshot: Snapshot) -> list[ManifestEntry]:
     """ADD entries of every file live in ``snapshot``, in manifest order."""
     store = table.manifests()
-    metas = store.read_list(snapshot.base_manifest_list) + store.read_list(snapshot.delta_manifest_list)
+    return _live(store, _manifests(store, snapshot))
+
+
+def _manifests(store: ManifestStore, snapshot: Snapshot) -> list[ManifestFileMeta]:
+    return store.read_list(snapshot.base_manifest_list) + store.read_list(snapshot.delta_manifest_list)
+
+
+def _live(store: ManifestStore, manifests: list[ManifestFileMeta]) -> list[ManifestEntry]:
     deleted: set[tuple] = set()
     adds: list[ManifestEntry] = []
-    for m in metas:
+    for m in manifests:
         for e in store.read_manifest(m.file_name):
             if e.kind == FileKind.DELETE:
                 deleted.add(e.identifier)
@@ -69,24 +77,27 @@ def live_entries(table: Table, snapshot: Snapshot) -> list[ManifestEntry]:
 
 
 def plan(table: Table, snapshot: Snapshot | None, filter: Predicate | None = None) -> Plan:
-    """Plan a batch read of ``snapshot`` under ``filter``."""
+    """Plan a batch read of ``snapshot`` under ``filter``.
+
+    Manifests whose partition range cannot match are not even opened. Every DELETE in a
+    snapshot's manifests cancels an ADD among them, so ``added - deleted`` summed over the
+    manifest list is the exact number of live files, opened or not.
+    """
     counts = dict(
         files_total=0, pruned_by_partition=0, pruned_by_stats=0, pruned_by_index=0, files_selected=0
     )
     if snapshot is None:
         return Plan(None, table.schema.id, [], counts)
     schema = table.schema
-    entries = live_entries(table, snapshot)
-    counts["files_total"] = len(entries)
+    store = table.manifests()
+    manifests = _manifests(store, snapshot)
+    counts["files_total"] = sum(m.num_added_files - m.num_deleted_files for m in manifests)
     pruner = _Pruner(table, filter)
-    selected: list[ManifestEntry] = []
-    for e in entries:
-        if not pruner.partition_matches(e.partition):
-            counts["pruned_by_partition"] += 1
-        elif not pruner.stats_match(e):
-            counts["pruned_by_stats"] += 1
-        else:
-            selected.append(e)
+    opened = [m for m in manifests if pruner.manifest_matches(m)]
+    matching = [e for e in _live(store, opened) if pruner.partition_matches(e.partition)]
+    counts["pruned_by_partition"] = counts["files_total"] - len(matching)
+    selected = [e for e in matching if pruner.stats_match(e)]
+    counts["pruned_by_stats"] = len(matching) - len(selected)
     counts["files_selected"] = len(selected)
     splits = _splits(table, snapshot.id, selected, bool(schema.primary_keys))
     return Plan(snapshot.id, schema.id, splits, counts)
@@ -113,6 +124,16 @@ class _Pruner:
     def physical(self, column: str, literal: Any) -> Any:
         scalar = literal if isinstance(literal, pa.Scalar) else pa.scalar(literal)
         return binary_row.physical_array(pa.array([scalar]), self.types[column])[0].as_py()
+
+    def manifest_matches(self, m: ManifestFileMeta) -> bool:
+        """Whether a manifest's partition range (``_PARTITION_STATS``) can hold a matching file."""
+        types = self.table.schema.partition_types()
+        if self.partition_pred is None or not types:
+            return True
+        rows = m.num_added_files + m.num_deleted_files
+        decoded = stats.decode(m.partition_stats, types, rows)
+        by_name = dict(zip(self.table.schema.partition_keys, decoded, strict=True))
+        return may_match(self.partition_pred, by_name.get, self.physical)
 
     def partition_matches(self, partition: bytes) -> bool:
         if self.partition_pred is None:

@@ -280,3 +280,14 @@ def test_deletes_written_by_pypaimon_remove_their_keys(warehouse):
     table = Catalog(warehouse).get_table("db.k")
     assert [e.file.delete_row_count for e in table.live_entries()] == [0]
     assert table.read().column("id").to_pylist() == [1, 3]
+
+
+def test_we_read_pypaimon_dynamic_bucket_table_and_its_index_manifest(warehouse):
+    oracle.create(warehouse, "db.dyn", ORDERS, ["order_id", "dt"], ["dt"])  # bucket -1: hash index
+    _pk_commits(lambda d: oracle.write(warehouse, "db.dyn", d), with_deletes=False)
+    table = Catalog(warehouse).get_table("db.dyn")
+    same(table.read(), oracle.read(warehouse, "db.dyn"), ["order_id", "dt"])
+    snapshot = table.snapshots.latest()
+    index = table.manifests().read_index_manifest(snapshot.index_manifest)
+    assert {e.index_file.index_type for e in index} == {"HASH"}
+    assert sum(e.index_file.row_count for e in index) == 40  # one hash per key
