@@ -61,11 +61,9 @@ class TablePaths:
     def manifest(self, name: str) -> str:
         return join(self.manifest_dir, name)
 
-    def bucket_dir(self, partition_path: str, bucket: int) -> str:
-        return join(self.root, partition_path, f"bucket-{bucket}")
-
-    def data_file(self, partition_path: str, bucket: int, name: str) -> str:
-        return join(self.bucket_dir(partition_path, bucket), name)
+    def data_file(self, bucket_path: str, file_name: str, external_path: str | None = None) -> str:
+        """A data file in a bucket directory (relative to the table), or its external path."""
+        return external_path or join(self.root, bucket_path, file_name)
 
 
 @dataclass

@@ -98,7 +98,7 @@ class TableCommit:
         table = self.table
         table.io.delete_quietly(
             [
-                f"{table.paths.root}/{table.bucket_path(m.partition, m.bucket)}/{f.file_name}"
+                table.paths.data_file(table.bucket_path(m.partition, m.bucket), f.file_name, f.external_path)
                 for m in messages
                 for f in m.new_files
             ]

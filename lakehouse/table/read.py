@@ -83,7 +83,7 @@ class TableRead:
 
     def _read_file(self, split: Split, meta: DataFileMeta) -> pa.Table:
         """One data file as current-schema columns (plus sequence and kind for primary keys)."""
-        path = meta.external_path or f"{self.table.paths.root}/{split.bucket_path}/{meta.file_name}"
+        path = self.table.paths.data_file(split.bucket_path, meta.file_name, meta.external_path)
         file_schema = self.table.schema_by_id(meta.schema_id)
         old_by_id = {f.id: f for f in file_schema.fields}
         wanted = [old_by_id[f.id].name for f in self.read_fields if f.id in old_by_id]

@@ -27,7 +27,6 @@ from lakehouse.manifest import binary_row, stats
 from lakehouse.manifest.entries import EMPTY_ROW, DataFileMeta
 from lakehouse.mergetree.merge import last_per_key_indices
 from lakehouse.options import parse_memory_size
-from lakehouse.paths import partition_path
 from lakehouse.table.conform import INSERT, conform
 from lakehouse.table.data_file import BucketWriter, FileLayout, file_metas
 
@@ -64,10 +63,8 @@ class TableWrite:
         self.bucket_count = options.bucket
         if schema.primary_keys:
             _check_primary_key_support(table.name, schema)
-        self.total_buckets = self.bucket_count
         self.bucket_types = [f.type for f in schema.fields_named(schema.bucket_keys)]
         self.partition_types = schema.partition_types()
-        self.default_partition = options.get("partition.default-name")
         self.buffer_size = parse_memory_size(options.get("write-buffer-size") or DEFAULT_WRITE_BUFFER)
         self.thin = options.get_bool("data-file.thin-mode")
         value_fields = list(schema.fields)
@@ -104,7 +101,7 @@ class TableWrite:
             if self._pending_bytes >= self.buffer_size:
                 self._flush()
 
-    def prepare_commit(self) -> list:
+    def prepare_commit(self) -> list[CommitMessage]:
         """Finish every file and return one commit message per (partition, bucket) written."""
         self._flush()
         self._done.extend(self._writers.values())
@@ -116,7 +113,7 @@ class TableWrite:
             written, file_metas(self.layout, [f for *_, f in written]), strict=True
         ):
             messages.setdefault((part, bucket), []).append(meta)
-        return [CommitMessage(p, b, self.total_buckets, tuple(files)) for (p, b), files in messages.items()]
+        return [CommitMessage(p, b, self.bucket_count, tuple(files)) for (p, b), files in messages.items()]
 
     def abort(self) -> None:
         """Delete every file this writer produced (nothing of it was committed)."""
@@ -153,6 +150,13 @@ class TableWrite:
             with ThreadPoolExecutor(workers) as pool:
                 for future in [pool.submit(job) for job in jobs]:
                     future.result()
+        if self.primary_key:
+            # a flush is one sorted run per bucket: finish its files (stats are folded here, in
+            # one thread), so the next flush starts new ones
+            for writer in self._writers.values():
+                writer.close()
+            self._done.extend(self._writers.values())
+            self._writers.clear()
 
     def _group_ids(self, data: pa.Table) -> tuple[np.ndarray, list[bytes]]:
         """A (partition, bucket) group id per row, and each partition's serialized BinaryRow."""
@@ -220,11 +224,8 @@ class TableWrite:
                 take = pa.array(picked)
                 seq, run_kinds = pa.array(picked + base), kinds.take(take)
                 writer.write(self._file_rows(data.take(take), seq, run_kinds), seq, run_kinds)
-                writer.close()
 
             jobs.append(job)
-            # a flush is one sorted run per bucket: its files are finished, the next flush starts new ones
-            self._done.append(self._writers.pop((writer.partition, writer.bucket)))
         return jobs
 
     def _claim(self, group: int, partitions: list[bytes], rows: int) -> tuple[BucketWriter, int]:
@@ -264,12 +265,8 @@ class TableWrite:
         key = (partition, bucket)
         w = self._writers.get(key)
         if w is None:
-            values = binary_row.decode_row(binary_row.deserialize(partition)[1], self.partition_types)
-            path = partition_path(
-                list(self.schema.partition_keys), self.partition_types, values, self.default_partition
-            )
-            w = BucketWriter(self.layout, partition, bucket, self.table.paths.bucket_dir(path, bucket))
-            self._writers[key] = w
+            directory = f"{self.table.paths.root}/{self.table.bucket_path(partition, bucket)}"
+            w = self._writers[key] = BucketWriter(self.layout, partition, bucket, directory)
         return w
 
 
