@@ -80,22 +80,23 @@ DEFAULTS: dict[str, str] = {
 }
 
 
-def parse_memory_size(text: str, key: str = "option") -> int:
-    """Bytes of a Paimon MemorySize string (``"128 mb"``, ``"500 B"``, ``"64kb"``)."""
+def _amount(text: str, units: dict[str, int], key: str, what: str, example: str) -> int:
+    """``<integer><optional spaces><unit>`` as Paimon's MemorySize and TimeUtils parse it."""
     m = _AMOUNT.match(text)
     unit = m[2].lower() if m else None
-    if not m or unit not in _MEMORY_UNITS:
-        raise InvalidOptionError(f"{key}={text!r} is not a memory size; write e.g. '128 mb' or '64 kb'")
-    return int(m[1]) * _MEMORY_UNITS[unit]
+    if not m or unit not in units:
+        raise InvalidOptionError(f"{key}={text!r} is not a {what}; write e.g. {example}")
+    return int(m[1]) * units[unit]
+
+
+def parse_memory_size(text: str, key: str = "option") -> int:
+    """Bytes of a Paimon MemorySize string (``"128 mb"``, ``"500 B"``, ``"64kb"``)."""
+    return _amount(text, _MEMORY_UNITS, key, "memory size", "'128 mb' or '64 kb'")
 
 
 def parse_duration_ms(text: str, key: str = "option") -> int:
     """Milliseconds of a Paimon duration string (``"1 h"``, ``"10 s"``; no unit = ms)."""
-    m = _AMOUNT.match(text)
-    unit = m[2].lower() if m else None
-    if not m or unit not in _DURATION_UNITS_MS:
-        raise InvalidOptionError(f"{key}={text!r} is not a duration; write e.g. '1 h', '30 min' or '10 s'")
-    return int(m[1]) * _DURATION_UNITS_MS[unit]
+    return _amount(text, _DURATION_UNITS_MS, key, "duration", "'1 h', '30 min' or '10 s'")
 
 
 def parse_bool(text: str, key: str = "option") -> bool:

@@ -434,12 +434,7 @@ class SchemaManager:
         self.table = table
 
     def schema_ids(self) -> list[int]:
-        ids = []
-        for st in self.io.list_dir(self.paths.schema_dir):
-            suffix = st.name.removeprefix("schema-")
-            if st.name.startswith("schema-") and suffix.isdigit():
-                ids.append(int(suffix))
-        return sorted(ids)
+        return self.io.list_numbered(self.paths.schema_dir, "schema-")
 
     def latest(self) -> TableSchema | None:
         ids = self.schema_ids()

@@ -121,12 +121,7 @@ class SnapshotManager:
     # ---- ids -------------------------------------------------------------------------------
 
     def snapshot_ids(self) -> list[int]:
-        ids = []
-        for st in self.io.list_dir(self.paths.snapshot_dir):
-            suffix = st.name.removeprefix("snapshot-")
-            if st.name.startswith("snapshot-") and suffix.isdigit():
-                ids.append(int(suffix))
-        return sorted(ids)
+        return self.io.list_numbered(self.paths.snapshot_dir, "snapshot-")
 
     def latest_id(self) -> int | None:
         hint = self._read_hint("LATEST")

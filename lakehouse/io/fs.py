@@ -81,6 +81,15 @@ class FileIO:
         infos = self.fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
         return [_status(i) for i in infos if not i.base_name.startswith(".")]
 
+    def list_numbered(self, path: str, prefix: str) -> list[int]:
+        """Sorted ``N`` of the files named ``<prefix>N`` in a directory (``schema-N``, ``snapshot-N``)."""
+        numbers = []
+        for st in self.list_dir(path):
+            suffix = st.name.removeprefix(prefix)
+            if st.name.startswith(prefix) and suffix.isdigit():
+                numbers.append(int(suffix))
+        return sorted(numbers)
+
     def list_recursive(self, path: str) -> list[FileStatus]:
         """List every file under a directory, temporary files included; [] if absent."""
         selector = pafs.FileSelector(path, allow_not_found=True, recursive=True)

@@ -41,6 +41,18 @@ def _opt(name: str, avro_type: Any) -> dict:
     return {"name": name, "type": _nullable(avro_type), "default": None}
 
 
+def _top_record(fields: list) -> dict:
+    """The top-level record of a manifest file: ``_VERSION`` first (ManifestSchemaUtils)."""
+    return fastavro.parse_schema(
+        {
+            "type": "record",
+            "name": "record",
+            "namespace": _NAMESPACE,
+            "fields": [{"name": "_VERSION", "type": "int"}, *fields],
+        }
+    )
+
+
 def _stats(record_name: str) -> dict:
     return {
         "type": "record",
@@ -53,83 +65,67 @@ def _stats(record_name: str) -> dict:
     }
 
 
-MANIFEST_LIST_SCHEMA = fastavro.parse_schema(
-    {
-        "type": "record",
-        "name": "record",
-        "namespace": _NAMESPACE,
-        "fields": [
-            {"name": "_VERSION", "type": "int"},
-            {"name": "_FILE_NAME", "type": "string"},
-            {"name": "_FILE_SIZE", "type": "long"},
-            {"name": "_NUM_ADDED_FILES", "type": "long"},
-            {"name": "_NUM_DELETED_FILES", "type": "long"},
-            {"name": "_PARTITION_STATS", "type": _stats("record__PARTITION_STATS")},
-            {"name": "_SCHEMA_ID", "type": "long"},
-            _opt("_MIN_BUCKET", "int"),
-            _opt("_MAX_BUCKET", "int"),
-            _opt("_MIN_LEVEL", "int"),
-            _opt("_MAX_LEVEL", "int"),
-            _opt("_MIN_ROW_ID", "long"),
-            _opt("_MAX_ROW_ID", "long"),
-        ],
-    }
+MANIFEST_LIST_SCHEMA = _top_record(
+    [
+        {"name": "_FILE_NAME", "type": "string"},
+        {"name": "_FILE_SIZE", "type": "long"},
+        {"name": "_NUM_ADDED_FILES", "type": "long"},
+        {"name": "_NUM_DELETED_FILES", "type": "long"},
+        {"name": "_PARTITION_STATS", "type": _stats("record__PARTITION_STATS")},
+        {"name": "_SCHEMA_ID", "type": "long"},
+        _opt("_MIN_BUCKET", "int"),
+        _opt("_MAX_BUCKET", "int"),
+        _opt("_MIN_LEVEL", "int"),
+        _opt("_MAX_LEVEL", "int"),
+        _opt("_MIN_ROW_ID", "long"),
+        _opt("_MAX_ROW_ID", "long"),
+    ]
 )
 
-MANIFEST_ENTRY_SCHEMA = fastavro.parse_schema(
-    {
-        "type": "record",
-        "name": "record",
-        "namespace": _NAMESPACE,
-        "fields": [
-            {"name": "_VERSION", "type": "int"},
-            {"name": "_KIND", "type": "int"},
-            {"name": "_PARTITION", "type": "bytes"},
-            {"name": "_BUCKET", "type": "int"},
-            {"name": "_TOTAL_BUCKETS", "type": "int"},
-            {
-                "name": "_FILE",
-                "type": {
-                    "type": "record",
-                    "name": "record__FILE",
-                    "fields": [
-                        {"name": "_FILE_NAME", "type": "string"},
-                        {"name": "_FILE_SIZE", "type": "long"},
-                        {"name": "_ROW_COUNT", "type": "long"},
-                        {"name": "_MIN_KEY", "type": "bytes"},
-                        {"name": "_MAX_KEY", "type": "bytes"},
-                        {"name": "_KEY_STATS", "type": _stats("record__FILE__KEY_STATS")},
-                        {"name": "_VALUE_STATS", "type": _stats("record__FILE__VALUE_STATS")},
-                        {"name": "_MIN_SEQUENCE_NUMBER", "type": "long"},
-                        {"name": "_MAX_SEQUENCE_NUMBER", "type": "long"},
-                        {"name": "_SCHEMA_ID", "type": "long"},
-                        {"name": "_LEVEL", "type": "int"},
-                        {"name": "_EXTRA_FILES", "type": {"type": "array", "items": "string"}},
-                        _opt("_CREATION_TIME", {"type": "long", "logicalType": "timestamp-millis"}),
-                        _opt("_DELETE_ROW_COUNT", "long"),
-                        _opt("_EMBEDDED_FILE_INDEX", "bytes"),
-                        _opt("_FILE_SOURCE", "int"),
-                        _opt("_VALUE_STATS_COLS", {"type": "array", "items": "string"}),
-                        _opt("_EXTERNAL_PATH", "string"),
-                        _opt("_FIRST_ROW_ID", "long"),
-                        _opt("_WRITE_COLS", {"type": "array", "items": "string"}),
-                        _opt("_WRITE_COLS_SEQUENCES", {"type": "array", "items": "long"}),
-                    ],
-                },
+MANIFEST_ENTRY_SCHEMA = _top_record(
+    [
+        {"name": "_KIND", "type": "int"},
+        {"name": "_PARTITION", "type": "bytes"},
+        {"name": "_BUCKET", "type": "int"},
+        {"name": "_TOTAL_BUCKETS", "type": "int"},
+        {
+            "name": "_FILE",
+            "type": {
+                "type": "record",
+                "name": "record__FILE",
+                "fields": [
+                    {"name": "_FILE_NAME", "type": "string"},
+                    {"name": "_FILE_SIZE", "type": "long"},
+                    {"name": "_ROW_COUNT", "type": "long"},
+                    {"name": "_MIN_KEY", "type": "bytes"},
+                    {"name": "_MAX_KEY", "type": "bytes"},
+                    {"name": "_KEY_STATS", "type": _stats("record__FILE__KEY_STATS")},
+                    {"name": "_VALUE_STATS", "type": _stats("record__FILE__VALUE_STATS")},
+                    {"name": "_MIN_SEQUENCE_NUMBER", "type": "long"},
+                    {"name": "_MAX_SEQUENCE_NUMBER", "type": "long"},
+                    {"name": "_SCHEMA_ID", "type": "long"},
+                    {"name": "_LEVEL", "type": "int"},
+                    {"name": "_EXTRA_FILES", "type": {"type": "array", "items": "string"}},
+                    _opt("_CREATION_TIME", {"type": "long", "logicalType": "timestamp-millis"}),
+                    _opt("_DELETE_ROW_COUNT", "long"),
+                    _opt("_EMBEDDED_FILE_INDEX", "bytes"),
+                    _opt("_FILE_SOURCE", "int"),
+                    _opt("_VALUE_STATS_COLS", {"type": "array", "items": "string"}),
+                    _opt("_EXTERNAL_PATH", "string"),
+                    _opt("_FIRST_ROW_ID", "long"),
+                    _opt("_WRITE_COLS", {"type": "array", "items": "string"}),
+                    _opt("_WRITE_COLS_SEQUENCES", {"type": "array", "items": "long"}),
+                ],
             },
-        ],
-    }
+        },
+    ]
 )
 
 
 INDEX_MANIFEST_VERSION = 1  # IndexManifestEntrySerializer format identifier
 
-INDEX_MANIFEST_SCHEMA = fastavro.parse_schema({
-    "type": "record",
-    "name": "record",
-    "namespace": _NAMESPACE,
-    "fields": [
-        {"name": "_VERSION", "type": "int"},
+INDEX_MANIFEST_SCHEMA = _top_record(
+    [
         {"name": "_KIND", "type": "int"},
         {"name": "_PARTITION", "type": "bytes"},
         {"name": "_BUCKET", "type": "int"},
@@ -160,8 +156,8 @@ INDEX_MANIFEST_SCHEMA = fastavro.parse_schema({
                 _opt("_SOURCE_META", "bytes"),
             ],
         }),
-    ],
-})  # fmt: skip
+    ]
+)  # fmt: skip
 
 
 # ---- records <-> dataclasses -----------------------------------------------------------------

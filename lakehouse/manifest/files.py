@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from lakehouse.errors import CorruptFileError
 from lakehouse.io.fs import FileIO
@@ -28,22 +28,22 @@ from lakehouse.types import DataType
 _ROLL_CHECK_RECORDS = 1000  # RollingFileWriter.CHECK_ROLLING_RECORD_CNT
 
 
-class _EntryCache:
-    """A small thread-safe LRU of decoded manifest files, keyed by path."""
+class _RecordCache:
+    """A small thread-safe LRU of decoded metadata files, keyed by path."""
 
     def __init__(self, capacity: int = 2048) -> None:
         self.capacity = capacity
-        self._items: OrderedDict[str, list[ManifestEntry]] = OrderedDict()
+        self._items: OrderedDict[str, list] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: str) -> list[ManifestEntry] | None:
+    def get(self, key: str) -> list | None:
         with self._lock:
             value = self._items.get(key)
             if value is not None:
                 self._items.move_to_end(key)
             return value
 
-    def put(self, key: str, value: list[ManifestEntry]) -> None:
+    def put(self, key: str, value: list) -> None:
         with self._lock:
             self._items[key] = value
             self._items.move_to_end(key)
@@ -51,7 +51,7 @@ class _EntryCache:
                 self._items.popitem(last=False)
 
 
-_CACHE = _EntryCache()
+_CACHE = _RecordCache()
 
 
 class ManifestStore:
@@ -107,17 +107,7 @@ class ManifestStore:
         )
 
     def read_manifest(self, name: str) -> list[ManifestEntry]:
-        path = self.paths.manifest(name)
-        cached = _CACHE.get(path)
-        if cached is not None:
-            return cached
-        data = self._read(path, "manifest")
-        try:
-            entries = [avro.entry_from(r) for r in avro.read_container(data)]
-        except Exception as e:  # fastavro raises many types on corrupt input
-            raise self._corrupt(path, "manifest", e) from None
-        _CACHE.put(path, entries)
-        return entries
+        return self._read_records(name, "manifest", avro.entry_from)
 
     def partition_stats(self, partitions: Iterable[bytes]) -> SimpleStats:
         """Min, max and null counts of the partition values of a manifest's entries."""
@@ -139,56 +129,59 @@ class ManifestStore:
 
     def write_list(self, metas: list[ManifestFileMeta]) -> tuple[str, int]:
         """Write a manifest list; returns its name and size."""
-        name = self._list_names.next()
-        data = avro.write_container(
-            avro.MANIFEST_LIST_SCHEMA, map(avro.manifest_meta_record, metas), self.codec
+        return self._write_records(
+            self._list_names, avro.MANIFEST_LIST_SCHEMA, avro.manifest_meta_record, metas
         )
-        self.io.write_bytes(self.paths.manifest(name), data)
-        return name, len(data)
 
     def read_list(self, name: str) -> list[ManifestFileMeta]:
-        path = self.paths.manifest(name)
-        data = self._read(path, "manifest list")
-        try:
-            return [avro.manifest_meta_from(r) for r in avro.read_container(data)]
-        except Exception as e:
-            raise self._corrupt(path, "manifest list", e) from None
+        return self._read_records(name, "manifest list", avro.manifest_meta_from)
 
     # ---- index manifests -----------------------------------------------------------------
 
     def write_index_manifest(self, entries: list[IndexManifestEntry]) -> str:
         """Write the full list of live index files (ADD entries only) as a new index manifest."""
-        name = self._index_names.next()
-        data = avro.write_container(
-            avro.INDEX_MANIFEST_SCHEMA, map(avro.index_entry_record, entries), self.codec
+        name, _ = self._write_records(
+            self._index_names, avro.INDEX_MANIFEST_SCHEMA, avro.index_entry_record, entries
         )
-        self.io.write_bytes(self.paths.manifest(name), data)
         return name
 
     def read_index_manifest(self, name: str) -> list[IndexManifestEntry]:
-        path = self.paths.manifest(name)
-        data = self._read(path, "index manifest")
-        try:
-            return [avro.index_entry_from(r) for r in avro.read_container(data)]
-        except Exception as e:
-            raise self._corrupt(path, "index manifest", e) from None
+        return self._read_records(name, "index manifest", avro.index_entry_from)
 
     # ---- helpers -------------------------------------------------------------------------
 
-    def _read(self, path: str, what: str) -> bytes:
+    def _write_records(
+        self, names: FileNamer, schema: dict, encode: Callable, items: list
+    ) -> tuple[str, int]:
+        name = names.next()
+        data = avro.write_container(schema, map(encode, items), self.codec)
+        path = self.paths.manifest(name)
+        self.io.write_bytes(path, data)
+        _CACHE.put(path, list(items))
+        return name, len(data)
+
+    def _read_records(self, name: str, what: str, decode: Callable) -> list:
+        """Decoded records of an immutable metadata file (cached by path)."""
+        path = self.paths.manifest(name)
+        cached = _CACHE.get(path)
+        if cached is not None:
+            return cached
         try:
-            return self.io.read_bytes(path)
+            data = self.io.read_bytes(path)
         except FileNotFoundError:
             raise CorruptFileError(
                 f"table {self.table}: {what} {path} is missing; the snapshot referencing it cannot be "
                 f"read - roll back to an earlier snapshot"
             ) from None
-
-    def _corrupt(self, path: str, what: str, cause: Exception) -> CorruptFileError:
-        return CorruptFileError(
-            f"table {self.table}: {what} {path} is corrupt or truncated ({type(cause).__name__}: {cause}); "
-            f"roll back to an earlier snapshot or restore the file"
-        )
+        try:
+            records = [decode(r) for r in avro.read_container(data)]
+        except Exception as e:  # fastavro raises many types on corrupt input
+            raise CorruptFileError(
+                f"table {self.table}: {what} {path} is corrupt or truncated ({type(e).__name__}: {e}); "
+                f"roll back to an earlier snapshot or restore the file"
+            ) from None
+        _CACHE.put(path, records)
+        return records
 
     def delete(self, names: Iterable[str]) -> None:
         self.io.delete_quietly([self.paths.manifest(n) for n in names])

@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import pytest
+
+from lakehouse.errors import InvalidOptionError
+from lakehouse.options import CoreOptions, parse_bool, parse_duration_ms, parse_memory_size
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [
+        ("128 mb", 128 << 20),
+        ("500 B", 500),
+        ("64kb", 64 << 10),
+        ("1 g", 1 << 30),
+        ("42", 42),
+        (" 8 MB ", 8 << 20),
+    ],
+)
+def test_memory_sizes(text, size):
+    assert parse_memory_size(text) == size
+
+
+@pytest.mark.parametrize(
+    ("text", "ms"),
+    [
+        ("1 h", 3_600_000),
+        ("30 min", 1_800_000),
+        ("10 s", 10_000),
+        ("7 d", 7 * 86_400_000),
+        ("250", 250),
+        ("5 ms", 5),
+    ],
+)
+def test_durations(text, ms):
+    assert parse_duration_ms(text) == ms
+
+
+@pytest.mark.parametrize("bad", ["1.5mb", "mb", "12 parsecs", ""])
+def test_bad_sizes_name_the_option(bad):
+    with pytest.raises(InvalidOptionError, match="target-file-size"):
+        parse_memory_size(bad, "target-file-size")
+
+
+def test_booleans_and_defaults():
+    assert parse_bool("TRUE") is True
+    with pytest.raises(InvalidOptionError):
+        parse_bool("yes")
+    options = CoreOptions({"bucket": "4"})
+    assert options.bucket == 4
+    assert options.get("file.format") == "parquet"
+    assert options.memory("manifest.target-file-size") == 8 << 20
+    assert options.target_file_size(has_primary_key=True) == 128 << 20
+    assert options.target_file_size(has_primary_key=False) == 256 << 20
+    assert options.duration_ms("commit.timeout") is None
