@@ -196,8 +196,22 @@ def test_our_primary_key_table_with_every_type(catalog, warehouse):
 # ---- schema evolution ----------------------------------------------------------------------
 
 
-def _evolved_rows(table_read):
-    return [(r["order_id"], r["customer"], r["note"]) for r in rows(table_read)]
+# after: add note, rename user_id -> customer, widen it to BIGINT, drop status
+EVOLVED_BATCH = pa.table(
+    {
+        "order_id": pa.array([2, 7], pa.int64()),
+        "dt": ["2024-01-01"] * 2,
+        "customer": pa.array([20, 70], pa.int64()),
+        "price": [1.0, 1.0],
+        "note": ["n2", "n7"],
+    }
+)
+EVOLVED_ROWS = [(0, 0, None), (1, 1, None), (2, 20, "n2"), (3, 3, None), (7, 70, "n7")]
+
+
+def _check_evolved(ours: pa.Table, warehouse: str) -> None:
+    assert [(r["order_id"], r["customer"], r["note"]) for r in rows(ours)] == EVOLVED_ROWS
+    same(ours, oracle.read(warehouse, "db.e"), "order_id")
 
 
 def test_pypaimon_reads_our_evolved_table(catalog, warehouse):
@@ -209,20 +223,8 @@ def test_pypaimon_reads_our_evolved_table(catalog, warehouse):
     t.rename_column("user_id", "customer")
     t.alter_column_type("customer", pa.int64())
     t.drop_column("status")
-    t.write(
-        pa.table(
-            {
-                "order_id": pa.array([2, 7], pa.int64()),
-                "dt": ["2024-01-01"] * 2,
-                "customer": pa.array([20, 70], pa.int64()),
-                "price": [1.0, 1.0],
-                "note": ["n2", "n7"],
-            }
-        )
-    )
-    ours = t.read()
-    assert _evolved_rows(ours) == [(0, 0, None), (1, 1, None), (2, 20, "n2"), (3, 3, None), (7, 70, "n7")]
-    same(ours, oracle.read(warehouse, "db.e"), "order_id")
+    t.write(EVOLVED_BATCH)
+    _check_evolved(t.read(), warehouse)
 
 
 def test_we_read_pypaimon_evolved_table(warehouse):
@@ -232,22 +234,8 @@ def test_we_read_pypaimon_evolved_table(warehouse):
     oracle.alter(warehouse, "db.e", [SchemaChange.rename_column("user_id", "customer")])
     oracle.alter(warehouse, "db.e", [SchemaChange.update_column_type("customer", _paimon_type("BIGINT"))])
     oracle.alter(warehouse, "db.e", [SchemaChange.drop_column("status")])
-    oracle.write(
-        warehouse,
-        "db.e",
-        pa.table(
-            {
-                "order_id": pa.array([2, 7], pa.int64()),
-                "dt": ["2024-01-01"] * 2,
-                "customer": pa.array([20, 70], pa.int64()),
-                "price": [1.0, 1.0],
-                "note": ["n2", "n7"],
-            }
-        ),
-    )
-    ours = Catalog(warehouse).get_table("db.e").read()
-    assert _evolved_rows(ours) == [(0, 0, None), (1, 1, None), (2, 20, "n2"), (3, 3, None), (7, 70, "n7")]
-    same(ours, oracle.read(warehouse, "db.e"), "order_id")
+    oracle.write(warehouse, "db.e", EVOLVED_BATCH)
+    _check_evolved(Catalog(warehouse).get_table("db.e").read(), warehouse)
 
 
 def _paimon_type(text: str):
