@@ -195,3 +195,33 @@ def test_a_dropped_and_re_added_name_is_a_new_column(catalog):
     t.drop_column("status")
     t.add_column("status", pa.string())
     assert t.read().column("status").to_pylist() == [None]
+
+
+def test_stats_of_files_written_before_a_widening_still_prune_correctly(catalog):
+    import datetime as dt
+
+    from lakehouse import col
+
+    schema = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("ms")), ("n", pa.int32())])
+    t = catalog.create_table("db.w", schema)
+    t.write(
+        pa.table(
+            {
+                "id": [1, 2],
+                "ts": [dt.datetime(2024, 1, 1), dt.datetime(2024, 1, 2)],
+                "n": pa.array([5, 6], pa.int32()),
+            },
+            schema=schema,
+        )
+    )
+    t.alter_column_type("ts", pa.timestamp("us"))
+    t.alter_column_type("n", pa.int64())
+    t.write(
+        pa.table(
+            {"id": [3], "ts": [dt.datetime(2024, 1, 3, 0, 0, 0, 7)], "n": [2**40]}, schema=t.arrow_schema
+        )
+    )
+    assert t.read(filter=col("ts") == dt.datetime(2024, 1, 2)).column("id").to_pylist() == [2]
+    assert t.read(filter=col("ts") > dt.datetime(2024, 1, 2, 12)).column("id").to_pylist() == [3]
+    assert t.plan(filter=col("ts") < dt.datetime(2024, 1, 1, 12)).stats["files_selected"] == 1
+    assert sorted(t.read(filter=col("n") >= 6).column("id").to_pylist()) == [2, 3]

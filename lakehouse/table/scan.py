@@ -185,11 +185,8 @@ def _evolve_stats(s: ColumnStats, old: DataType, new: DataType) -> ColumnStats:
     if old.root in TIMESTAMP_ROOTS and new.root in TIMESTAMP_ROOTS:
         a, b = _UNIT_SCALE[timestamp_unit(old.precision)], _UNIT_SCALE[timestamp_unit(new.precision)]
         if a != b:
-
-            def scale(v):
-                return None if v is None else v * b // a
-
-            return ColumnStats(scale(s.min), scale(s.max), s.null_count, s.row_count)
+            lo, hi = (None if v is None else v * b // a for v in (s.min, s.max))
+            return ColumnStats(lo, hi, s.null_count, s.row_count)
     if old.root != new.root and {old.root, new.root} & {"FLOAT", "DOUBLE", "DECIMAL"}:
         return ColumnStats(None, None, s.null_count, s.row_count)  # cross-type bounds: keep counts only
     return s
