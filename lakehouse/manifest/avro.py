@@ -41,6 +41,10 @@ def _opt(name: str, avro_type: Any) -> dict:
     return {"name": name, "type": _nullable(avro_type), "default": None}
 
 
+def _record(name: str, fields: list) -> dict:
+    return {"type": "record", "name": name, "fields": fields}
+
+
 def _top_record(fields: list) -> dict:
     """The top-level record of a manifest file: ``_VERSION`` first (ManifestSchemaUtils)."""
     return fastavro.parse_schema(
@@ -54,15 +58,14 @@ def _top_record(fields: list) -> dict:
 
 
 def _stats(record_name: str) -> dict:
-    return {
-        "type": "record",
-        "name": record_name,
-        "fields": [
+    return _record(
+        record_name,
+        [
             {"name": "_MIN_VALUES", "type": "bytes"},
             {"name": "_MAX_VALUES", "type": "bytes"},
             _opt("_NULL_COUNTS", {"type": "array", "items": ["null", "long"]}),
         ],
-    }
+    )
 
 
 MANIFEST_LIST_SCHEMA = _top_record(
@@ -90,10 +93,9 @@ MANIFEST_ENTRY_SCHEMA = _top_record(
         {"name": "_TOTAL_BUCKETS", "type": "int"},
         {
             "name": "_FILE",
-            "type": {
-                "type": "record",
-                "name": "record__FILE",
-                "fields": [
+            "type": _record(
+                "record__FILE",
+                [
                     {"name": "_FILE_NAME", "type": "string"},
                     {"name": "_FILE_SIZE", "type": "long"},
                     {"name": "_ROW_COUNT", "type": "long"},
@@ -116,7 +118,7 @@ MANIFEST_ENTRY_SCHEMA = _top_record(
                     _opt("_WRITE_COLS", {"type": "array", "items": "string"}),
                     _opt("_WRITE_COLS_SEQUENCES", {"type": "array", "items": "long"}),
                 ],
-            },
+            ),
         },
     ]
 )
@@ -124,6 +126,26 @@ MANIFEST_ENTRY_SCHEMA = _top_record(
 
 INDEX_MANIFEST_VERSION = 1  # IndexManifestEntrySerializer format identifier
 
+_DV_RANGE = _record(
+    "record__DELETIONS_VECTORS_RANGES",
+    [
+        {"name": "f0", "type": "string"},
+        {"name": "f1", "type": "int"},
+        {"name": "f2", "type": "int"},
+        _opt("_CARDINALITY", "long"),
+    ],
+)
+_GLOBAL_INDEX = _record(
+    "record__GLOBAL_INDEX",
+    [
+        {"name": "_ROW_RANGE_START", "type": "long"},
+        {"name": "_ROW_RANGE_END", "type": "long"},
+        {"name": "_INDEX_FIELD_ID", "type": "int"},
+        _opt("_EXTRA_FIELD_IDS", {"type": "array", "items": "int"}),
+        _opt("_INDEX_META", "bytes"),
+        _opt("_SOURCE_META", "bytes"),
+    ],
+)
 INDEX_MANIFEST_SCHEMA = _top_record(
     [
         {"name": "_KIND", "type": "int"},
@@ -133,31 +155,11 @@ INDEX_MANIFEST_SCHEMA = _top_record(
         {"name": "_FILE_NAME", "type": "string"},
         {"name": "_FILE_SIZE", "type": "long"},
         {"name": "_ROW_COUNT", "type": "long"},
-        _opt("_DELETIONS_VECTORS_RANGES", {"type": "array", "items": _nullable({
-            "type": "record",
-            "name": "record__DELETIONS_VECTORS_RANGES",
-            "fields": [
-                {"name": "f0", "type": "string"},
-                {"name": "f1", "type": "int"},
-                {"name": "f2", "type": "int"},
-                _opt("_CARDINALITY", "long"),
-            ],
-        })}),
+        _opt("_DELETIONS_VECTORS_RANGES", {"type": "array", "items": _nullable(_DV_RANGE)}),
         _opt("_EXTERNAL_PATH", "string"),
-        _opt("_GLOBAL_INDEX", {
-            "type": "record",
-            "name": "record__GLOBAL_INDEX",
-            "fields": [
-                {"name": "_ROW_RANGE_START", "type": "long"},
-                {"name": "_ROW_RANGE_END", "type": "long"},
-                {"name": "_INDEX_FIELD_ID", "type": "int"},
-                _opt("_EXTRA_FIELD_IDS", {"type": "array", "items": "int"}),
-                _opt("_INDEX_META", "bytes"),
-                _opt("_SOURCE_META", "bytes"),
-            ],
-        }),
+        _opt("_GLOBAL_INDEX", _GLOBAL_INDEX),
     ]
-)  # fmt: skip
+)
 
 
 # ---- records <-> dataclasses -----------------------------------------------------------------
