@@ -77,6 +77,7 @@ DEFAULTS: dict[str, str] = {
     SPLIT_TARGET_SIZE: "128 mb",
     SPLIT_OPEN_FILE_COST: "4 mb",
     PRIMARY_KEY_NULLABLE: "false",
+    "file-index.read.enabled": "true",
 }
 
 

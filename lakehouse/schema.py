@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from lakehouse import json_pretty
 from lakehouse.errors import CorruptFileError, SchemaMismatchError, TableExistsError
+from lakehouse.fileindex import options as fileindex_options
 from lakehouse.io.fs import FileIO
 from lakehouse.options import CoreOptions
 from lakehouse.paths import TablePaths
@@ -256,6 +257,7 @@ def validate(schema: TableSchema, table: str) -> None:
         opts.get_int(key)
     for key in ("dynamic-partition-overwrite", "data-file.thin-mode", "primary-key.nullable"):
         opts.get_bool(key)
+    fileindex_options.validate(schema.options, schema.fields, table)
 
 
 # ---- evolution ------------------------------------------------------------------------------

@@ -13,6 +13,14 @@ from lakehouse import Catalog
 GOLDEN = Path(__file__).resolve().parent / "golden"  # vectors produced by Apache Paimon (Java)
 
 
+# golden probe names -> our predicate ops
+GOLDEN_OPS = {
+    "equal": "eq", "not_equal": "ne", "in": "in", "not_in": "not_in", "is_null": "is_null",
+    "is_not_null": "is_not_null", "less_than": "lt", "less_or_equal": "le", "greater_than": "gt",
+    "greater_or_equal": "ge",
+}  # fmt: skip
+
+
 def golden(name: str) -> dict:
     """Load one golden vector file (``../shared/golden/<name>``)."""
     return json.loads((GOLDEN / name).read_text())

@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakehouse.murmur import murmur_hash
 from lakehouse.types import (
     BINARY_ROOTS,
     STRING_ROOTS,
@@ -33,7 +34,6 @@ from lakehouse.types import (
 )
 
 HEADER_BITS = 8  # BinaryRow.HEADER_SIZE_IN_BITS: the RowKind byte
-MURMUR_SEED = 42  # MurmurHashUtils.DEFAULT_SEED
 _FIXED_WIDTH = {
     "BOOLEAN": 1,
     "TINYINT": 1,
@@ -111,7 +111,7 @@ class EncodedRows:
 
     def hash_codes(self) -> np.ndarray:
         """``BinaryRow.hashCode()`` of every row (int32)."""
-        return murmur_words(self.buffer, self.offsets)
+        return murmur_hash(self.buffer, self.offsets)
 
 
 def encode_rows(columns: list[pa.Array], types: list[DataType], num_rows: int = 1) -> EncodedRows:
@@ -328,44 +328,10 @@ def _ragged_copy(src: np.ndarray, starts: np.ndarray, lengths: np.ndarray, dst: 
 # ---- hashing ------------------------------------------------------------------------------
 
 
-def murmur_words(buf: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """MurmurHashUtils.hashBytesByWords (seed 42) of each 4-byte-aligned slice, vectorized."""
-    words = buf.view("<u4")
-    sizes = np.diff(offsets)
-    out = np.empty(len(sizes), dtype=np.uint32)
-    c1, c2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
-    distinct = np.unique(sizes)
-    for size in distinct:
-        nwords = int(size) // 4
-        if len(distinct) == 1:
-            rows = slice(None)  # one size: the buffer is already an (n, words) matrix
-            block = words.reshape(len(sizes), nwords)
-        else:
-            rows = np.nonzero(sizes == size)[0]
-            block = words[(offsets[rows] // 4)[:, None] + np.arange(nwords)]
-        h = np.full(block.shape[0], MURMUR_SEED, dtype=np.uint32)
-        with np.errstate(over="ignore"):
-            for j in range(nwords):
-                k = block[:, j] * c1
-                k = (k << np.uint32(15)) | (k >> np.uint32(17))
-                k = k * c2
-                h ^= k
-                h = (h << np.uint32(13)) | (h >> np.uint32(19))
-                h = h * np.uint32(5) + np.uint32(0xE6546B64)
-            h ^= np.uint32(size)
-            h ^= h >> np.uint32(16)
-            h = h * np.uint32(0x85EBCA6B)
-            h ^= h >> np.uint32(13)
-            h = h * np.uint32(0xC2B2AE35)
-            h ^= h >> np.uint32(16)
-        out[rows] = h
-    return out.view(np.int32)
-
-
 def hash_code(row: bytes) -> int:
     """``BinaryRow.hashCode()`` of one encoded row."""
     buf = np.frombuffer(row, dtype=np.uint8)
-    return int(murmur_words(buf, np.array([0, len(row)], dtype=np.int64))[0])
+    return int(murmur_hash(buf, np.array([0, len(row)], dtype=np.int64))[0])
 
 
 # ---- serialized form and decoding ----------------------------------------------------------

@@ -16,13 +16,11 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
 from lakehouse.errors import CommitConflictError, SchemaMismatchError
-from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import FileKind, ManifestEntry
 from lakehouse.manifest.merge import merge_manifests
 from lakehouse.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from lakehouse.table.partitions import PartitionFilter, partition_filter, partition_spec, partition_values
 from lakehouse.table.scan import live_entries
 from lakehouse.table.write import CommitMessage
 
@@ -30,7 +28,6 @@ if TYPE_CHECKING:
     from lakehouse.table.table import Table
 
 Overwrite = bool | str | Mapping[str, Any] | None
-PartitionFilter = Callable[[bytes], bool]
 
 
 class TableCommit:
@@ -47,39 +44,49 @@ class TableCommit:
         self.max_wait_ms = options.duration_ms("commit.max-retry-wait")
 
     def commit(self, messages: list[CommitMessage], overwrite: Overwrite = None) -> int | None:
-        """Commit ``messages``; returns the new snapshot id, or None when there was nothing to do.
+        """Commit ``messages``; returns the last new snapshot id, or None when there was nothing to do.
 
         ``overwrite``: None/False appends; True replaces the whole table; a dict such as
         ``{"dt": "2024-01-01"}`` replaces that partition (all new rows must belong to it);
-        ``"dynamic"`` replaces exactly the partitions the messages write to.
+        ``"dynamic"`` replaces exactly the partitions the messages write to. Data changes make
+        one APPEND (or OVERWRITE) snapshot, compaction changes a COMPACT snapshot after it.
         """
-        adds = [
-            ManifestEntry(FileKind.ADD, m.partition, m.bucket, m.total_buckets, f)
-            for m in messages
-            for f in m.new_files
-        ]
-        deletes = [
-            ManifestEntry(FileKind.DELETE, m.partition, m.bucket, m.total_buckets, f)
-            for m in messages
-            for f in m.deleted_files
-        ]
+
+        def entries(kind: FileKind, attr: str) -> list[ManifestEntry]:
+            return [
+                ManifestEntry(kind, m.partition, m.bucket, m.total_buckets, f)
+                for m in messages
+                for f in getattr(m, attr)
+            ]
+
+        adds, deletes = entries(FileKind.ADD, "new_files"), entries(FileKind.DELETE, "deleted_files")
+        compacted = entries(FileKind.DELETE, "compact_before") + entries(FileKind.ADD, "compact_after")
         scope = self._overwrite_scope(overwrite, adds)
-        if scope is None and not adds and not deletes:
-            return None
-        if overwrite == "dynamic" and not adds:
-            return None
-        kind = CommitKind.APPEND if scope is None and not deletes else CommitKind.OVERWRITE
+        snapshot_id = None
+        if not (overwrite == "dynamic" and not adds) and (scope is not None or adds or deletes):
+            kind = CommitKind.APPEND if scope is None and not deletes else CommitKind.OVERWRITE
 
-        def changes(latest: Snapshot | None) -> list[ManifestEntry]:
-            if scope is None and not deletes:
-                return adds
-            live = live_entries(self.table, latest) if latest is not None else []
-            self._check_deletes(deletes, live)
-            removed = [e.with_kind(FileKind.DELETE) for e in live if scope is not None and scope(e.partition)]
-            dropped = {e.identifier for e in removed}
-            return removed + [e for e in deletes if e.identifier not in dropped] + adds
+            def changes(latest: Snapshot | None) -> list[ManifestEntry]:
+                if scope is None and not deletes:
+                    return adds
+                live = live_entries(self.table, latest) if latest is not None else []
+                self._check_deletes(deletes, live)
+                removed = [
+                    e.with_kind(FileKind.DELETE) for e in live if scope is not None and scope(e.partition)
+                ]
+                dropped = {e.identifier for e in removed}
+                return removed + [e for e in deletes if e.identifier not in dropped] + adds
 
-        return self._commit_with_retries(changes, kind)
+            snapshot_id = self._commit_with_retries(changes, kind)
+        if compacted:
+
+            def compaction(latest: Snapshot | None) -> list[ManifestEntry]:
+                live = live_entries(self.table, latest) if latest is not None else []
+                self._check_deletes([e for e in compacted if e.kind == FileKind.DELETE], live)
+                return compacted
+
+            snapshot_id = self._commit_with_retries(compaction, CommitKind.COMPACT)
+        return snapshot_id
 
     def _check_deletes(self, deletes: list[ManifestEntry], live: list[ManifestEntry]) -> None:
         """Files a writer chose to delete must still be live; otherwise another commit won."""
@@ -107,7 +114,7 @@ class TableCommit:
     def check_overwrite(self, overwrite: Overwrite) -> None:
         """Validate an overwrite argument before any data is written."""
         if isinstance(overwrite, Mapping):
-            self._partition_spec(overwrite)
+            partition_spec(self.table.schema, self.table.name, overwrite, "overwrite")
         elif overwrite not in (None, False, True, "dynamic"):
             raise TypeError(f"overwrite must be None, True, 'dynamic' or a partition dict, not {overwrite!r}")
 
@@ -123,50 +130,14 @@ class TableCommit:
             written = {e.partition for e in adds}
             return written.__contains__
         self.check_overwrite(overwrite)
-        spec = self._partition_spec(overwrite)
-        types = schema.partition_types()
-        positions = {k: i for i, k in enumerate(schema.partition_keys)}
-
-        def matches(partition: bytes) -> bool:
-            values = binary_row.decode_row(binary_row.deserialize(partition)[1], types)
-            return all(values[positions[k]] == v for k, v in spec.items())
-
+        matches = partition_filter(schema, self.table.name, [overwrite], "overwrite")
         outside = [e for e in adds if not matches(e.partition)]
         if outside:
-            values = binary_row.decode_row(binary_row.deserialize(outside[0].partition)[1], types)
             raise SchemaMismatchError(
                 f"overwrite of partition {dict(overwrite)} of table {self.table.name} got rows of partition "
-                f"{dict(zip(schema.partition_keys, values, strict=True))}; write only that partition's rows"
+                f"{partition_values(schema, outside[0].partition)}; write only that partition's rows"
             )
         return matches
-
-    def _partition_spec(self, overwrite: Mapping[str, Any]) -> dict[str, Any]:
-        """Partition key -> physical value (None for the default partition)."""
-        schema = self.table.schema
-        default = schema.core_options.get("partition.default-name")
-        spec = {}
-        for key, value in overwrite.items():
-            if key not in schema.partition_keys:
-                raise SchemaMismatchError(
-                    f"overwrite names {key!r}, which is not a partition key of table {self.table.name} "
-                    f"(partition keys: {list(schema.partition_keys)})"
-                )
-            dtype = schema.field(key).type
-            if value is None or value == default:
-                spec[key] = None
-                continue
-            atype = schema.arrow_types()[key]
-            try:
-                scalar = (
-                    pa.scalar(value).cast(atype) if not isinstance(value, pa.Scalar) else value.cast(atype)
-                )
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
-                raise SchemaMismatchError(
-                    f"overwrite value {value!r} does not fit partition column {key!r} ({atype}) of table "
-                    f"{self.table.name}: {e}"
-                ) from None
-            spec[key] = binary_row.physical_array(pa.array([scalar]), dtype)[0].as_py()
-        return spec
 
     # ---- the commit loop -----------------------------------------------------------------
 

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakehouse.fileindex.build import INDEX_SUFFIX, FileIndexBuilder
 from lakehouse.format import parquet
 from lakehouse.io.fs import FileIO
 from lakehouse.manifest import binary_row, stats
@@ -40,6 +41,8 @@ class FileLayout:
     target_size: int
     parquet: parquet.ParquetOptions
     prefix: str
+    indexes: FileIndexBuilder | None = None
+    index_threshold: int = 500  # file-index.in-manifest-threshold
     key_mode: stats.StatsMode = field(default_factory=lambda: stats.StatsMode.parse(stats.KEY_STATS_MODE))
 
 
@@ -58,6 +61,8 @@ class WrittenFile:
     max_seq: int
     deletes: int
     creation_time: int
+    embedded_index: bytes | None = None
+    extra_files: tuple[str, ...] = ()
 
 
 def creation_time_millis() -> int:
@@ -101,7 +106,15 @@ class BucketWriter:
 
     def _roll(self) -> None:
         size = self._file.close()
-        self.files.append(self._acc.finish(self._file.path.rsplit("/", 1)[-1], size))
+        written = self._acc.finish(self._file.path.rsplit("/", 1)[-1], size)
+        index = self._acc.file_index()
+        if index is not None and len(index) > self.layout.index_threshold:
+            name = written.name + INDEX_SUFFIX  # too big for the manifest: a file next to the data
+            self.layout.io.write_bytes(f"{self.directory}/{name}", index)
+            written.extra_files = (name,)
+        else:
+            written.embedded_index = index
+        self.files.append(written)
         self._file = self._acc = None
 
     def close(self) -> list[WrittenFile]:
@@ -115,7 +128,9 @@ class BucketWriter:
         if self._file is not None:
             self._file.abort()
             self._file = None
-        self.layout.io.delete_quietly([f"{self.directory}/{f.name}" for f in self.files])
+        self.layout.io.delete_quietly(
+            [f"{self.directory}/{name}" for f in self.files for name in (f.name, *f.extra_files)]
+        )
         self.files = []
 
 
@@ -137,8 +152,11 @@ class _Accumulator:
         self.deletes = 0
         self._pending: list[tuple[pa.Table, pa.Array, pa.Array | None]] = []
         self._pending_bytes = 0
+        self._index_columns: list[pa.Table] = []
 
     def add(self, piece: pa.Table, seq: pa.Array, kinds: pa.Array | None) -> None:
+        if self.layout.indexes:
+            self._index_columns.append(piece.select(self.layout.indexes.columns))
         self._pending.append((piece, seq, kinds))
         self._pending_bytes += piece.nbytes
         if self._pending_bytes >= _FOLD_BYTES:
@@ -168,6 +186,14 @@ class _Accumulator:
         self.last_key = [c[-1].as_py() for c in ends]
         all_kinds = pa.chunked_array(kinds).to_numpy()
         self.deletes += int(np.isin(all_kinds, RETRACT_KINDS).sum())
+
+    def file_index(self) -> bytes | None:
+        """The file-index container over every row of the file (None: no index configured)."""
+        if not self.layout.indexes or not self._index_columns:
+            return None
+        columns = pa.concat_tables(self._index_columns)
+        self._index_columns = []
+        return self.layout.indexes.build(columns)
 
     def finish(self, name: str, size: int) -> WrittenFile:
         self._fold()
@@ -218,6 +244,8 @@ def file_metas(layout: FileLayout, files: list[WrittenFile]) -> list[DataFileMet
             delete_row_count=f.deletes,
             file_source=FileSource.APPEND,
             value_stats_cols=stats_cols,
+            extra_files=f.extra_files,
+            embedded_index=f.embedded_index,
         )
         for i, f in enumerate(files)
     ]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+from pyroaring import BitMap
 
 from lakehouse.errors import CorruptFileError, SchemaMismatchError
 from lakehouse.format import parquet
@@ -64,7 +65,8 @@ class TableRead:
         return pa.concat_tables(parts)
 
     def read_split(self, split: Split) -> pa.Table:
-        files = [self._read_file(split, f) for f in split.files]
+        selections = split.selections or (None,) * len(split.files)
+        files = [self._read_file(split, f, s) for f, s in zip(split.files, selections, strict=True)]
         if self.key:
             data = self._merge(files, split.raw_convertible)
         else:
@@ -81,22 +83,36 @@ class TableRead:
         ]
         return deduplicate(tagged, self.key, [parquet.SEQUENCE_NUMBER, _FILE], parquet.VALUE_KIND)
 
-    def _read_file(self, split: Split, meta: DataFileMeta) -> pa.Table:
-        """One data file as current-schema columns (plus sequence and kind for primary keys)."""
-        path = self.table.paths.data_file(split.bucket_path, meta.file_name, meta.external_path)
-        file_schema = self.table.schema_by_id(meta.schema_id)
-        old_by_id = {f.id: f for f in file_schema.fields}
-        wanted = [old_by_id[f.id].name for f in self.read_fields if f.id in old_by_id]
+    def _read_file(self, split: Split, meta: DataFileMeta, selection: bytes | None) -> pa.Table:
+        """One data file as current-schema columns (plus sequence and kind for primary keys).
+
+        ``selection``: the rows file indexes kept (append tables); the filter still runs after.
+        """
+        rows = None if selection is None else np.asarray(BitMap.deserialize(selection).to_array(), np.int64)
         system = _SYSTEM if self.key else []
-        try:
-            raw = parquet.read_columns(self.table.io, path, wanted + system)
-        except FileNotFoundError:
-            raise CorruptFileError(
-                f"table {self.table.name}: data file {path} of snapshot {split.snapshot_id} is missing"
-            ) from None
-        except (OSError, pa.ArrowInvalid) as e:
-            raise CorruptFileError(f"table {self.table.name}: data file {path} is unreadable ({e})") from None
-        return _evolve(raw, self.read_fields, old_by_id, system)
+        return read_data_file(self.table, split.bucket_path, meta, self.read_fields, system, rows)
+
+
+def read_data_file(
+    table: Table,
+    bucket_path: str,
+    meta: DataFileMeta,
+    fields: list[DataField],
+    system: list[str] = (),
+    rows: np.ndarray | None = None,
+) -> pa.Table:
+    """Columns ``fields`` (current schema) of one data file, evolved from the schema it was written
+    with, plus the named system columns; ``rows`` limits it to those row positions."""
+    path = table.paths.data_file(bucket_path, meta.file_name, meta.external_path)
+    old_by_id = {f.id: f for f in table.schema_by_id(meta.schema_id).fields}
+    wanted = [old_by_id[f.id].name for f in fields if f.id in old_by_id]
+    try:
+        raw = parquet.read_columns(table.io, path, wanted + list(system), rows)
+    except FileNotFoundError:
+        raise CorruptFileError(f"table {table.name}: data file {path} is missing") from None
+    except (OSError, pa.ArrowInvalid) as e:
+        raise CorruptFileError(f"table {table.name}: data file {path} is unreadable ({e})") from None
+    return _evolve(raw, fields, old_by_id, list(system))
 
 
 def _evolve(

@@ -10,11 +10,19 @@ splits: primary-key buckets are merged as a whole, append files are packed up to
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from lakehouse.errors import CorruptFileError
+from lakehouse.fileindex import format as fileindex_format
+from lakehouse.fileindex import options as fileindex_options
+from lakehouse.fileindex import roaring
+from lakehouse.fileindex.build import INDEX_SUFFIX
+from lakehouse.fileindex.evaluate import FileIndexes
+from lakehouse.fileindex.result import REMAIN, IndexResult, RowSet
 from lakehouse.manifest import binary_row, stats
 from lakehouse.manifest.entries import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta
 from lakehouse.manifest.files import ManifestStore
@@ -38,6 +46,7 @@ class Split:
     bucket_path: str
     files: tuple[DataFileMeta, ...]
     raw_convertible: bool
+    selections: tuple[bytes | None, ...] = ()  # per file: rows the indexes kept (roaring), None = all
 
     @property
     def row_count(self) -> int:
@@ -96,15 +105,27 @@ def plan(table: Table, snapshot: Snapshot | None, filter: Predicate | None = Non
     opened = [m for m in manifests if pruner.manifest_matches(m)]
     matching = [e for e in _live(store, opened) if pruner.partition_matches(e.partition)]
     counts["pruned_by_partition"] = counts["files_total"] - len(matching)
-    selected = [e for e in matching if pruner.stats_match(e)]
-    counts["pruned_by_stats"] = len(matching) - len(selected)
+    candidates = [e for e in matching if pruner.stats_match(e)]
+    counts["pruned_by_stats"] = len(matching) - len(candidates)
+    selected, selections = [], {}
+    for e, result in zip(candidates, pruner.index_results(candidates), strict=True):
+        if not result.remain():
+            continue
+        if isinstance(result, RowSet) and not schema.primary_keys:
+            selections[e.file.file_name] = roaring.serialize(result.rows)
+        selected.append(e)
+    counts["pruned_by_index"] = len(candidates) - len(selected)
     counts["files_selected"] = len(selected)
-    splits = _splits(table, snapshot.id, selected, bool(schema.primary_keys))
+    splits = _splits(table, snapshot.id, selected, bool(schema.primary_keys), selections)
     return Plan(snapshot.id, schema.id, splits, counts)
 
 
 class _Pruner:
-    """Evaluates a bound filter on partitions and file stats, caching per partition and schema."""
+    """Evaluates a bound filter on partitions, file stats and file indexes.
+
+    Primary-key tables only use key columns for both stats and indexes: every version of a key
+    shares its key, so skipping on it can never hide the newest version behind a stale one.
+    """
 
     def __init__(self, table: Table, filter: Predicate | None) -> None:
         self.table = table
@@ -119,6 +140,8 @@ class _Pruner:
         )
         self.stats_pred = only_columns(bound, stats_columns) if bound is not None else None
         self.key_stats = bool(schema.primary_keys)
+        read_indexes = schema.core_options.get_bool(fileindex_options.READ_ENABLED)
+        self.index_pred = self.stats_pred if read_indexes else None
         self._partitions: dict[bytes, bool] = {}
 
     def physical(self, column: str, literal: Any) -> Any:
@@ -156,6 +179,51 @@ class _Pruner:
         column_stats = self._file_stats(entry.file)
         return may_match(self.stats_pred, column_stats.get, self.physical)
 
+    def index_results(self, entries: list[ManifestEntry]) -> list[IndexResult]:
+        """What each file's indexes say about the filter (index files read in parallel)."""
+        if self.index_pred is None:
+            return [REMAIN] * len(entries)
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            return list(pool.map(self._index_result, entries))
+
+    def _index_result(self, entry: ManifestEntry) -> IndexResult:
+        f = entry.file
+        data = f.embedded_index
+        name = next((n for n in f.extra_files if n.endswith(INDEX_SUFFIX)), None)
+        if data is None and name is None:
+            return REMAIN
+        table = self.table
+        path = None
+        if data is None:
+            bucket_path = table.bucket_path(entry.partition, entry.bucket)
+            path = table.paths.data_file(bucket_path, name, _sibling(f.external_path, name))
+            try:
+                data = table.io.read_bytes(path)
+            except FileNotFoundError:
+                raise CorruptFileError(
+                    f"table {table.name}: index file {path} of data file {f.file_name} is missing; "
+                    f"run rewrite_file_index() to rebuild it"
+                ) from None
+        try:
+            container = fileindex_format.read(data)
+        except CorruptFileError as e:
+            where = path or f"the manifest entry of {f.file_name}"
+            raise CorruptFileError(
+                f"table {table.name}: file index in {where} is unusable ({e}); run rewrite_file_index() "
+                f"to rebuild it, or set {fileindex_options.READ_ENABLED}=false"
+            ) from None
+        return FileIndexes(container, self._index_columns(f.schema_id)).evaluate(self.index_pred)
+
+    def _index_columns(self, schema_id: int) -> dict[str, tuple[str, DataType]]:
+        """Current column -> (its name and type in files of ``schema_id``), for unchanged types."""
+        file_fields = {f.id: f for f in self.table.schema_by_id(schema_id).fields}
+        out = {}
+        for current in self.table.schema.fields:
+            old = file_fields.get(current.id)
+            if old is not None and old.type.copy(True) == current.type.copy(True):
+                out[current.name] = (old.name, old.type)
+        return out
+
     def _file_stats(self, f: DataFileMeta) -> dict[str, ColumnStats]:
         """Current-schema column name -> stats of that column in file ``f`` (matched by field id)."""
         schema = self.table.schema
@@ -192,7 +260,14 @@ def _evolve_stats(s: ColumnStats, old: DataType, new: DataType) -> ColumnStats:
     return s
 
 
-def _splits(table: Table, snapshot_id: int, entries: list[ManifestEntry], primary_key: bool) -> list[Split]:
+def _sibling(external_path: str | None, name: str) -> str | None:
+    """A file next to an externally stored data file."""
+    return None if external_path is None else f"{external_path.rsplit('/', 1)[0]}/{name}"
+
+
+def _splits(
+    table: Table, snapshot_id: int, entries: list[ManifestEntry], primary_key: bool, selections: dict
+) -> list[Split]:
     groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
     for e in entries:
         groups.setdefault((e.partition, e.bucket), []).append(e.file)
@@ -209,7 +284,18 @@ def _splits(table: Table, snapshot_id: int, entries: list[ManifestEntry], primar
             continue
         files.sort(key=lambda f: f.min_sequence_number)
         for pack in _pack(files, target, open_cost):
-            splits.append(Split(snapshot_id, partition, bucket, path, tuple(pack), True))
+            chosen = tuple(selections.get(f.file_name) for f in pack)
+            splits.append(
+                Split(
+                    snapshot_id,
+                    partition,
+                    bucket,
+                    path,
+                    tuple(pack),
+                    True,
+                    chosen if any(c is not None for c in chosen) else (),
+                )
+            )
     return splits
 
 

@@ -198,6 +198,20 @@ class Table:
         snap, view = self._view(snapshot_id, timestamp_ms, tag)
         return TableRead(view, columns, filter).read(scan.plan(view, snap, filter).splits)
 
+    # ---- maintenance ---------------------------------------------------------------------
+
+    def rewrite_file_index(self, partitions: list[Mapping[str, Any]] | Mapping[str, Any] | None = None):
+        """Build or refresh file indexes per the current options; data files are not rewritten."""
+        from lakehouse.fileindex.maintenance import rewrite_file_index
+
+        return rewrite_file_index(self, partitions)
+
+    def verify_file_indexes(self, snapshot_id: int | None = None):
+        """Check every file index of a snapshot (default latest) against its data."""
+        from lakehouse.fileindex.maintenance import verify_file_indexes
+
+        return verify_file_indexes(self, snapshot_id)
+
     # ---- schema and options --------------------------------------------------------------
 
     def _change_schema(self, change) -> None:

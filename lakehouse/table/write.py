@@ -22,6 +22,8 @@ import pyarrow.compute as pc
 
 from lakehouse.bucket.fixed import fixed_buckets
 from lakehouse.errors import SchemaMismatchError, UnsupportedFeatureError
+from lakehouse.fileindex import options as fileindex_options
+from lakehouse.fileindex.build import FileIndexBuilder
 from lakehouse.format import parquet
 from lakehouse.manifest import binary_row, stats
 from lakehouse.manifest.entries import EMPTY_ROW, DataFileMeta
@@ -40,15 +42,18 @@ DEFAULT_WRITE_BUFFER = "256 mb"
 class CommitMessage:
     """File changes of one (partition, bucket), handed from a writer to the committer.
 
-    ``deleted_files`` are files the writer decided to remove; the commit fails with a conflict
-    if another commit removed them first.
+    ``new_files``/``deleted_files`` change the data (an APPEND, or OVERWRITE when deleting);
+    ``compact_before``/``compact_after`` only reorganize it (a COMPACT snapshot: compaction,
+    index rewrites). A commit whose removed files another commit removed first fails.
     """
 
     partition: bytes
     bucket: int
     total_buckets: int
-    new_files: tuple[DataFileMeta, ...]
+    new_files: tuple[DataFileMeta, ...] = ()
     deleted_files: tuple[DataFileMeta, ...] = ()
+    compact_before: tuple[DataFileMeta, ...] = ()
+    compact_after: tuple[DataFileMeta, ...] = ()
 
 
 class TableWrite:
@@ -81,6 +86,9 @@ class TableWrite:
                 options.get("file.compression"), options.get_int("file.compression.zstd-level")
             ),
             prefix=options.get("data-file.prefix"),
+            indexes=FileIndexBuilder.from_options(schema.options, {f.name: f.type for f in value_fields})
+            or None,
+            index_threshold=fileindex_options.in_manifest_threshold(schema.options),
         )
         self.ignore_previous_files = overwrite
         self._writers: dict[tuple[bytes, int], BucketWriter] = {}

@@ -1,0 +1,309 @@
+"""Bitmap file index (``file-index.bitmap.columns``): one Roaring bitmap of row positions per value.
+
+Layout (``BitmapFileIndex``): a version byte, then
+- V1 (``BitmapFileIndexMeta``): row count, bitmap count, has-null flag, null offset, then every
+  ``value, offset`` pair in Java HashMap order;
+- V2 (``BitmapFileIndexMetaV2``, the default): the same counts plus the null bitmap length, then a
+  sorted dictionary split into blocks of at most ``index-block-size`` bytes (block keys and offsets
+  first, then each block's ``value, offset, length`` entries);
+followed by the body: the null bitmap (when it has several rows) and every other bitmap. A value
+(or null) seen in exactly one row has no bitmap; its offset is ``-1 - row``.
+
+Answers are row sets: NOT EQUAL / NOT IN are the complement over all rows, nulls included, as in
+Paimon; the reader's caller applies the exact filter afterwards.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass
+from functools import cmp_to_key
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyroaring import BitMap
+
+from lakehouse.errors import CorruptFileError
+from lakehouse.fileindex import roaring
+from lakehouse.fileindex.java_hashmap import (
+    JavaHashMap,
+    binary_string_hashes,
+    double_hash_code,
+    float_hash_code,
+    long_hash_code,
+)
+from lakehouse.fileindex.result import REMAIN, IndexResult, RowSet
+from lakehouse.manifest.binary_row import physical_array
+from lakehouse.options import parse_memory_size
+from lakehouse.types import STRING_ROOTS, TIMESTAMP_ROOTS, DataType
+
+BITMAP = "bitmap"
+VERSION_1, VERSION_2 = 1, 2
+DEFAULT_BLOCK_SIZE = "16kb"
+
+# root -> struct format of a dictionary value (None: length-prefixed UTF-8)
+_FORMATS = {
+    "BOOLEAN": ">?", "TINYINT": ">b", "SMALLINT": ">h", "INT": ">i", "DATE": ">i", "TIME": ">i",
+    "BIGINT": ">q", "TIMESTAMP": ">q", "TIMESTAMP_LTZ": ">q", "FLOAT": ">f", "DOUBLE": ">d",
+    "CHAR": None, "VARCHAR": None,
+}  # fmt: skip
+
+
+def supports(dtype: DataType) -> bool:
+    return dtype.root in _FORMATS
+
+
+# ---- values ---------------------------------------------------------------------------------
+
+
+def index_keys(column: pa.Array, dtype: DataType) -> list[Any]:
+    """The index keys of a column's values (``BitmapFileIndex.getValueMapper``)."""
+    root = dtype.root
+    if root in STRING_ROOTS:
+        return [v.encode() for v in column.to_pylist()]
+    if root in TIMESTAMP_ROOTS:
+        return _timestamp_keys(physical_array(column, dtype).to_numpy(zero_copy_only=False), dtype).tolist()
+    return physical_array(column, dtype).to_pylist()
+
+
+def _timestamp_keys(raw: np.ndarray, dtype: DataType) -> np.ndarray:
+    """Millis for precision <= 3, micros above (``Timestamp.getMillisecond`` / ``toMicros``)."""
+    if dtype.precision == 0:
+        return raw * 1000  # seconds -> millis
+    return raw if dtype.precision <= 6 else raw // 1000  # nanos -> micros, floored like toMicros
+
+
+def _hash_codes(keys: list[Any], dtype: DataType) -> list[int]:
+    """Java ``hashCode`` of each key as HashMap sees it."""
+    root = dtype.root
+    if root in STRING_ROOTS:
+        return binary_string_hashes(keys)
+    if root in ("BIGINT", *TIMESTAMP_ROOTS):
+        return [long_hash_code(k) for k in keys]
+    if root == "FLOAT":
+        return [float_hash_code(k) for k in keys]
+    if root == "DOUBLE":
+        return [double_hash_code(k) for k in keys]
+    if root == "BOOLEAN":
+        return [1231 if k else 1237 for k in keys]
+    return keys  # Integer, Short, Byte: the value itself
+
+
+def _compare(root: str):
+    """``BitmapFileIndexMetaV2.getComparator`` (and ``compareTo`` of the boxed keys)."""
+    if root in ("FLOAT", "DOUBLE"):  # Float.compare: -0.0 < 0.0 < ... < NaN
+
+        def key(v):
+            return (math.isnan(v), 0.0 if math.isnan(v) else v, math.copysign(1, v))
+
+        return lambda a, b: (key(a) > key(b)) - (key(a) < key(b))
+    return lambda a, b: (a > b) - (a < b)  # ints, booleans, strings as unsigned bytes
+
+
+def _write_value(out: bytearray, value: Any, fmt: str | None) -> None:
+    if fmt is None:
+        out += struct.pack(">i", len(value)) + value
+    else:
+        out += struct.pack(fmt, value)
+
+
+def _value_size(value: Any, fmt: str | None) -> int:
+    return 4 + len(value) if fmt is None else struct.calcsize(fmt)
+
+
+# ---- writing --------------------------------------------------------------------------------
+
+
+def build(column: pa.Array, dtype: DataType, options: dict[str, str] | None = None) -> bytes:
+    """Serialize the bitmap index of a whole column (V2 unless ``version`` says 1)."""
+    options = options or {}
+    version = int(options.get("version", VERSION_2))
+    fmt = _FORMATS[dtype.root]
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    rows = len(column)
+    encoded = pc.dictionary_encode(column)  # dictionary in first-seen order, like computeIfAbsent
+    keys = index_keys(encoded.dictionary, dtype)
+    codes = np.asarray(encoded.indices.fill_null(-1), dtype=np.int64)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(-1, len(keys) + 1))
+    null_rows = BitMap(order[bounds[0] : bounds[1]].tolist())
+    bitmaps = {k: order[bounds[i + 1] : bounds[i + 2]] for i, k in enumerate(keys)}
+
+    table = JavaHashMap(_compare(dtype.root))
+    for key, h in zip(keys, _hash_codes(keys, dtype), strict=True):
+        table.compute_if_absent(key, h)
+
+    null_bytes = roaring.serialize(null_rows)
+    body = bytearray(null_bytes if len(null_rows) > 1 else b"")
+    offsets: dict[Any, int] = {}
+    lengths: dict[Any, int] = {}
+    for key in table:
+        positions = bitmaps[key]
+        if len(positions) == 1:
+            offsets[key] = -1 - int(positions[0])
+        else:
+            data = roaring.serialize(BitMap(positions.tolist()))
+            offsets[key], lengths[key] = len(body), len(data)
+            body += data
+    null_offset = -1 - null_rows[0] if len(null_rows) == 1 else 0
+    out = bytearray([version])
+    out += struct.pack(">ii?", rows, len(keys), len(null_rows) > 0)
+    if version == VERSION_1:
+        if len(null_rows):
+            out += struct.pack(">i", null_offset)
+        for key, offset in offsets.items():
+            _write_value(out, key, fmt)
+            out += struct.pack(">i", offset)
+    elif version == VERSION_2:
+        if len(null_rows):
+            out += struct.pack(">ii", null_offset, len(null_bytes))
+        limit = parse_memory_size(options.get("index-block-size", DEFAULT_BLOCK_SIZE), "index-block-size")
+        out += _v2_dictionary(offsets, lengths, fmt, cmp_to_key(_compare(dtype.root)), limit)
+    else:
+        raise ValueError(f"bitmap index version {version} is not 1 or 2")
+    return bytes(out + body)
+
+
+def _v2_dictionary(offsets: dict, lengths: dict, fmt: str | None, sort_key, limit: int) -> bytes:
+    """Sorted entries packed into blocks of at most ``limit`` bytes, blocks indexed by first key."""
+    blocks: list[list[Any]] = [[]] if offsets else []
+    sizes = [4] if offsets else []
+    for key in sorted(offsets, key=sort_key):
+        entry = 8 + _value_size(key, fmt)
+        if sizes[-1] + entry > limit:
+            if not blocks[-1]:
+                raise ValueError(f"a bitmap dictionary entry exceeds index-block-size {limit}")
+            blocks.append([])
+            sizes.append(4)
+        blocks[-1].append(key)
+        sizes[-1] += entry
+    out = bytearray(struct.pack(">i", len(blocks)))
+    start = 0
+    for block, size in zip(blocks, sizes, strict=True):
+        _write_value(out, block[0], fmt)
+        out += struct.pack(">i", start)
+        start += size
+    out += struct.pack(">i", start)
+    for block in blocks:
+        out += struct.pack(">i", len(block))
+        for key in block:
+            _write_value(out, key, fmt)
+            out += struct.pack(">ii", offsets[key], lengths.get(key, -1))
+    return bytes(out)
+
+
+# ---- reading --------------------------------------------------------------------------------
+
+
+@dataclass
+class _Parsed:
+    rows: int
+    null: BitMap
+    offsets: dict[Any, int]
+    body: int  # where bitmap offsets count from
+
+
+class BitmapReader:
+    """Row sets for =, <>, IN, NOT IN, IS NULL and IS NOT NULL from a serialized bitmap index."""
+
+    def __init__(self, data: bytes, dtype: DataType) -> None:
+        self.data = memoryview(data)
+        self.dtype = dtype
+        self.fmt = _FORMATS.get(dtype.root, "")
+        if self.fmt == "":
+            raise CorruptFileError(f"a bitmap index cannot hold {dtype}")
+        try:
+            self.parsed = self._parse()
+        except (struct.error, UnicodeDecodeError, IndexError) as e:
+            raise CorruptFileError(f"bitmap index is corrupt or truncated ({e})") from None
+
+    @property
+    def row_count(self) -> int:
+        return self.parsed.rows
+
+    def _value(self, pos: int) -> tuple[Any, int]:
+        if self.fmt is None:
+            (n,) = struct.unpack_from(">i", self.data, pos)
+            if n < 0 or pos + 4 + n > len(self.data):
+                raise struct.error(f"string of {n} bytes at {pos}")
+            return bytes(self.data[pos + 4 : pos + 4 + n]), pos + 4 + n
+        return struct.unpack_from(self.fmt, self.data, pos)[0], pos + struct.calcsize(self.fmt)
+
+    def _parse(self) -> _Parsed:
+        data = self.data
+        version = data[0]
+        rows, count, has_null = struct.unpack_from(">ii?", data, 1)
+        pos = 10
+        null_offset = 0
+        offsets: dict[Any, int] = {}
+        if version == VERSION_1:
+            if has_null:
+                (null_offset,) = struct.unpack_from(">i", data, pos)
+                pos += 4
+            for _ in range(count):
+                key, pos = self._value(pos)
+                offsets[key], pos = struct.unpack_from(">i", data, pos)[0], pos + 4
+            body = pos
+        elif version == VERSION_2:
+            if has_null:
+                null_offset, _ = struct.unpack_from(">ii", data, pos)
+                pos += 8
+            (blocks,) = struct.unpack_from(">i", data, pos)
+            pos += 4
+            for _ in range(blocks):
+                _, pos = self._value(pos)
+                pos += 4
+            (blocks_size,) = struct.unpack_from(">i", data, pos)
+            pos += 4
+            body = pos + blocks_size
+            for _ in range(blocks):
+                (entries,) = struct.unpack_from(">i", data, pos)
+                pos += 4
+                for _ in range(entries):
+                    key, pos = self._value(pos)
+                    offsets[key], pos = struct.unpack_from(">i", data, pos)[0], pos + 8
+        else:
+            raise CorruptFileError(f"bitmap index version {version} is not supported (1 or 2)")
+        if rows < 0 or count != len(offsets):
+            raise CorruptFileError("bitmap index header is inconsistent")
+        null = BitMap()
+        if has_null and null_offset < 0:
+            null = BitMap([-1 - null_offset])
+        elif has_null:
+            null = roaring.read(data, body + null_offset)[0]
+        return _Parsed(rows, null, offsets, body)
+
+    def bitmap_of(self, key: Any) -> BitMap:
+        """Rows holding one index key (see :func:`index_keys`)."""
+        offset = self.parsed.offsets.get(key)
+        if offset is None:
+            return BitMap()
+        if offset < 0:
+            return BitMap([-1 - offset])
+        return roaring.read(self.data, self.parsed.body + offset)[0]
+
+    def _lookup(self, literals: tuple) -> BitMap:
+        found = BitMap()
+        values = [v for v in literals if v is not None and v.is_valid]
+        if len(values) < len(literals):
+            found |= self.parsed.null
+        if values:
+            for key in index_keys(pa.array(values), self.dtype):
+                found |= self.bitmap_of(key)
+        return found
+
+    def visit(self, op: str, literals: tuple) -> IndexResult:
+        everything = BitMap(range(self.parsed.rows))
+        if op in ("eq", "in"):
+            return RowSet(self._lookup(literals))
+        if op in ("ne", "not_in"):
+            return RowSet(everything - self._lookup(literals))
+        if op == "is_null":
+            return RowSet(BitMap(self.parsed.null))
+        if op == "is_not_null":
+            return RowSet(everything - self.parsed.null)
+        return REMAIN

@@ -1,0 +1,107 @@
+"""Bloom filter file index (``file-index.bloom-filter.columns``): Paimon's BloomFilter64.
+
+Sizing: ``m = -n ln p / ln(2)^2`` bits, then padded up to whole bytes the way Java does it (always
+adding 1..8 bits), ``k = max(1, round(m/n ln 2))``. Probing is Kirsch-Mitzenmacher with Java 32-bit
+int arithmetic over the 64-bit FastHash. Serialized as a 4-byte big-endian ``k`` followed by the
+bit set (bit ``i`` is ``byte[i >> 3] & (1 << (i & 7))``). Building hashes a whole column at once.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from lakehouse.errors import CorruptFileError
+from lakehouse.fileindex.hashing import fast_hash
+from lakehouse.fileindex.result import REMAIN, SKIP, IndexResult
+from lakehouse.types import DataType
+
+BLOOM_FILTER = "bloom-filter"
+DEFAULT_ITEMS = 1_000_000  # BloomFilterFileIndex.DEFAULT_ITEMS
+DEFAULT_FPP = 0.1
+
+
+def sizing(items: int, fpp: float) -> tuple[int, int]:
+    """(number of hash functions, number of bits) of ``BloomFilter64(items, fpp)``."""
+    nb = int(-items * math.log(fpp) / (math.log(2) * math.log(2)))
+    num_bits = nb + (8 - nb % 8)
+    return max(1, int(math.floor(num_bits / items * math.log(2) + 0.5))), num_bits
+
+
+def _positions(hashes: np.ndarray, k: int, num_bits: int) -> np.ndarray:
+    """Bit positions probed for each hash: a ``(len(hashes), k)`` matrix."""
+    h = hashes.astype(np.int64)
+    hash1 = h.astype(np.int32)  # low 32 bits
+    hash2 = (h.view(np.uint64) >> np.uint64(32)).astype(np.uint32).view(np.int32)
+    i = np.arange(1, k + 1, dtype=np.int32)
+    with np.errstate(over="ignore"):
+        combined = hash1[:, None] + i[None, :] * hash2[:, None]  # int32, wraps like Java
+    combined = np.where(combined < 0, ~combined, combined)
+    return combined % np.int32(num_bits)
+
+
+@dataclass(frozen=True)
+class BloomFilter:
+    num_hash_functions: int
+    bits: bytes
+
+    @property
+    def num_bits(self) -> int:
+        return len(self.bits) * 8
+
+    @classmethod
+    def build(cls, hashes: np.ndarray, items: int, fpp: float) -> BloomFilter:
+        return cls.sized(hashes, *sizing(items, fpp))
+
+    @classmethod
+    def sized(cls, hashes: np.ndarray, k: int, num_bits: int) -> BloomFilter:
+        """A filter of ``num_bits`` bits and ``k`` hash functions holding ``hashes``."""
+        mask = np.zeros(num_bits, dtype=bool)
+        if len(hashes):
+            mask[_positions(hashes, k, num_bits).ravel()] = True
+        return cls(k, np.packbits(mask, bitorder="little").tobytes())
+
+    def serialize(self) -> bytes:
+        return struct.pack(">i", self.num_hash_functions) + self.bits
+
+    @classmethod
+    def deserialize(cls, data: bytes) -> BloomFilter:
+        if len(data) < 5:
+            raise CorruptFileError(f"bloom filter index of {len(data)} bytes is truncated")
+        k = struct.unpack_from(">i", data)[0]
+        if k <= 0 or k > 64:
+            raise CorruptFileError(f"bloom filter index claims {k} hash functions; the index is corrupt")
+        return cls(k, bytes(data[4:]))
+
+    def might_contain(self, hashes: np.ndarray) -> np.ndarray:
+        bits = np.frombuffer(self.bits, dtype=np.uint8)
+        pos = _positions(hashes, self.num_hash_functions, self.num_bits)
+        hit = (bits[pos >> 3] >> (pos & 7).astype(np.uint8)) & 1
+        return hit.all(axis=1)
+
+
+def build(column: pa.Array, dtype: DataType, items: int = DEFAULT_ITEMS, fpp: float = DEFAULT_FPP) -> bytes:
+    """The serialized bloom filter of a column (nulls are not indexed)."""
+    values = column.drop_null()
+    return BloomFilter.build(fast_hash(values, dtype), items, fpp).serialize()
+
+
+class BloomReader:
+    """Answers equality and IN: SKIP when no probed value can be in the file."""
+
+    def __init__(self, data: bytes, dtype: DataType) -> None:
+        self.filter = BloomFilter.deserialize(data)
+        self.dtype = dtype
+
+    def visit(self, op: str, literals: tuple) -> IndexResult:
+        if op not in ("eq", "in"):
+            return REMAIN
+        values = [v for v in literals if v is not None and getattr(v, "is_valid", True)]
+        if len(values) < len(literals):
+            return REMAIN  # a null probe never skips
+        hashes = fast_hash(pa.array(values), self.dtype)
+        return REMAIN if self.filter.might_contain(hashes).any() else SKIP

@@ -1,0 +1,226 @@
+"""Bit-slice index (``file-index.bsi.columns``) for integers, dates, times, timestamps and decimals.
+
+Values become longs (``BitSliceIndexBitmapFileIndex.getValueMapper``: timestamps in millis up to
+precision 3 and micros above, decimals as unscaled longs). Non-negative values go to a positive
+BSI, negative ones (as absolute values) to a negative BSI; each BSI stores min, max, an
+existence bitmap and one bitmap per bit ("slice"). Comparisons run O'Neil's algorithm over the
+slices and answer with row sets (``BitSliceIndexRoaringBitmap``). Layout: version byte, row
+count, then per sign a presence flag and ``version, min, max, ebm, slice count, slices``.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pyarrow as pa
+from pyroaring import BitMap
+
+from lakehouse.errors import CorruptFileError
+from lakehouse.fileindex import roaring
+from lakehouse.fileindex.result import REMAIN, IndexResult, RowSet
+from lakehouse.manifest.binary_row import physical_array
+from lakehouse.types import TIMESTAMP_ROOTS, DataType
+
+BSI = "bsi"
+VERSION_1 = 1
+_LONG_MIN = -(2**63)
+_ROOTS = ("TINYINT", "SMALLINT", "INT", "BIGINT", "DATE", "TIME", "DECIMAL", *TIMESTAMP_ROOTS)
+
+
+def supports(dtype: DataType) -> bool:
+    return dtype.root in _ROOTS and not (dtype.root == "DECIMAL" and dtype.precision > 18)
+
+
+def to_longs(values: pa.Array, dtype: DataType) -> np.ndarray:
+    """The long each (non-null) value is indexed as."""
+    root = dtype.root
+    if root == "DECIMAL":
+        arr = values.cast(pa.decimal128(dtype.precision, dtype.scale))
+        raw = np.frombuffer(arr.buffers()[1], dtype="<i8", count=2 * (arr.offset + len(arr)))
+        return raw[2 * arr.offset :][0::2].copy()  # low half = the unscaled long (precision <= 18)
+    raw = physical_array(values, dtype).to_numpy(zero_copy_only=False).astype(np.int64)
+    if root in TIMESTAMP_ROOTS:
+        if dtype.precision == 0:
+            return raw * 1000  # seconds -> millis
+        return raw if dtype.precision <= 6 else raw // 1000  # nanos -> micros
+    return raw
+
+
+# ---- writing --------------------------------------------------------------------------------
+
+
+def _appender_bytes(rows: np.ndarray, values: np.ndarray) -> bytes:
+    """One sign's BSI: min is always 0 (``StatsCollectList`` starts its min at 0), max the largest."""
+    top = int(values.max())
+    out = bytearray([VERSION_1]) + struct.pack(">qq", 0, top)
+    out += roaring.serialize(BitMap(rows.tolist()))
+    slices = top.bit_length()
+    out += struct.pack(">i", slices)
+    for bit in range(slices):
+        out += roaring.serialize(BitMap(rows[(values >> bit) & 1 == 1].tolist()))
+    return bytes(out)
+
+
+def build(column: pa.Array, dtype: DataType) -> bytes | None:
+    """Serialize the BSI of a whole column; None when a value cannot be indexed (Long.MIN_VALUE)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    valid = np.flatnonzero(np.asarray(column.is_valid()))
+    values = to_longs(column.drop_null(), dtype)
+    if (values == _LONG_MIN).any():
+        return None  # Java cannot slice |Long.MIN_VALUE| either; no index beats a wrong one
+    out = bytearray([VERSION_1]) + struct.pack(">i", len(column))
+    positive = values >= 0
+    for mask, sign in ((positive, 1), (~positive, -1)):
+        out += struct.pack(">?", bool(mask.any()))
+        if mask.any():
+            out += _appender_bytes(valid[mask], values[mask] * sign)
+    return bytes(out)
+
+
+# ---- reading --------------------------------------------------------------------------------
+
+
+class _Slices:
+    """One sign's BSI: O'Neil comparisons against non-negative predicates."""
+
+    def __init__(self, min_value: int, max_value: int, ebm: BitMap, slices: list[BitMap]) -> None:
+        self.min, self.max, self.ebm, self.slices = min_value, max_value, ebm, slices
+
+    @classmethod
+    def empty(cls) -> _Slices:
+        return cls(0, 0, BitMap(), [])
+
+    def compare(self, op: str, predicate: int) -> BitMap:
+        shortcut = self._by_min_max(op, predicate)
+        return shortcut if shortcut is not None else self._oneil(op, predicate - self.min)
+
+    def _by_min_max(self, op: str, p: int) -> BitMap | None:
+        lo, hi = self.min, self.max
+        everything, nothing = BitMap(self.ebm), BitMap()
+        if op == "eq":
+            return everything if lo == hi == p else nothing if p < lo or p > hi else None
+        if op == "ge":
+            return everything if p <= lo else nothing if p > hi else None
+        if op == "gt":
+            return everything if p < lo else nothing if p >= hi else None
+        if op == "le":
+            return everything if p >= hi else nothing if p < lo else None
+        if op == "lt":
+            return everything if p > hi else nothing if p <= lo else None
+        raise ValueError(op)
+
+    def _oneil(self, op: str, p: int) -> BitMap:
+        gt, lt, eq = BitMap(), BitMap(), BitMap(self.ebm)
+        for i in range(len(self.slices) - 1, -1, -1):
+            if (p >> i) & 1:
+                lt |= eq - self.slices[i]
+                eq &= self.slices[i]
+            else:
+                gt |= eq & self.slices[i]
+                eq -= self.slices[i]
+        eq &= self.ebm
+        return {
+            "eq": eq,
+            "gt": gt & self.ebm,
+            "lt": lt & self.ebm,
+            "le": (lt | eq) & self.ebm,
+            "ge": (gt | eq) & self.ebm,
+        }[op]
+
+
+class BsiReader:
+    """Row sets for comparisons, IN/NOT IN (nulls excluded) and null tests from a serialized BSI."""
+
+    def __init__(self, data: bytes, dtype: DataType) -> None:
+        self.dtype = dtype
+        view = memoryview(data)
+        try:
+            if view[0] > VERSION_1:
+                raise CorruptFileError(f"bsi index version {view[0]} is not supported")
+            (self.rows,) = struct.unpack_from(">i", view, 1)
+            pos = 5
+            signs = []
+            for _ in range(2):
+                present = view[pos]
+                pos += 1
+                if not present:
+                    signs.append(_Slices.empty())
+                    continue
+                if view[pos] > VERSION_1:
+                    raise CorruptFileError(f"bsi bitmap version {view[pos]} is not supported")
+                lo, hi = struct.unpack_from(">qq", view, pos + 1)
+                ebm, pos = roaring.read(view, pos + 17)
+                (count,) = struct.unpack_from(">i", view, pos)
+                if not 0 <= count <= 64:
+                    raise CorruptFileError(f"bsi index claims {count} slices")
+                pos += 4
+                slices = []
+                for _ in range(count):
+                    bm, pos = roaring.read(view, pos)
+                    slices.append(bm)
+                signs.append(_Slices(lo, hi, ebm, slices))
+        except (struct.error, IndexError) as e:
+            raise CorruptFileError(f"bsi index is corrupt or truncated ({e})") from None
+        self.positive, self.negative = signs
+
+    @property
+    def not_null(self) -> BitMap:
+        return self.positive.ebm | self.negative.ebm
+
+    def decode(self, rows: int) -> np.ndarray:
+        """The long of every row as the slices encode it (0 for rows without a value)."""
+        values = np.zeros(rows, dtype=np.int64)
+        for part, sign in ((self.positive, 1), (self.negative, -1)):
+            acc = np.zeros(rows, dtype=np.int64)
+            for bit, rows_with_bit in enumerate(part.slices):
+                acc[np.asarray(rows_with_bit.to_array(), dtype=np.int64)] += np.int64(1) << np.int64(bit)
+            members = np.asarray(part.ebm.to_array(), dtype=np.int64)
+            values[members] = sign * (acc[members] + part.min)
+        return values
+
+    def _value(self, literal: pa.Scalar) -> int:
+        return int(to_longs(pa.array([literal]), self.dtype)[0])
+
+    def _eq(self, v: int) -> BitMap:
+        if v == _LONG_MIN:
+            return BitMap()
+        return self.negative.compare("eq", -v) if v < 0 else self.positive.compare("eq", v)
+
+    def compare_longs(self, op: str, v: int) -> BitMap:
+        """Rows whose long compares to ``v`` by ``op`` (lt, le, gt, ge)."""
+        pos, neg = self.positive, self.negative
+        if op in ("lt", "le"):
+            if v == _LONG_MIN:
+                return BitMap()
+            if v < 0:
+                return neg.compare("gt" if op == "lt" else "ge", -v)
+            return pos.compare(op, v) | neg.ebm
+        if v == _LONG_MIN:
+            return BitMap(self.not_null)
+        if v < 0:
+            return pos.ebm | neg.compare("lt" if op == "gt" else "le", -v)
+        return pos.compare(op, v)
+
+    def visit(self, op: str, literals: tuple) -> IndexResult:
+        if op == "is_null":
+            return RowSet(BitMap(range(self.rows)) - self.not_null)
+        if op == "is_not_null":
+            return RowSet(self.not_null)
+        if any(v is None or not v.is_valid for v in literals):
+            return REMAIN  # comparisons with NULL: leave them to the exact filter
+        values = [self._value(v) for v in literals]
+        if op in ("eq", "in"):
+            found = BitMap()
+            for v in values:
+                found |= self._eq(v)
+            return RowSet(found)
+        if op in ("ne", "not_in"):
+            found = BitMap()
+            for v in values:
+                found |= self._eq(v)
+            return RowSet(self.not_null - found)
+        if op in ("lt", "le", "gt", "ge"):
+            return RowSet(self.compare_longs(op, values[0]))
+        return REMAIN

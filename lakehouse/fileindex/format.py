@@ -1,0 +1,109 @@
+"""The file-index container (``FileIndexFormat``): every index of one data file in one blob.
+
+Layout (big-endian): magic 1493475289347502 (8 bytes), version (1), head length, column count,
+then per column its name (Java modified UTF-8 with a 2-byte length), index count and per index
+its type name, absolute start (-1 for an empty index) and length; a redundant-bytes length (0
+in version 1; readers skip whatever later versions put there), then the body.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping
+
+from lakehouse.errors import CorruptFileError
+
+MAGIC = 1493475289347502
+VERSION = 1
+EMPTY = -1  # start of an index that holds nothing (reads as SKIP)
+
+
+def java_utf(text: str) -> bytes:
+    """``DataOutput.writeUTF``: 2-byte length, modified UTF-8 (NUL and supplementary chars differ)."""
+    out = bytearray()
+    for ch in text:
+        cp = ord(ch)
+        if 0 < cp < 0x80:
+            out.append(cp)
+        elif cp < 0x800:
+            out += bytes([0xC0 | cp >> 6, 0x80 | cp & 0x3F])
+        elif cp < 0x10000:
+            out += bytes([0xE0 | cp >> 12, 0x80 | cp >> 6 & 0x3F, 0x80 | cp & 0x3F])
+        else:  # surrogate pair, each half encoded as a 3-byte sequence
+            for unit in struct.unpack(">2H", ch.encode("utf-16-be")):
+                out += bytes([0xE0 | unit >> 12, 0x80 | unit >> 6 & 0x3F, 0x80 | unit & 0x3F])
+    if len(out) > 0xFFFF:
+        raise ValueError(f"name too long for writeUTF: {text[:40]!r}...")
+    return struct.pack(">H", len(out)) + bytes(out)
+
+
+def _read_utf(data: memoryview, pos: int) -> tuple[str, int]:
+    (n,) = struct.unpack_from(">H", data, pos)
+    raw = bytes(data[pos + 2 : pos + 2 + n])
+    if len(raw) < n:
+        raise struct.error("truncated name")
+    units = []
+    i = 0
+    while i < n:  # decode modified UTF-8 into UTF-16 code units
+        b = raw[i]
+        if b < 0x80:
+            units.append(b)
+            i += 1
+        elif b >> 5 == 0b110:
+            units.append((b & 0x1F) << 6 | raw[i + 1] & 0x3F)
+            i += 2
+        else:
+            units.append((b & 0x0F) << 12 | (raw[i + 1] & 0x3F) << 6 | raw[i + 2] & 0x3F)
+            i += 3
+    return struct.pack(f">{len(units)}H", *units).decode("utf-16-be", errors="surrogatepass"), pos + 2 + n
+
+
+def write(indexes: Mapping[str, Mapping[str, bytes | None]]) -> bytes:
+    """Serialize ``{column: {index type: bytes or None (empty)}}`` in the mapping's order."""
+    names = b"".join(java_utf(c) + b"".join(java_utf(t) for t in types) for c, types in indexes.items())
+    entries = sum(len(types) for types in indexes.values())
+    head_length = 8 + 4 + 4 + 4 + entries * 8 + len(indexes) * 4 + 4 + len(names)
+    head = bytearray(struct.pack(">qiii", MAGIC, VERSION, head_length, len(indexes)))
+    body = bytearray()
+    for column, types in indexes.items():
+        head += java_utf(column) + struct.pack(">i", len(types))
+        for index_type, data in types.items():
+            if data is None:
+                head += java_utf(index_type) + struct.pack(">ii", EMPTY, 0)
+            else:
+                head += java_utf(index_type) + struct.pack(">ii", head_length + len(body), len(data))
+                body += data
+    head += struct.pack(">i", 0)  # redundant length
+    return bytes(head + body)
+
+
+def read(data: bytes) -> dict[str, dict[str, bytes | None]]:
+    """``{column: {index type: bytes or None (empty)}}`` of a container."""
+    view = memoryview(data)
+    try:
+        magic, version, head_length, columns = struct.unpack_from(">qiii", view, 0)
+        if magic != MAGIC:
+            raise CorruptFileError("not a Paimon file index (bad magic)")
+        if version != VERSION:
+            raise CorruptFileError(f"file index version {version} is not supported (only {VERSION})")
+        pos = 20
+        out: dict[str, dict[str, bytes | None]] = {}
+        for _ in range(columns):
+            column, pos = _read_utf(view, pos)
+            (count,) = struct.unpack_from(">i", view, pos)
+            pos += 4
+            types = out.setdefault(column, {})
+            for _ in range(count):
+                index_type, pos = _read_utf(view, pos)
+                start, length = struct.unpack_from(">ii", view, pos)
+                pos += 8
+                if start == EMPTY:
+                    types[index_type] = None
+                elif start < head_length or length < 0 or start + length > len(data):
+                    raise CorruptFileError(f"file index entry {column}/{index_type} points outside the file")
+                else:
+                    types[index_type] = bytes(view[start : start + length])
+        # the redundant bytes of later versions sit before head_length and are skipped
+        return out
+    except (struct.error, IndexError, UnicodeDecodeError) as e:
+        raise CorruptFileError(f"file index is corrupt or truncated ({e})") from None

@@ -1,0 +1,282 @@
+"""The iteration order of ``java.util.HashMap``, which Paimon's index writers leak into their bytes.
+
+Bitmap dictionaries and file-index headers are written in HashMap order, so matching Java byte
+for byte means replaying the table (JDK 17): capacity 16 doubling past a 0.75 load factor, bins
+chosen by ``(h ^ h >>> 16) & (capacity - 1)``, ``put`` appending to a bin and ``computeIfAbsent``
+prepending, resizes splitting bins in order, and a crowded bin (8 nodes from computeIfAbsent, 9
+from put) growing a table smaller than 64 or else turning into a red-black tree, whose root is
+moved to the front of the bin and whose new nodes are linked right after their tree parent.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Hashable, Iterator
+
+import numpy as np
+
+from lakehouse.murmur import murmur_hash
+
+_TREEIFY = 8
+_UNTREEIFY = 6
+_MIN_TREEIFY_CAPACITY = 64
+
+
+def _signed(h: int) -> int:
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+class _Node:
+    __slots__ = ("h", "key", "parent", "left", "right", "red")
+
+    def __init__(self, h: int, key: Hashable) -> None:
+        self.h, self.key = h, key
+        self.parent = self.left = self.right = None
+        self.red = False
+
+
+class _Bin:
+    """One table slot: nodes in iteration (``next``) order, plus a tree root once treeified."""
+
+    def __init__(self, nodes: list[_Node] | None = None) -> None:
+        self.nodes = nodes or []
+        self.root: _Node | None = None
+
+
+class JavaHashMap:
+    """Keys in the order a Java HashMap iterates them; ``compare`` orders keys inside tree bins."""
+
+    def __init__(self, compare: Callable[[Hashable, Hashable], int] | None = None) -> None:
+        self._bins: list[_Bin] = []
+        self._keys: set = set()
+        self._compare = compare or (lambda a, b: (a > b) - (a < b))
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self) -> Iterator[Hashable]:
+        for b in self._bins:
+            for node in b.nodes:
+                yield node.key
+
+    def put(self, key: Hashable, hash_code: int) -> None:
+        if key in self._keys:
+            return
+        if not self._bins:
+            self._resize()
+        self._insert(key, hash_code, at_head=False)
+        if len(self._keys) > 0.75 * len(self._bins):
+            self._resize()
+
+    def compute_if_absent(self, key: Hashable, hash_code: int) -> None:
+        if key in self._keys:
+            return
+        if not self._bins or len(self._keys) > 0.75 * len(self._bins):
+            self._resize()
+        self._insert(key, hash_code, at_head=True)
+
+    # ---- internals -----------------------------------------------------------------------
+
+    def _insert(self, key: Hashable, hash_code: int, at_head: bool) -> None:
+        h = hash_code & 0xFFFFFFFF
+        h ^= h >> 16
+        node = _Node(_signed(h), key)
+        b = self._bins[h & (len(self._bins) - 1)]
+        self._keys.add(key)
+        if b.root is not None:
+            self._put_tree(b, node)
+            return
+        b.nodes.insert(0, node) if at_head else b.nodes.append(node)
+        if len(b.nodes) >= _TREEIFY + (0 if at_head else 1):
+            if len(self._bins) < _MIN_TREEIFY_CAPACITY:
+                self._resize()
+            else:
+                self._treeify(b)
+
+    def _resize(self) -> None:
+        old = self._bins
+        cap = len(old) * 2 if old else 16
+        bins = [_Bin() for _ in range(cap)]
+        for j, b in enumerate(old):
+            lo = [n for n in b.nodes if not n.h & len(old)]
+            hi = [n for n in b.nodes if n.h & len(old)]
+            for index, half, other in ((j, lo, hi), (j + len(old), hi, lo)):
+                if not half:
+                    continue
+                target = bins[index]
+                target.nodes = half
+                if b.root is not None and len(half) > _UNTREEIFY:
+                    if other:
+                        self._treeify(target)
+                    else:
+                        target.root = b.root  # the whole tree moved: structure unchanged
+        self._bins = bins
+
+    def _dir(self, x: _Node, p: _Node) -> int:
+        if p.h != x.h:
+            return -1 if p.h > x.h else 1
+        return -1 if self._compare(x.key, p.key) < 0 else 1
+
+    def _treeify(self, b: _Bin) -> None:
+        root = None
+        for x in b.nodes:
+            x.parent = x.left = x.right = None
+            if root is None:
+                x.red, root = False, x
+                continue
+            p = root
+            while True:
+                d = self._dir(x, p)
+                child = p.left if d <= 0 else p.right
+                if child is None:
+                    x.parent = p
+                    if d <= 0:
+                        p.left = x
+                    else:
+                        p.right = x
+                    root = _balance_insertion(root, x)
+                    break
+                p = child
+        self._move_root_to_front(b, root)
+
+    def _put_tree(self, b: _Bin, x: _Node) -> None:
+        p = b.root
+        while True:
+            d = self._dir(x, p)
+            child = p.left if d <= 0 else p.right
+            if child is None:
+                b.nodes.insert(b.nodes.index(p) + 1, x)  # linked right after its tree parent
+                x.parent = p
+                if d <= 0:
+                    p.left = x
+                else:
+                    p.right = x
+                self._move_root_to_front(b, _balance_insertion(b.root, x))
+                return
+            p = child
+
+    @staticmethod
+    def _move_root_to_front(b: _Bin, root: _Node) -> None:
+        b.root = root
+        if b.nodes[0] is not root:
+            b.nodes.remove(root)
+            b.nodes.insert(0, root)
+
+
+def _rotate_left(root: _Node, p: _Node) -> _Node:
+    r = p.right
+    if r is None:
+        return root
+    p.right = r.left
+    if r.left is not None:
+        r.left.parent = p
+    r.parent = p.parent
+    if r.parent is None:
+        root, r.red = r, False
+    elif p.parent.left is p:
+        p.parent.left = r
+    else:
+        p.parent.right = r
+    r.left, p.parent = p, r
+    return root
+
+
+def _rotate_right(root: _Node, p: _Node) -> _Node:
+    lt = p.left
+    if lt is None:
+        return root
+    p.left = lt.right
+    if lt.right is not None:
+        lt.right.parent = p
+    lt.parent = p.parent
+    if lt.parent is None:
+        root, lt.red = lt, False
+    elif p.parent.right is p:
+        p.parent.right = lt
+    else:
+        p.parent.left = lt
+    lt.right, p.parent = p, lt
+    return root
+
+
+def _balance_insertion(root: _Node, x: _Node) -> _Node:
+    """``HashMap.TreeNode.balanceInsertion``: red-black fix-up after inserting ``x``."""
+    x.red = True
+    while True:
+        xp = x.parent
+        if xp is None:
+            x.red = False
+            return x
+        xpp = xp.parent
+        if not xp.red or xpp is None:
+            return root
+        if xp is xpp.left:
+            y = xpp.right
+            if y is not None and y.red:
+                y.red = xp.red = False
+                xpp.red = True
+                x = xpp
+                continue
+            if x is xp.right:
+                x = xp
+                root = _rotate_left(root, x)
+                xp = x.parent
+                xpp = xp.parent if xp is not None else None
+            if xp is not None:
+                xp.red = False
+                if xpp is not None:
+                    xpp.red = True
+                    root = _rotate_right(root, xpp)
+        else:
+            y = xpp.left
+            if y is not None and y.red:
+                y.red = xp.red = False
+                xpp.red = True
+                x = xpp
+                continue
+            if x is xp.left:
+                x = xp
+                root = _rotate_right(root, x)
+                xp = x.parent
+                xpp = xp.parent if xp is not None else None
+            if xp is not None:
+                xp.red = False
+                if xpp is not None:
+                    xpp.red = True
+                    root = _rotate_left(root, xpp)
+
+
+# ---- Java hashCode of the key types the index writers use ------------------------------------
+
+
+def string_hash(s: str) -> int:
+    """``java.lang.String.hashCode`` (over UTF-16 code units)."""
+    h = 0
+    units = s.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + int.from_bytes(units[i : i + 2], "big")) & 0xFFFFFFFF
+    return h
+
+
+def binary_string_hashes(values: list[bytes]) -> list[int]:
+    """``BinaryString.hashCode`` of UTF-8 encoded strings (MurmurHash of the bytes)."""
+    buf = np.frombuffer(b"".join(values), dtype=np.uint8)
+    offsets = np.cumsum([0, *map(len, values)])
+    return murmur_hash(buf, offsets).tolist()
+
+
+def long_hash_code(v: int) -> int:
+    """``Long.hashCode``: ``(int) (v ^ (v >>> 32))``."""
+    u = v & 0xFFFFFFFFFFFFFFFF
+    return (u ^ (u >> 32)) & 0xFFFFFFFF
+
+
+def float_hash_code(v: float) -> int:
+    """``Float.hashCode``: the canonical IEEE bits."""
+    return struct.unpack(">i", struct.pack(">f", v))[0] if v == v else 0x7FC00000
+
+
+def double_hash_code(v: float) -> int:
+    """``Double.hashCode``: the canonical IEEE bits folded to 32."""
+    bits = struct.unpack(">q", struct.pack(">d", v))[0] if v == v else 0x7FF8000000000000
+    return long_hash_code(bits)

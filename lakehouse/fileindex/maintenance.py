@@ -1,0 +1,187 @@
+"""Table-level file-index maintenance: rebuilding indexes of existing files, and verifying them.
+
+Indexes cover a file's columns as written (names and types of the file's schema), so a column
+whose type was widened since is neither indexed nor probed in older files. ``rewrite_file_index``
+reads only the indexed columns, never rewrites data, and commits one COMPACT snapshot replacing
+the metadata of files whose indexes changed (``FileIndexProcessor``); snapshots before it still
+read their own metadata. ``verify_file_indexes`` re-reads data and reports what disagrees.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from lakehouse.errors import CorruptFileError
+from lakehouse.fileindex import format as container
+from lakehouse.fileindex.build import INDEX_SUFFIX, FileIndexBuilder
+from lakehouse.fileindex.options import declared, in_manifest_threshold
+from lakehouse.fileindex.verify import check_index
+from lakehouse.manifest.entries import ManifestEntry
+from lakehouse.table.partitions import partition_filter
+from lakehouse.table.read import read_data_file
+from lakehouse.table.write import CommitMessage
+
+if TYPE_CHECKING:
+    from lakehouse.table.table import Table
+
+
+@dataclass(frozen=True)
+class IndexRewrite:
+    """What ``rewrite_file_index`` did."""
+
+    files_checked: int
+    files_rewritten: int
+    index_bytes_written: int
+    snapshot_id: int | None
+
+
+@dataclass(frozen=True)
+class IndexReport:
+    """What ``verify_file_indexes`` found; each problem names the file, column and index."""
+
+    ok: bool
+    files_checked: int
+    problems: list[str] = field(default_factory=list)
+
+
+def _file_indexes(table: Table, schema_id: int) -> FileIndexBuilder:
+    """Declared indexes as they apply to files of ``schema_id``: file column names, same types only."""
+    current = {f.name: f for f in table.schema.fields}
+    file_schema = table.schema_by_id(schema_id)
+    in_file = {f.id: f for f in file_schema.fields}
+    out = []
+    for index in declared(table.schema.options):
+        old = in_file.get(current[index.column].id)
+        if old is not None and old.type.copy(True) == current[index.column].type.copy(True):
+            out.append(replace(index, column=old.name))
+    return FileIndexBuilder(out, {f.name: f.type for f in file_schema.fields})
+
+
+def _raw_columns(table: Table, entry: ManifestEntry, names: list[str]):
+    """Columns of a data file as written (file schema names and types)."""
+    fields = table.schema_by_id(entry.file.schema_id).fields_named(names)
+    return read_data_file(table, table.bucket_path(entry.partition, entry.bucket), entry.file, fields)
+
+
+def _path(table: Table, entry: ManifestEntry, name: str) -> str:
+    """A file (data or index) in an entry's bucket directory."""
+    return table.paths.data_file(table.bucket_path(entry.partition, entry.bucket), name)
+
+
+def _stored_index(table: Table, entry: ManifestEntry) -> tuple[bytes | None, str | None]:
+    """A file's current index container and, if it lives in its own file, that file's name."""
+    name = next((n for n in entry.file.extra_files if n.endswith(INDEX_SUFFIX)), None)
+    if name is None:
+        return entry.file.embedded_index, None
+    try:
+        return table.io.read_bytes(_path(table, entry, name)), name
+    except FileNotFoundError:
+        return None, name
+
+
+def _next_index_name(data_file: str, old: str | None) -> str:
+    """``DataFilePathFactory.createNewFileIndexFilePath``: ``x.parquet.index`` -> ``x.parquet-1.index``."""
+    if old is None:
+        return data_file + INDEX_SUFFIX
+    stem = old[: -len(INDEX_SUFFIX)]
+    head, _, number = stem.rpartition("-")
+    if head and number.isdigit():
+        return f"{head}-{int(number) + 1}{INDEX_SUFFIX}"
+    return f"{stem}-1{INDEX_SUFFIX}"
+
+
+def rewrite_file_index(
+    table: Table, partitions: list[Mapping[str, Any]] | Mapping[str, Any] | None = None
+) -> IndexRewrite:
+    """Build missing or outdated indexes of the latest snapshot's files per current options."""
+    snapshot = table.snapshots.latest()
+    if snapshot is None:
+        return IndexRewrite(0, 0, 0, None)
+    entries = table.live_entries(snapshot)
+    if partitions is not None:
+        specs = [partitions] if isinstance(partitions, Mapping) else list(partitions)
+        keep = partition_filter(table.schema, table.name, specs, "rewrite_file_index partitions")
+        entries = [e for e in entries if keep(e.partition)]
+    threshold = in_manifest_threshold(table.schema.options)
+
+    def rebuild(entry: ManifestEntry) -> tuple[ManifestEntry, bytes | None, str | None] | None:
+        """The entry's new index and the name of the file that will hold it (None: embedded)."""
+        builder = _file_indexes(table, entry.file.schema_id)
+        old, old_name = _stored_index(table, entry)
+        new = builder.build(_raw_columns(table, entry, builder.columns)) if builder else None
+        if new == old and (old is None or (len(old) > threshold) == (old_name is not None)):
+            return None  # already what the options ask for
+        big = new is not None and len(new) > threshold
+        return entry, new, _next_index_name(entry.file.file_name, old_name) if big else None
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        changes = [c for c in pool.map(rebuild, entries) if c is not None]
+    written: list[str] = []
+    messages = []
+    try:
+        for entry, index, name in changes:
+            extras = tuple(n for n in entry.file.extra_files if not n.endswith(INDEX_SUFFIX))
+            if name is not None:
+                written.append(_path(table, entry, name))
+                table.io.write_bytes(written[-1], index)
+                meta = replace(entry.file, extra_files=(*extras, name), embedded_index=None)
+            else:
+                meta = replace(entry.file, extra_files=extras, embedded_index=index)
+            messages.append(
+                CommitMessage(
+                    entry.partition,
+                    entry.bucket,
+                    entry.total_buckets,
+                    compact_before=(entry.file,),
+                    compact_after=(meta,),
+                )
+            )
+        snapshot_id = table.new_commit().commit(messages) if messages else None
+    except BaseException:
+        table.io.delete_quietly(written)
+        raise
+    size = sum(len(index) for _, index, _ in changes if index is not None)
+    return IndexRewrite(len(entries), len(changes), size, snapshot_id)
+
+
+def verify_file_indexes(table: Table, snapshot_id: int | None = None) -> IndexReport:
+    """Check every index of every file of a snapshot (default: latest) against the data."""
+    snapshot = table.snapshot(snapshot_id)
+    entries = table.live_entries(snapshot) if snapshot is not None else []
+    threshold = in_manifest_threshold(table.schema.options)
+
+    def check(entry: ManifestEntry) -> list[str]:
+        label = f"{table.bucket_path(entry.partition, entry.bucket)}/{entry.file.file_name}"
+        stored, name = _stored_index(table, entry)
+        expected = {(i.column, i.index_type) for i in _file_indexes(table, entry.file.schema_id).indexes}
+        if name is not None and stored is None:
+            return [f"{label}: index file {name} is missing"]
+        problems = []
+        if stored is not None and (len(stored) > threshold) != (name is not None):
+            where = "in its own file" if name else "embedded in the manifest"
+            problems.append(f"{label}: a {len(stored)}-byte index is {where}; the threshold is {threshold}")
+        try:
+            indexes = container.read(stored) if stored is not None else {}
+        except CorruptFileError as e:
+            return [*problems, f"{label}: index container is unreadable ({e})"]
+        present = {(c, t) for c, types in indexes.items() for t in types}
+        problems += [f"{label}: column {c!r} has no {t} index" for c, t in sorted(expected - present)]
+        file_schema = table.schema_by_id(entry.file.schema_id)
+        columns = [c for c in indexes if c in file_schema.field_names]
+        problems += [f"{label}: index on unknown column {c!r}" for c in indexes if c not in columns]
+        if columns:
+            data = _raw_columns(table, entry, columns)
+            for column in columns:
+                for index_type, payload in indexes[column].items():
+                    dtype = file_schema.field(column).type
+                    for problem in check_index(index_type, payload, data.column(column), dtype):
+                        problems.append(f"{label}: {index_type} index of column {column!r}: {problem}")
+        return problems
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        problems = [p for found in pool.map(check, entries) for p in found]
+    return IndexReport(not problems, len(entries), problems)
