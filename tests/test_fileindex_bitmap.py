@@ -18,7 +18,10 @@ def _matches(rows: list[int], expected) -> bool:
         return rows == expected
     joined = ",".join(map(str, rows)).encode()
     return (len(rows), hashlib.sha256(joined).hexdigest(), rows[:16]) == (
-        expected["count"], expected["sha256_of_comma_joined"], expected["first_16"])
+        expected["count"],
+        expected["sha256_of_comma_joined"],
+        expected["first_16"],
+    )
 
 
 def _literal(value, atype):
@@ -35,7 +38,10 @@ def test_bytes_and_probes_match_java(case):
     assert reader.row_count == case["row_count"]
     for probe in case["probes"]:
         lit = probe["literal"]
-        literals = tuple(_literal(v, atype) for v in lit) if isinstance(lit, list) else (
-            () if lit is None else (_literal(lit, atype),))
+        literals = (
+            tuple(_literal(v, atype) for v in lit)
+            if isinstance(lit, list)
+            else (() if lit is None else (_literal(lit, atype),))
+        )
         result = reader.visit(GOLDEN_OPS[probe["op"]], literals)
         assert _matches(list(result.rows), probe["row_ids"]), probe

@@ -16,8 +16,11 @@ def evaluate(reader: bsi.BsiReader, op: str, literal, atype) -> list[int]:
     if op == "between":
         low, high = (pa.scalar(v, atype) for v in literal)
         return list((reader.visit("ge", (low,)) & reader.visit("le", (high,))).rows)
-    literals = tuple(pa.scalar(v, atype) for v in literal) if isinstance(literal, list) else (
-        () if literal is None else (pa.scalar(literal, atype),))
+    literals = (
+        tuple(pa.scalar(v, atype) for v in literal)
+        if isinstance(literal, list)
+        else (() if literal is None else (pa.scalar(literal, atype),))
+    )
     result = reader.visit(GOLDEN_OPS[op], literals)
     assert isinstance(result, RowSet)
     return list(result.rows)

@@ -279,3 +279,31 @@ def test_we_read_pypaimon_dynamic_bucket_table_and_its_index_manifest(warehouse)
     index = table.manifests().read_index_manifest(snapshot.index_manifest)
     assert {e.index_file.index_type for e in index} == {"HASH"}
     assert sum(e.index_file.row_count for e in index) == 40  # one hash per key
+
+
+def test_pypaimon_reads_tables_that_carry_file_indexes(catalog, warehouse):
+    options = {
+        "file-index.bloom-filter.columns": "user_id",
+        "file-index.bloom-filter.user_id.items": "100",
+        "file-index.bitmap.columns": "status",
+        "file-index.bsi.columns": "order_id",
+        "file-index.in-manifest-threshold": "16 b",
+    }
+    t = catalog.create_table("db.idx", ORDERS, partition_keys=["dt"], options=options)
+    _append_commits(t.write)
+    small = catalog.create_table(
+        "db.small",
+        ORDERS,
+        primary_keys=["order_id", "dt"],
+        partition_keys=["dt"],
+        options={
+            **PK_OPTIONS,
+            "file-index.bitmap.columns": "status",
+            "file-index.in-manifest-threshold": "64 kb",
+        },
+    )
+    _pk_commits(small.write, with_deletes=True)
+    assert all(e.file.extra_files for e in t.live_entries())
+    assert all(e.file.embedded_index for e in small.live_entries())
+    same(t.read(), oracle.read(warehouse, "db.idx"), "order_id")
+    same(small.read(), oracle.read(warehouse, "db.small"), ["order_id", "dt"])
