@@ -97,3 +97,24 @@ def test_unknown_index_types_and_redundant_bytes_are_tolerated():
 def test_garbage_is_a_typed_error(damage):
     with pytest.raises(CorruptFileError):
         format.read(damage)
+
+
+def test_one_column_is_read_without_fetching_the_others():
+    big = bytes(range(256)) * 1024  # 256 KiB index on another column
+    data = format.write({"big": {"bitmap": big}, "small": {"bloom-filter": b"\x00\x00\x00\x02\xab"}})
+    fetched: list[tuple[int, int]] = []
+
+    def fetch(offset: int, length: int) -> bytes:
+        fetched.append((offset, length))
+        return data[offset : offset + length]
+
+    assert format.read_columns(fetch, {"small"}) == {"small": {"bloom-filter": b"\x00\x00\x00\x02\xab"}}
+    assert sum(n for _, n in fetched) < format.HEAD_READ + 16  # the head read, then only "small"
+    assert format.read_columns(fetch, {"big"})["big"]["bitmap"] == big
+    assert format.read_columns(fetch, None) == format.read(data)
+
+
+def test_an_entry_past_the_end_of_a_file_is_a_typed_error():
+    data = format.write({"c": {"bloom-filter": b"\x00\x00\x00\x01" + bytes(200_000)}})
+    with pytest.raises(CorruptFileError, match="outside the file"):
+        format.read_columns(lambda at, n: data[: len(data) - 10][at : at + n], {"c"})

@@ -2,11 +2,14 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 
+import pyarrow.fs as pafs
 import pytest
 
 from lakehouse.io.fs import FileIO
+from lakehouse.io.pool import map_reads, submit
 
 
 def test_try_create_has_exactly_one_winner_among_threads(tmp_path):
@@ -61,3 +64,32 @@ def test_listing_hides_temporary_files(tmp_path):
     io.write_bytes(f"{root}/snapshot-1", b"{}")
     assert [s.name for s in io.list_dir(root)] == ["snapshot-1"]
     assert io.list_dir(f"{root}/missing") == []
+
+
+@pytest.mark.parametrize("remote", [False, True], ids=["local", "through pyarrow.fs"])
+def test_ranges_read_pieces_and_stop_at_the_end(tmp_path, remote):
+    (tmp_path / "f.bin").write_bytes(bytes(range(100)))
+    if remote:  # a filesystem that is not LocalFileSystem takes the generic path
+        io, root = FileIO(pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem())), ""
+    else:
+        io, root = FileIO.for_uri(str(tmp_path))
+    with io.open_ranges(f"{root}/f.bin".lstrip("/") if remote else f"{root}/f.bin") as read:
+        assert read(10, 5) == bytes([10, 11, 12, 13, 14])
+        assert read(95, 50) == bytes(range(95, 100))
+        assert read(200, 10) == b""
+    with pytest.raises(FileNotFoundError), io.open_ranges(f"{root}/missing"):
+        pass
+
+
+def _pooled_sum(_):
+    return sum(map_reads(lambda x: x * 2, range(10)))
+
+
+def test_the_shared_pool_keeps_order_and_survives_fork():
+    assert map_reads(lambda x: x * x, range(50)) == [x * x for x in range(50)]
+    assert submit(pow, 2, 10).result() == 1024
+    for _ in range(3):  # leave idle workers behind: a forked child must not count on them
+        map_reads(lambda x: time.sleep(0.001) or x, range(64))
+    time.sleep(0.1)
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        assert pool.map_async(_pooled_sum, range(4), chunksize=1).get(timeout=20) == [90] * 4

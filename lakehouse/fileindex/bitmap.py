@@ -117,6 +117,22 @@ def _value_size(value: Any, fmt: str | None) -> int:
 # ---- writing --------------------------------------------------------------------------------
 
 
+def group_rows(column: pa.Array, dtype: DataType) -> tuple[list[Any], np.ndarray, list[np.ndarray]]:
+    """(distinct values as index keys in first-seen order, null rows, the rows of each value).
+
+    First-seen order is the order Java's ``computeIfAbsent`` meets the values in. Rows come out
+    ascending: a stable sort of the dictionary codes (a radix sort for narrow codes).
+    """
+    encoded = pc.dictionary_encode(column)
+    keys = index_keys(encoded.dictionary, dtype)
+    narrow = np.int16 if len(keys) < 2**15 else np.int32
+    codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(narrow)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(-1, len(keys) + 1)).tolist()
+    groups = [order[a:b] for a, b in zip(bounds[1:-1], bounds[2:], strict=True)]
+    return keys, order[bounds[0] : bounds[1]], groups
+
+
 def build(column: pa.Array, dtype: DataType, options: dict[str, str] | None = None) -> bytes:
     """Serialize the bitmap index of a whole column (V2 unless ``version`` says 1)."""
     options = options or {}
@@ -125,13 +141,9 @@ def build(column: pa.Array, dtype: DataType, options: dict[str, str] | None = No
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     rows = len(column)
-    encoded = pc.dictionary_encode(column)  # dictionary in first-seen order, like computeIfAbsent
-    keys = index_keys(encoded.dictionary, dtype)
-    codes = np.asarray(encoded.indices.fill_null(-1), dtype=np.int64)
-    order = np.argsort(codes, kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(-1, len(keys) + 1))
-    null_rows = BitMap(order[bounds[0] : bounds[1]].tolist())
-    bitmaps = {k: order[bounds[i + 1] : bounds[i + 2]] for i, k in enumerate(keys)}
+    keys, null_positions, positions = group_rows(column, dtype)
+    null_rows = roaring.of(null_positions)
+    bitmaps = dict(zip(keys, positions, strict=True))
 
     table = JavaHashMap(_compare(dtype.root))
     for key, h in zip(keys, _hash_codes(keys, dtype), strict=True):
@@ -146,7 +158,7 @@ def build(column: pa.Array, dtype: DataType, options: dict[str, str] | None = No
         if len(positions) == 1:
             offsets[key] = -1 - int(positions[0])
         else:
-            data = roaring.serialize(BitMap(positions.tolist()))
+            data = roaring.serialize(roaring.of(positions))
             offsets[key], lengths[key] = len(body), len(data)
             body += data
     null_offset = -1 - null_rows[0] if len(null_rows) == 1 else 0

@@ -8,6 +8,7 @@ bit set (bit ``i`` is ``byte[i >> 3] & (1 << (i & 7))``). Building hashes a whol
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from dataclasses import dataclass
@@ -100,8 +101,12 @@ class BloomReader:
     def visit(self, op: str, literals: tuple) -> IndexResult:
         if op not in ("eq", "in"):
             return REMAIN
-        values = [v for v in literals if v is not None and getattr(v, "is_valid", True)]
-        if len(values) < len(literals):
+        if any(v is None or not getattr(v, "is_valid", True) for v in literals):
             return REMAIN  # a null probe never skips
-        hashes = fast_hash(pa.array(values), self.dtype)
-        return REMAIN if self.filter.might_contain(hashes).any() else SKIP
+        return REMAIN if self.filter.might_contain(_probe_hashes(literals, self.dtype)).any() else SKIP
+
+
+@functools.lru_cache(maxsize=256)
+def _probe_hashes(literals: tuple, dtype: DataType) -> np.ndarray:
+    """The hashes of a filter's literals, computed once for all the files a plan probes."""
+    return fast_hash(pa.array(list(literals)), dtype)

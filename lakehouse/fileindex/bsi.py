@@ -10,6 +10,7 @@ count, then per sign a presence flag and ``version, min, max, ebm, slice count, 
 
 from __future__ import annotations
 
+import functools
 import struct
 
 import numpy as np
@@ -47,18 +48,30 @@ def to_longs(values: pa.Array, dtype: DataType) -> np.ndarray:
     return raw
 
 
+@functools.lru_cache(maxsize=256)
+def _literal_long(literal: pa.Scalar, dtype: DataType) -> int:
+    """A filter literal as the long it is indexed as, computed once for all the files of a plan."""
+    return int(to_longs(pa.array([literal]), dtype)[0])
+
+
 # ---- writing --------------------------------------------------------------------------------
 
 
-def _appender_bytes(rows: np.ndarray, values: np.ndarray) -> bytes:
-    """One sign's BSI: min is always 0 (``StatsCollectList`` starts its min at 0), max the largest."""
-    top = int(values.max())
+def _appender_bytes(members: np.ndarray, magnitudes: np.ndarray) -> bytes:
+    """One sign's BSI over row masks; ``magnitudes`` is 0 outside ``members``.
+
+    min is always 0 (``StatsCollectList`` starts its min at 0), max the largest magnitude.
+    """
+    top = int(magnitudes.max())
     out = bytearray([VERSION_1]) + struct.pack(">qq", 0, top)
-    out += roaring.serialize(BitMap(rows.tolist()))
+    out += roaring.serialize(roaring.from_mask(members))
     slices = top.bit_length()
     out += struct.pack(">i", slices)
-    for bit in range(slices):
-        out += roaring.serialize(BitMap(rows[(values >> bit) & 1 == 1].tolist()))
+    # every row's bits at once: row i of ``bits`` masks the rows having bit i set
+    as_bytes = magnitudes.astype("<u8").view(np.uint8).reshape(-1, 8)
+    bits = np.ascontiguousarray(np.unpackbits(as_bytes, axis=1, count=slices, bitorder="little").T)
+    for has_bit in bits.view(bool):
+        out += roaring.serialize(roaring.from_mask(has_bit))
     return bytes(out)
 
 
@@ -66,16 +79,17 @@ def build(column: pa.Array, dtype: DataType) -> bytes | None:
     """Serialize the BSI of a whole column; None when a value cannot be indexed (Long.MIN_VALUE)."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
-    valid = np.flatnonzero(np.asarray(column.is_valid()))
-    values = to_longs(column.drop_null(), dtype)
+    valid = column.is_valid().to_numpy(zero_copy_only=False)
+    values = np.zeros(len(column), dtype=np.int64)
+    values[valid] = to_longs(column.drop_null(), dtype)
     if (values == _LONG_MIN).any():
         return None  # Java cannot slice |Long.MIN_VALUE| either; no index beats a wrong one
     out = bytearray([VERSION_1]) + struct.pack(">i", len(column))
-    positive = values >= 0
-    for mask, sign in ((positive, 1), (~positive, -1)):
-        out += struct.pack(">?", bool(mask.any()))
-        if mask.any():
-            out += _appender_bytes(valid[mask], values[mask] * sign)
+    positive = valid & (values >= 0)
+    for members in (positive, valid & ~positive):
+        out += struct.pack(">?", bool(members.any()))
+        if members.any():
+            out += _appender_bytes(members, np.where(members, np.abs(values), 0))
     return bytes(out)
 
 
@@ -98,36 +112,38 @@ class _Slices:
 
     def _by_min_max(self, op: str, p: int) -> BitMap | None:
         lo, hi = self.min, self.max
-        everything, nothing = BitMap(self.ebm), BitMap()
-        if op == "eq":
-            return everything if lo == hi == p else nothing if p < lo or p > hi else None
-        if op == "ge":
-            return everything if p <= lo else nothing if p > hi else None
-        if op == "gt":
-            return everything if p < lo else nothing if p >= hi else None
-        if op == "le":
-            return everything if p >= hi else nothing if p < lo else None
-        if op == "lt":
-            return everything if p > hi else nothing if p <= lo else None
-        raise ValueError(op)
+        all_match, none_match = {
+            "eq": (lo == hi == p, p < lo or p > hi),
+            "ge": (p <= lo, p > hi),
+            "gt": (p < lo, p >= hi),
+            "le": (p >= hi, p < lo),
+            "lt": (p > hi, p <= lo),
+        }[op]
+        return BitMap(self.ebm) if all_match else BitMap() if none_match else None
 
     def _oneil(self, op: str, p: int) -> BitMap:
-        gt, lt, eq = BitMap(), BitMap(), BitMap(self.ebm)
+        """Slices from the top bit down; ``eq`` keeps the rows equal to ``p`` so far.
+
+        Only the side the operator asks for (rows above or below ``p``) is accumulated. Slices
+        only hold rows of ``ebm``, so every set stays within it. ``eq`` is rebound, never updated
+        in place: it starts as ``ebm`` itself.
+        """
+        want_above, want_below = op in ("gt", "ge"), op in ("lt", "le")
+        side, eq = BitMap(), self.ebm
         for i in range(len(self.slices) - 1, -1, -1):
+            if not eq:
+                break  # no row shares p's top bits: every row is already decided
             if (p >> i) & 1:
-                lt |= eq - self.slices[i]
-                eq &= self.slices[i]
+                if want_below:
+                    side |= eq - self.slices[i]
+                eq = eq & self.slices[i]
             else:
-                gt |= eq & self.slices[i]
-                eq -= self.slices[i]
-        eq &= self.ebm
-        return {
-            "eq": eq,
-            "gt": gt & self.ebm,
-            "lt": lt & self.ebm,
-            "le": (lt | eq) & self.ebm,
-            "ge": (gt | eq) & self.ebm,
-        }[op]
+                if want_above:
+                    side |= eq & self.slices[i]
+                eq = eq - self.slices[i]
+        if op == "eq":
+            return eq & self.ebm  # a fresh bitmap even if no slice was read
+        return side | eq if op in ("ge", "le") else side
 
 
 class BsiReader:
@@ -180,9 +196,6 @@ class BsiReader:
             values[members] = sign * (acc[members] + part.min)
         return values
 
-    def _value(self, literal: pa.Scalar) -> int:
-        return int(to_longs(pa.array([literal]), self.dtype)[0])
-
     def _eq(self, v: int) -> BitMap:
         if v == _LONG_MIN:
             return BitMap()
@@ -210,7 +223,7 @@ class BsiReader:
             return RowSet(self.not_null)
         if any(v is None or not v.is_valid for v in literals):
             return REMAIN  # comparisons with NULL: leave them to the exact filter
-        values = [self._value(v) for v in literals]
+        values = [_literal_long(v, self.dtype) for v in literals]
         if op in ("eq", "in"):
             found = BitMap()
             for v in values:

@@ -9,13 +9,14 @@ in version 1; readers skip whatever later versions put there), then the body.
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from lakehouse.errors import CorruptFileError
 
 MAGIC = 1493475289347502
 VERSION = 1
 EMPTY = -1  # start of an index that holds nothing (reads as SKIP)
+HEAD_READ = 64 * 1024
 
 
 def java_utf(text: str) -> bytes:
@@ -42,6 +43,8 @@ def _read_utf(data: memoryview, pos: int) -> tuple[str, int]:
     raw = bytes(data[pos + 2 : pos + 2 + n])
     if len(raw) < n:
         raise struct.error("truncated name")
+    if raw.isascii() and 0 not in raw:  # the common case: plain ASCII is its own modified UTF-8
+        return raw.decode("ascii"), pos + 2 + n
     units = []
     i = 0
     while i < n:  # decode modified UTF-8 into UTF-16 code units
@@ -78,31 +81,52 @@ def write(indexes: Mapping[str, Mapping[str, bytes | None]]) -> bytes:
 
 
 def read(data: bytes) -> dict[str, dict[str, bytes | None]]:
-    """``{column: {index type: bytes or None (empty)}}`` of a container."""
-    view = memoryview(data)
+    """``{column: {index type: bytes or None (empty)}}`` of a whole container."""
+    return read_columns(lambda offset, length: data[offset : offset + length], None)
+
+
+def read_columns(
+    fetch: Callable[[int, int], bytes], columns: set[str] | None
+) -> dict[str, dict[str, bytes | None]]:
+    """The indexes of ``columns`` (None: all) of a container read through ``fetch(offset, length)``.
+
+    The head is fetched first (one read of ``HEAD_READ`` bytes usually covers it and the small
+    indexes), then only the wanted indexes' bytes, so a query on one column of a file with many
+    large indexes reads little more than that column's index.
+    """
     try:
-        magic, version, head_length, columns = struct.unpack_from(">qiii", view, 0)
+        prefix = fetch(0, HEAD_READ)
+        magic, version, head_length, count = struct.unpack_from(">qiii", prefix, 0)
         if magic != MAGIC:
             raise CorruptFileError("not a Paimon file index (bad magic)")
         if version != VERSION:
             raise CorruptFileError(f"file index version {version} is not supported (only {VERSION})")
+        if head_length > len(prefix):
+            prefix += fetch(len(prefix), head_length - len(prefix))
+        view = memoryview(prefix)
         pos = 20
         out: dict[str, dict[str, bytes | None]] = {}
-        for _ in range(columns):
+        for _ in range(count):
             column, pos = _read_utf(view, pos)
-            (count,) = struct.unpack_from(">i", view, pos)
+            (entries,) = struct.unpack_from(">i", view, pos)
             pos += 4
-            types = out.setdefault(column, {})
-            for _ in range(count):
+            for _ in range(entries):
                 index_type, pos = _read_utf(view, pos)
                 start, length = struct.unpack_from(">ii", view, pos)
                 pos += 8
+                if columns is not None and column not in columns:
+                    continue
+                types = out.setdefault(column, {})
                 if start == EMPTY:
                     types[index_type] = None
-                elif start < head_length or length < 0 or start + length > len(data):
+                    continue
+                if start < head_length or length < 0:
+                    raise CorruptFileError(f"file index entry {column}/{index_type} points into the head")
+                end = start + length
+                body = prefix[start:end] if end <= len(prefix) else fetch(start, length)
+                if len(body) < length:
                     raise CorruptFileError(f"file index entry {column}/{index_type} points outside the file")
-                else:
-                    types[index_type] = bytes(view[start : start + length])
+                types[index_type] = bytes(body)
         # the redundant bytes of later versions sit before head_length and are skipped
         return out
     except (struct.error, IndexError, UnicodeDecodeError) as e:

@@ -127,7 +127,7 @@ def rewrite_file_index(
             extras = tuple(n for n in entry.file.extra_files if not n.endswith(INDEX_SUFFIX))
             if name is not None:
                 written.append(_path(table, entry, name))
-                table.io.write_bytes(written[-1], index)
+                table.io.publish(written[-1], index)
                 meta = replace(entry.file, extra_files=(*extras, name), embedded_index=None)
             else:
                 meta = replace(entry.file, extra_files=extras, embedded_index=index)

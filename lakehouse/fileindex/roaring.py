@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
 from pyroaring import BitMap
 
 from lakehouse.errors import CorruptFileError
@@ -16,6 +17,61 @@ from lakehouse.errors import CorruptFileError
 _COOKIE_NO_RUN = 12346  # SERIAL_COOKIE_NO_RUNCONTAINER
 _COOKIE = 12347  # SERIAL_COOKIE
 _NO_OFFSET_THRESHOLD = 4
+_ARRAY_MAX = 4096  # the largest container kept as a sorted array of 16-bit values
+_BULK = 256  # below this many positions inserting them one by one is cheaper
+
+
+def of(positions: np.ndarray) -> BitMap:
+    """The bitmap of sorted, distinct row positions held in a numpy array."""
+    if len(positions) < _BULK:
+        return BitMap(np.asarray(positions).tolist())
+    positions = np.asarray(positions, dtype=np.int64)
+    high = positions >> 16
+    starts = np.concatenate([[0], np.flatnonzero(high[1:] != high[:-1]) + 1])
+    ends = np.append(starts[1:], len(positions))
+    chunks = []
+    for key, start, end in zip(high[starts].tolist(), starts.tolist(), ends.tolist(), strict=True):
+        low = positions[start:end] & 0xFFFF
+        if end - start <= _ARRAY_MAX:
+            chunks.append((key, end - start, low.astype("<u2").tobytes()))
+        else:
+            mask = np.zeros(1 << 16, dtype=bool)
+            mask[low] = True
+            chunks.append((key, end - start, np.packbits(mask, bitorder="little").tobytes()))
+    return _assemble(chunks)
+
+
+def from_mask(mask: np.ndarray) -> BitMap:
+    """The bitmap of the rows where a boolean mask is true."""
+    chunks = []
+    for key, start in enumerate(range(0, len(mask), 1 << 16)):
+        part = mask[start : start + (1 << 16)]
+        card = int(np.count_nonzero(part))
+        if card == 0:
+            continue
+        if card <= _ARRAY_MAX:
+            chunks.append((key, card, np.flatnonzero(part).astype("<u2").tobytes()))
+        else:
+            bitset = np.packbits(part, bitorder="little").tobytes()
+            chunks.append((key, card, bitset + bytes(8192 - len(bitset))))
+    return _assemble(chunks)
+
+
+def _assemble(chunks: list[tuple[int, int, bytes]]) -> BitMap:
+    """A bitmap from ``(high 16 bits, cardinality, container bytes)`` in key order.
+
+    The containers are laid out in the portable format without run containers (an array of
+    16-bit values up to 4096 rows, a 65536-bit set above) and deserialized: a few vectorized
+    passes instead of inserting every position.
+    """
+    first = 8 + 8 * len(chunks)  # cookie and count, then 4 descriptive and 4 offset bytes each
+    head = bytearray(struct.pack("<II", _COOKIE_NO_RUN, len(chunks)))
+    for key, card, _ in chunks:
+        head += struct.pack("<HH", key, card - 1)
+    for _, _, data in chunks:
+        head += struct.pack("<I", first)
+        first += len(data)
+    return BitMap.deserialize(bytes(head) + b"".join(data for _, _, data in chunks))
 
 
 def serialize(bitmap: BitMap) -> bytes:

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-from pyroaring import BitMap
 
 from lakehouse.errors import CorruptFileError
-from lakehouse.fileindex import bitmap, bloom, bsi
+from lakehouse.fileindex import bitmap, bloom, bsi, roaring
 from lakehouse.fileindex.hashing import fast_hash
 from lakehouse.types import DataType
 
@@ -60,21 +58,15 @@ def _check_bitmap(data: bytes, column: pa.Array, dtype: DataType) -> list[str]:
     problems = []
     if reader.row_count != len(column):
         problems.append(f"bitmap covers {reader.row_count} rows, the file has {len(column)}")
-    nulls = BitMap(np.flatnonzero(np.asarray(column.is_null())).tolist())
-    if reader.parsed.null != nulls:
+    keys, nulls, positions = bitmap.group_rows(column, dtype)
+    if reader.parsed.null != roaring.of(nulls):
         problems.append("bitmap null rows differ from the data")
-    encoded = pc.dictionary_encode(column)
-    keys = bitmap.index_keys(encoded.dictionary, dtype)
     if set(keys) != set(reader.parsed.offsets):
         problems.append(
             f"bitmap dictionary has {len(reader.parsed.offsets)} values, the data {len(keys)} distinct ones"
         )
-    codes = np.asarray(encoded.indices.fill_null(-1), dtype=np.int64)
-    order = np.argsort(codes, kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(len(keys) + 1))
-    for i, key in enumerate(keys):
-        expected = BitMap(order[bounds[i] : bounds[i + 1]].tolist())
-        if reader.bitmap_of(key) != expected:
+    for key, rows in zip(keys, positions, strict=True):
+        if reader.bitmap_of(key) != roaring.of(rows):
             problems.append(f"bitmap rows of value {key!r} differ from the data")
             break
     return problems
@@ -87,7 +79,7 @@ def _check_bsi(data: bytes, column: pa.Array, dtype: DataType) -> list[str]:
         problems.append(f"bsi covers {reader.rows} rows, the file has {len(column)}")
     valid = np.flatnonzero(np.asarray(column.is_valid()))
     longs = bsi.to_longs(column.drop_null(), dtype)
-    if reader.not_null != BitMap(valid.tolist()) or (reader.positive.ebm & reader.negative.ebm):
+    if reader.not_null != roaring.of(valid) or (reader.positive.ebm & reader.negative.ebm):
         return [*problems, "bsi existence bitmaps differ from the non-null rows"]
     decoded = reader.decode(len(column))[valid]
     if not np.array_equal(decoded, longs):
@@ -98,7 +90,7 @@ def _check_bsi(data: bytes, column: pa.Array, dtype: DataType) -> list[str]:
         ]
     if len(longs):
         for pivot in np.quantile(longs, np.linspace(0, 1, _RANGE_SAMPLES)).astype(np.int64).tolist():
-            expected = BitMap(valid[longs < pivot].tolist())
+            expected = roaring.of(valid[longs < pivot])
             if reader.compare_longs("lt", pivot) != expected:
                 problems.append(f"bsi range query < {pivot} differs from the data")
                 break

@@ -10,6 +10,7 @@ Java writes INT96 but reads both).
 from __future__ import annotations
 
 import contextlib
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakehouse.io.fs import FileIO
+from lakehouse.io.pool import submit
 from lakehouse.types import (
     ArrayType,
     DataField,
@@ -114,7 +116,12 @@ def dictionary_columns(schema: pa.Schema) -> list[str]:
 
 
 class ParquetFileWriter:
-    """One Parquet file being written; visible under its name only after :meth:`close`."""
+    """One Parquet file being written; visible under its name only after :meth:`close`.
+
+    Each :meth:`write` encodes in the background (Arrow releases the GIL while encoding), so
+    the caller can prepare the file's stats and indexes meanwhile; at most one write is in
+    flight and anything that needs its outcome waits for it.
+    """
 
     def __init__(self, io: FileIO, path: str, schema: pa.Schema, options: ParquetOptions) -> None:
         self.path = path
@@ -126,18 +133,27 @@ class ParquetFileWriter:
         except BaseException:
             self._ctx.__exit__(None, None, None)
             raise
+        self._inflight: Future | None = None
         self.rows = 0
 
     def write(self, table: pa.Table) -> None:
-        self._writer.write_table(table)
+        self._wait()
+        self._inflight = submit(self._writer.write_table, table)
         self.rows += table.num_rows
+
+    def _wait(self) -> None:
+        if self._inflight is not None:
+            inflight, self._inflight = self._inflight, None
+            inflight.result()
 
     @property
     def bytes_written(self) -> int:
+        self._wait()
         return self._sink.tell()
 
     def close(self) -> int:
         """Finish the file and return its size."""
+        self._wait()
         self._writer.close()
         size = self._sink.tell()
         self._ctx.__exit__(None, None, None)
@@ -145,6 +161,8 @@ class ParquetFileWriter:
 
     def abort(self) -> None:
         """Give up the file: nothing is left under its name."""
+        with contextlib.suppress(Exception):
+            self._wait()
         with contextlib.suppress(Exception):
             self._writer.close()
         self._ctx.__exit__(RuntimeError, RuntimeError("aborted"), None)

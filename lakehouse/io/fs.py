@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -69,6 +69,22 @@ class FileIO:
 
     def open_input(self, path: str) -> pa.NativeFile:
         return self.fs.open_input_file(path)
+
+    @contextlib.contextmanager
+    def open_ranges(self, path: str) -> Iterator[Callable[[int, int], bytes]]:
+        """A ``read(offset, length)`` of one file, for formats read head first, then in pieces.
+
+        Reads return fewer bytes at the end of the file; ``FileNotFoundError`` when it is absent.
+        """
+        if self.is_local:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                yield lambda offset, length: os.pread(fd, length, offset)
+            finally:
+                os.close(fd)
+        else:
+            with self.fs.open_input_file(path) as f:
+                yield lambda offset, length: f.read_at(length, offset)
 
     def status(self, path: str) -> FileStatus | None:
         info = self.fs.get_file_info(path)
@@ -124,8 +140,14 @@ class FileIO:
             self.mkdirs(_parent(path))
             return self.fs.open_output_stream(path, buffer_size=_BUFFER)
 
+    def publish(self, path: str, data: bytes) -> None:
+        """Write a new immutable file of the data side (an index next to a data file) the way
+        data files are written: visible under its name only once complete."""
+        with self.open_output(path) as out:
+            out.write(data)
+
     def write_bytes(self, path: str, data: bytes) -> None:
-        """Write (or atomically replace) a whole file."""
+        """Write (or atomically replace) a whole metadata file, synced to disk."""
         if self.is_local:
             self.mkdirs(_parent(path))
             tmp = _temp_name(path)

@@ -16,6 +16,7 @@ DATE (days), TIME (millis of day) and TIMESTAMP types (in the Arrow unit of thei
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
@@ -352,16 +353,16 @@ def deserialize(data: bytes) -> tuple[int, bytes]:
 EMPTY_ROW = bytes(null_bits_width(0))  # BinaryRow.EMPTY_ROW: arity 0
 
 
-def decode_row(row: bytes, types: list[DataType]) -> list[Any]:
-    """Decode a BinaryRow into physical values (None for nulls)."""
+def decode_row(row: bytes, types: list[DataType], positions: Iterable[int] | None = None) -> list[Any]:
+    """Decode a BinaryRow (the fields at ``positions``, default all) into physical values (None for nulls)."""
     nb = null_bits_width(len(types))
     out: list[Any] = []
-    for i, dtype in enumerate(types):
+    for i in range(len(types)) if positions is None else positions:
         bit = i + HEADER_BITS
         if row[bit // 8] & (1 << (bit % 8)):
             out.append(None)
             continue
-        out.append(_decode_field(row, nb + 8 * i, dtype))
+        out.append(_decode_field(row, nb + 8 * i, types[i]))
     return out
 
 

@@ -129,16 +129,20 @@ def to_dense_stats(
     return encoded, None if len(keep) == len(fields) else tuple(fields[i].name for i in keep)
 
 
-def decode(stats: SimpleStats, types: list[DataType], row_count: int) -> list[ColumnStats]:
-    """Per-column stats for pruning from stored SimpleStats."""
+def decode(
+    stats: SimpleStats, types: list[DataType], row_count: int, positions: list[int] | None = None
+) -> list[ColumnStats]:
+    """Stats for pruning of the stored columns at ``positions`` (default all) of a SimpleStats."""
     if not types:
         return []
-    _, mins = binary_row.deserialize(stats.min_values)
-    _, maxs = binary_row.deserialize(stats.max_values)
-    lo = binary_row.decode_row(mins, types)
-    hi = binary_row.decode_row(maxs, types)
-    counts = list(stats.null_counts) + [None] * (len(types) - len(stats.null_counts))
-    return [ColumnStats(a, b, n, row_count) for a, b, n in zip(lo, hi, counts, strict=False)]
+    positions = list(range(len(types))) if positions is None else positions
+    lo = binary_row.decode_row(binary_row.deserialize(stats.min_values)[1], types, positions)
+    hi = binary_row.decode_row(binary_row.deserialize(stats.max_values)[1], types, positions)
+    counts = stats.null_counts
+    return [
+        ColumnStats(a, b, counts[p] if p < len(counts) else None, row_count)
+        for p, a, b in zip(positions, lo, hi, strict=True)
+    ]
 
 
 def merge(a: ColumnStats | None, b: ColumnStats) -> ColumnStats:

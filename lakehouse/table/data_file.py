@@ -71,7 +71,10 @@ def creation_time_millis() -> int:
 
 
 class BucketWriter:
-    """Rolling Parquet files of one (partition, bucket)."""
+    """Rolling Parquet files of one (partition, bucket).
+
+    A file rolls once it has reached the target size, checked before more rows go into it.
+    """
 
     def __init__(self, layout: FileLayout, partition: bytes, bucket: int, directory: str) -> None:
         self.layout = layout
@@ -91,26 +94,27 @@ class BucketWriter:
         step = max(1024, target // max(1, rows.nbytes // rows.num_rows))
         for start in range(0, rows.num_rows, step):
             piece = rows.slice(start, step)
+            if self._file is not None and self._file.bytes_written >= target:
+                self._roll()
             if self._file is None:
                 path = f"{self.directory}/{self.names.next()}"
                 self._file = parquet.ParquetFileWriter(
                     self.layout.io, path, piece.schema, self.layout.parquet
                 )
                 self._acc = _Accumulator(self.layout)
-            self._file.write(piece)
+            self._file.write(piece)  # encodes in the background while we accumulate
             self._acc.add(
                 piece, sequence.slice(start, step), None if kinds is None else kinds.slice(start, step)
             )
-            if self._file.bytes_written >= target:
-                self._roll()
 
     def _roll(self) -> None:
-        size = self._file.close()
-        written = self._acc.finish(self._file.path.rsplit("/", 1)[-1], size)
+        # stats and indexes are worked out while the last piece may still be encoding
+        written = self._acc.finish(self._file.path.rsplit("/", 1)[-1])
         index = self._acc.file_index()
+        written.size = self._file.close()
         if index is not None and len(index) > self.layout.index_threshold:
             name = written.name + INDEX_SUFFIX  # too big for the manifest: a file next to the data
-            self.layout.io.write_bytes(f"{self.directory}/{name}", index)
+            self.layout.io.publish(f"{self.directory}/{name}", index)
             written.extra_files = (name,)
         else:
             written.embedded_index = index
@@ -195,11 +199,12 @@ class _Accumulator:
         self._index_columns = []
         return self.layout.indexes.build(columns)
 
-    def finish(self, name: str, size: int) -> WrittenFile:
+    def finish(self, name: str) -> WrittenFile:
+        """The file's metadata; its size is filled in once the Parquet file is closed."""
         self._fold()
         return WrittenFile(
             name,
-            size,
+            0,
             self.rows,
             self.values,
             self.keys,

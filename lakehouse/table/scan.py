@@ -10,7 +10,6 @@ splits: primary-key buckets are merged as a whole, append files are packed up to
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +22,7 @@ from lakehouse.fileindex import roaring
 from lakehouse.fileindex.build import INDEX_SUFFIX
 from lakehouse.fileindex.evaluate import FileIndexes
 from lakehouse.fileindex.result import REMAIN, IndexResult, RowSet
+from lakehouse.io.pool import map_reads
 from lakehouse.manifest import binary_row, stats
 from lakehouse.manifest.entries import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta
 from lakehouse.manifest.files import ManifestStore
@@ -143,10 +143,16 @@ class _Pruner:
         read_indexes = schema.core_options.get_bool(fileindex_options.READ_ENABLED)
         self.index_pred = self.stats_pred if read_indexes else None
         self._partitions: dict[bytes, bool] = {}
+        self._physical: dict[tuple[str, Any], Any] = {}
+        self._stats_layouts: dict[tuple, _StatsLayout] = {}
+        self._index_columns: dict[int, dict[str, tuple[str, DataType]]] = {}
 
     def physical(self, column: str, literal: Any) -> Any:
-        scalar = literal if isinstance(literal, pa.Scalar) else pa.scalar(literal)
-        return binary_row.physical_array(pa.array([scalar]), self.types[column])[0].as_py()
+        key = (column, literal)
+        if key not in self._physical:
+            scalar = literal if isinstance(literal, pa.Scalar) else pa.scalar(literal)
+            self._physical[key] = binary_row.physical_array(pa.array([scalar]), self.types[column])[0].as_py()
+        return self._physical[key]
 
     def manifest_matches(self, m: ManifestFileMeta) -> bool:
         """Whether a manifest's partition range (``_PARTITION_STATS``) can hold a matching file."""
@@ -176,76 +182,107 @@ class _Pruner:
     def stats_match(self, entry: ManifestEntry) -> bool:
         if self.stats_pred is None:
             return True
-        column_stats = self._file_stats(entry.file)
-        return may_match(self.stats_pred, column_stats.get, self.physical)
+        return may_match(self.stats_pred, self._file_stats(entry.file).get, self.physical)
 
     def index_results(self, entries: list[ManifestEntry]) -> list[IndexResult]:
-        """What each file's indexes say about the filter (index files read in parallel)."""
+        """What each file's indexes say about the filter (index files fetched in parallel)."""
         if self.index_pred is None:
             return [REMAIN] * len(entries)
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            return list(pool.map(self._index_result, entries))
+        containers = map_reads(self._indexes_of, entries, parallel=not self.table.io.is_local)
+        return [
+            REMAIN if c is None else FileIndexes(c, self._columns(e.file.schema_id)).evaluate(self.index_pred)
+            for e, c in zip(entries, containers, strict=True)
+        ]
 
-    def _index_result(self, entry: ManifestEntry) -> IndexResult:
+    def _indexes_of(self, entry: ManifestEntry) -> dict[str, dict[str, bytes | None]] | None:
+        """The indexes of ``entry``'s file on the filter's columns (None: the file has no index)."""
         f = entry.file
-        data = f.embedded_index
         name = next((n for n in f.extra_files if n.endswith(INDEX_SUFFIX)), None)
-        if data is None and name is None:
-            return REMAIN
+        if f.embedded_index is None and name is None:
+            return None
+        mapped = self._columns(f.schema_id)
+        wanted = {mapped[c][0] for c in self.index_pred.columns() if c in mapped}
         table = self.table
-        path = None
-        if data is None:
-            bucket_path = table.bucket_path(entry.partition, entry.bucket)
-            path = table.paths.data_file(bucket_path, name, _sibling(f.external_path, name))
-            try:
-                data = table.io.read_bytes(path)
-            except FileNotFoundError:
-                raise CorruptFileError(
-                    f"table {table.name}: index file {path} of data file {f.file_name} is missing; "
-                    f"run rewrite_file_index() to rebuild it"
-                ) from None
+        where = f"the manifest entry of {f.file_name}"
         try:
-            container = fileindex_format.read(data)
+            if f.embedded_index is not None:
+                data = f.embedded_index
+                return fileindex_format.read_columns(lambda at, n: data[at : at + n], wanted)
+            bucket_path = table.bucket_path(entry.partition, entry.bucket)
+            where = table.paths.data_file(bucket_path, name, _sibling(f.external_path, name))
+            with table.io.open_ranges(where) as read:
+                return fileindex_format.read_columns(read, wanted)
+        except FileNotFoundError:
+            raise CorruptFileError(
+                f"table {table.name}: index file {where} of data file {f.file_name} is missing; "
+                f"run rewrite_file_index() to rebuild it"
+            ) from None
         except CorruptFileError as e:
-            where = path or f"the manifest entry of {f.file_name}"
             raise CorruptFileError(
                 f"table {table.name}: file index in {where} is unusable ({e}); run rewrite_file_index() "
                 f"to rebuild it, or set {fileindex_options.READ_ENABLED}=false"
             ) from None
-        return FileIndexes(container, self._index_columns(f.schema_id)).evaluate(self.index_pred)
 
-    def _index_columns(self, schema_id: int) -> dict[str, tuple[str, DataType]]:
+    def _columns(self, schema_id: int) -> dict[str, tuple[str, DataType]]:
         """Current column -> (its name and type in files of ``schema_id``), for unchanged types."""
-        file_fields = {f.id: f for f in self.table.schema_by_id(schema_id).fields}
-        out = {}
-        for current in self.table.schema.fields:
-            old = file_fields.get(current.id)
-            if old is not None and old.type.copy(True) == current.type.copy(True):
-                out[current.name] = (old.name, old.type)
-        return out
+        if schema_id not in self._index_columns:
+            file_fields = {f.id: f for f in self.table.schema_by_id(schema_id).fields}
+            out = {}
+            for current in self.table.schema.fields:
+                old = file_fields.get(current.id)
+                if old is not None and old.type.copy(True) == current.type.copy(True):
+                    out[current.name] = (old.name, old.type)
+            self._index_columns[schema_id] = out
+        return self._index_columns[schema_id]
 
     def _file_stats(self, f: DataFileMeta) -> dict[str, ColumnStats]:
-        """Current-schema column name -> stats of that column in file ``f`` (matched by field id)."""
-        schema = self.table.schema
-        file_schema = self.table.schema_by_id(f.schema_id)
+        """Current-schema column name -> stats of that column in file ``f`` (the filter's columns)."""
+        cols = None if self.key_stats else f.value_stats_cols
+        key = (f.schema_id, cols)
+        layout = self._stats_layouts.get(key)
+        if layout is None:
+            layout = self._stats_layouts[key] = self._stats_layout(f.schema_id, cols)
+        simple = f.key_stats if self.key_stats else f.value_stats
+        out = {}
+        if layout.positions:
+            decoded = stats.decode(simple, layout.stored_types, f.row_count, layout.positions)
+            for (name, old, new), st in zip(layout.evolve, decoded, strict=True):
+                out[name] = _evolve_stats(st, old, new)
+        for name in layout.added:
+            out[name] = ColumnStats(None, None, f.row_count, f.row_count)  # added later: all null
+        return out
+
+    def _stats_layout(self, schema_id: int, cols: tuple[str, ...] | None) -> _StatsLayout:
+        """Where the filter's columns sit in the stats of files of ``schema_id`` (matched by field id)."""
+        file_schema = self.table.schema_by_id(schema_id)
         if self.key_stats:
             stored = file_schema.fields_named(file_schema.trimmed_primary_keys)
-            simple = f.key_stats
         else:
-            cols = f.value_stats_cols
             stored = list(file_schema.fields) if cols is None else file_schema.fields_named(list(cols))
-            simple = f.value_stats
-        decoded = stats.decode(simple, [s.type for s in stored], f.row_count) if stored else []
-        by_id = {s.id: (s.type, d) for s, d in zip(stored, decoded, strict=False)}
+        position = {s.id: i for i, s in enumerate(stored)}
         file_ids = {s.id for s in file_schema.fields}
-        out: dict[str, ColumnStats] = {}
-        for current in schema.fields:
-            if current.id in by_id:
-                old_type, st = by_id[current.id]
-                out[current.name] = _evolve_stats(st, old_type, current.type)
+        layout = _StatsLayout([s.type for s in stored], [], [], [])
+        wanted = self.stats_pred.columns()
+        for current in self.table.schema.fields:
+            if current.name not in wanted:
+                continue
+            if current.id in position:
+                i = position[current.id]
+                layout.positions.append(i)
+                layout.evolve.append((current.name, stored[i].type, current.type))
             elif current.id not in file_ids:
-                out[current.name] = ColumnStats(None, None, f.row_count, f.row_count)  # added later: all null
-        return out
+                layout.added.append(current.name)
+        return layout
+
+
+@dataclass
+class _StatsLayout:
+    """The stats columns a filter needs in files of one schema: positions, types, evolution."""
+
+    stored_types: list[DataType]
+    positions: list[int]
+    evolve: list[tuple[str, DataType, DataType]]  # (current name, type written, current type)
+    added: list[str]  # columns added after the files were written: all null there
 
 
 def _evolve_stats(s: ColumnStats, old: DataType, new: DataType) -> ColumnStats:

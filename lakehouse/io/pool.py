@@ -1,0 +1,51 @@
+"""One long-lived thread pool per process for blocking leaf work: file reads and encoding.
+
+Planning fetches many small files (file indexes) whose latency, not CPU, dominates on object
+stores, and writers encode Parquet (which releases the GIL) while they build stats and indexes;
+starting threads for each would cost more than the work on a local disk. Tasks must never wait
+on other tasks of the pool. Keyed by process id so a forked child (a Spark Python worker) never
+inherits a pool whose threads did not survive the fork.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+IO_THREADS = 16
+_pools: dict[int, ThreadPoolExecutor] = {}
+_lock = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    pid = os.getpid()
+    pool = _pools.get(pid)
+    if pool is None:
+        with _lock:
+            pool = _pools.get(pid) or ThreadPoolExecutor(IO_THREADS, thread_name_prefix="lakehouse-io")
+            _pools.clear()  # a parent's pool is unusable in this process
+            _pools[pid] = pool
+    return pool
+
+
+def map_reads(fn: Callable[[T], R], items: Iterable[T], parallel: bool = True) -> list[R]:
+    """``[fn(x) for x in items]``, the calls run on the shared I/O pool when ``parallel``; order kept.
+
+    Callers pass ``parallel=False`` for a local disk, where reads are cache hits that threads
+    only slow down (they contend for the GIL); remote stores pay latency, which threads hide.
+    """
+    items = list(items)
+    if not parallel or len(items) <= 1:
+        return [fn(x) for x in items]
+    return list(_pool().map(fn, items))
+
+
+def submit(fn: Callable[..., R], *args: object) -> Future:
+    """Run ``fn(*args)`` on the shared pool."""
+    return _pool().submit(fn, *args)
