@@ -163,39 +163,25 @@ class JavaHashMap:
             b.nodes.insert(0, root)
 
 
-def _rotate_left(root: _Node, p: _Node) -> _Node:
-    r = p.right
-    if r is None:
+def _rotate(root: _Node, p: _Node, side: str) -> _Node:
+    """``rotateLeft`` (side "left": p's right child takes its place) or ``rotateRight``."""
+    other = "right" if side == "left" else "left"
+    child = getattr(p, other)
+    if child is None:
         return root
-    p.right = r.left
-    if r.left is not None:
-        r.left.parent = p
-    r.parent = p.parent
-    if r.parent is None:
-        root, r.red = r, False
-    elif p.parent.left is p:
-        p.parent.left = r
+    inner = getattr(child, side)
+    setattr(p, other, inner)
+    if inner is not None:
+        inner.parent = p
+    child.parent = p.parent
+    if child.parent is None:
+        root, child.red = child, False
+    elif getattr(p.parent, side) is p:
+        setattr(p.parent, side, child)
     else:
-        p.parent.right = r
-    r.left, p.parent = p, r
-    return root
-
-
-def _rotate_right(root: _Node, p: _Node) -> _Node:
-    lt = p.left
-    if lt is None:
-        return root
-    p.left = lt.right
-    if lt.right is not None:
-        lt.right.parent = p
-    lt.parent = p.parent
-    if lt.parent is None:
-        root, lt.red = lt, False
-    elif p.parent.right is p:
-        p.parent.right = lt
-    else:
-        p.parent.left = lt
-    lt.right, p.parent = p, lt
+        setattr(p.parent, other, child)
+    setattr(child, side, p)
+    p.parent = child
     return root
 
 
@@ -210,40 +196,24 @@ def _balance_insertion(root: _Node, x: _Node) -> _Node:
         xpp = xp.parent
         if not xp.red or xpp is None:
             return root
-        if xp is xpp.left:
-            y = xpp.right
-            if y is not None and y.red:
-                y.red = xp.red = False
+        side = "left" if xp is xpp.left else "right"  # the side of xpp that x's parent is on
+        other = "right" if side == "left" else "left"
+        y = getattr(xpp, other)
+        if y is not None and y.red:
+            y.red = xp.red = False
+            xpp.red = True
+            x = xpp
+            continue
+        if x is getattr(xp, other):
+            x = xp
+            root = _rotate(root, x, side)
+            xp = x.parent
+            xpp = xp.parent if xp is not None else None
+        if xp is not None:
+            xp.red = False
+            if xpp is not None:
                 xpp.red = True
-                x = xpp
-                continue
-            if x is xp.right:
-                x = xp
-                root = _rotate_left(root, x)
-                xp = x.parent
-                xpp = xp.parent if xp is not None else None
-            if xp is not None:
-                xp.red = False
-                if xpp is not None:
-                    xpp.red = True
-                    root = _rotate_right(root, xpp)
-        else:
-            y = xpp.left
-            if y is not None and y.red:
-                y.red = xp.red = False
-                xpp.red = True
-                x = xpp
-                continue
-            if x is xp.left:
-                x = xp
-                root = _rotate_right(root, x)
-                xp = x.parent
-                xpp = xp.parent if xp is not None else None
-            if xp is not None:
-                xp.red = False
-                if xpp is not None:
-                    xpp.red = True
-                    root = _rotate_left(root, xpp)
+                root = _rotate(root, xpp, other)
 
 
 # ---- Java hashCode of the key types the index writers use ------------------------------------
