@@ -230,6 +230,26 @@ def test_a_corrupt_index_is_a_typed_error_when_filtering_and_rewrite_repairs_it(
         ({"file-index.bsi.columns": "nope"}, InvalidOptionError, "unknown column 'nope'"),
         ({"file-index.zonemap.columns": "id"}, UnsupportedFeatureError, "'zonemap' is not supported"),
         ({"file-index.bloom-filter.id.fpp": "0.1"}, InvalidOptionError, "does not declare"),
+        (
+            {"file-index.bloom-filter.columns": "id", "file-index.bloom-filter.id.fpp": "1.5"},
+            InvalidOptionError,
+            r"bloom-filter\.id\.fpp='1.5' must be a probability",
+        ),
+        (
+            {"file-index.bloom-filter.columns": "id", "file-index.bloom-filter.id.items": "lots"},
+            InvalidOptionError,
+            "items='lots' must be a positive whole number",
+        ),
+        (
+            {"file-index.bitmap.columns": "status", "file-index.bitmap.status.version": "3"},
+            InvalidOptionError,
+            "version='3' must be 1 or 2",
+        ),
+        (
+            {"file-index.bitmap.columns": "status", "file-index.bitmap.status.index-block-size": "big"},
+            InvalidOptionError,
+            "index-block-size",
+        ),
     ],
 )
 def test_indexes_the_type_cannot_carry_are_refused_at_creation(catalog, options, error, match):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import Any
@@ -26,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
-from lakehouse.errors import CorruptFileError
+from lakehouse.errors import CorruptFileError, InvalidOptionError
 from lakehouse.fileindex import roaring
 from lakehouse.fileindex.java_hashmap import (
     JavaHashMap,
@@ -133,10 +134,20 @@ def group_rows(column: pa.Array, dtype: DataType) -> tuple[list[Any], np.ndarray
     return keys, order[bounds[0] : bounds[1]], groups
 
 
-def build(column: pa.Array, dtype: DataType, options: dict[str, str] | None = None) -> bytes:
+def settings(options: Mapping[str, str]) -> tuple[int, int]:
+    """(format version, V2 dictionary block size in bytes) of an index's options."""
+    text = options.get("version", str(VERSION_2))
+    if text.strip() not in (str(VERSION_1), str(VERSION_2)):
+        raise InvalidOptionError(f"version={text!r} must be {VERSION_1} or {VERSION_2}")
+    block = parse_memory_size(options.get("index-block-size", DEFAULT_BLOCK_SIZE), "index-block-size")
+    if block <= 0:
+        raise InvalidOptionError("index-block-size must be positive, like '16 kb'")
+    return int(text), block
+
+
+def build(column: pa.Array, dtype: DataType, options: Mapping[str, str] | None = None) -> bytes:
     """Serialize the bitmap index of a whole column (V2 unless ``version`` says 1)."""
-    options = options or {}
-    version = int(options.get("version", VERSION_2))
+    version, block_size = settings(options or {})
     fmt = _FORMATS[dtype.root]
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
@@ -170,13 +181,10 @@ def build(column: pa.Array, dtype: DataType, options: dict[str, str] | None = No
         for key, offset in offsets.items():
             _write_value(out, key, fmt)
             out += struct.pack(">i", offset)
-    elif version == VERSION_2:
+    else:
         if len(null_rows):
             out += struct.pack(">ii", null_offset, len(null_bytes))
-        limit = parse_memory_size(options.get("index-block-size", DEFAULT_BLOCK_SIZE), "index-block-size")
-        out += _v2_dictionary(offsets, lengths, fmt, cmp_to_key(_compare(dtype.root)), limit)
-    else:
-        raise ValueError(f"bitmap index version {version} is not 1 or 2")
+        out += _v2_dictionary(offsets, lengths, fmt, cmp_to_key(_compare(dtype.root)), block_size)
     return bytes(out + body)
 
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 import functools
 import math
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
-from lakehouse.errors import CorruptFileError
+from lakehouse.errors import CorruptFileError, InvalidOptionError
 from lakehouse.fileindex.hashing import fast_hash
 from lakehouse.fileindex.result import REMAIN, SKIP, IndexResult
 from lakehouse.types import DataType
@@ -24,6 +25,24 @@ from lakehouse.types import DataType
 BLOOM_FILTER = "bloom-filter"
 DEFAULT_ITEMS = 1_000_000  # BloomFilterFileIndex.DEFAULT_ITEMS
 DEFAULT_FPP = 0.1
+
+
+def settings(options: Mapping[str, str]) -> tuple[int, float]:
+    """(expected items, false-positive probability) of an index's ``items`` and ``fpp`` options."""
+    items_text, fpp_text = options.get("items", str(DEFAULT_ITEMS)), options.get("fpp", str(DEFAULT_FPP))
+    try:
+        items = int(items_text)
+    except ValueError:
+        items = 0
+    try:
+        fpp = float(fpp_text)
+    except ValueError:
+        fpp = 0.0
+    if items <= 0:
+        raise InvalidOptionError(f"items={items_text!r} must be a positive whole number")
+    if not 0 < fpp < 1:
+        raise InvalidOptionError(f"fpp={fpp_text!r} must be a probability between 0 and 1, like 0.01")
+    return items, fpp
 
 
 def sizing(items: int, fpp: float) -> tuple[int, int]:

@@ -23,9 +23,7 @@ def build_index(index: ColumnIndex, column: pa.Array, dtype: DataType) -> bytes 
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     if index.index_type == bloom.BLOOM_FILTER:
-        items = int(index.options.get("items", bloom.DEFAULT_ITEMS))
-        fpp = float(index.options.get("fpp", bloom.DEFAULT_FPP))
-        return bloom.build(column, dtype, items, fpp)
+        return bloom.build(column, dtype, *bloom.settings(index.options))
     if index.index_type == bitmap.BITMAP:
         return bitmap.build(column, dtype, index.options)
     if index.index_type == bsi.BSI:

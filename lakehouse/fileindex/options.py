@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from lakehouse.errors import InvalidOptionError, UnsupportedFeatureError
-from lakehouse.fileindex import bitmap, bsi
+from lakehouse.fileindex import bitmap, bloom, bsi
 from lakehouse.fileindex.bloom import BLOOM_FILTER
 from lakehouse.options import parse_memory_size
 from lakehouse.types import AtomicType, DataField, DataType
@@ -27,6 +27,7 @@ def _bloom_supports(dtype: DataType) -> bool:
 
 
 SUPPORTS = {BLOOM_FILTER: _bloom_supports, bitmap.BITMAP: bitmap.supports, bsi.BSI: bsi.supports}
+SETTINGS = {BLOOM_FILTER: bloom.settings, bitmap.BITMAP: bitmap.settings}  # per-index options
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,13 @@ def validate(options: Mapping[str, str], fields: list[DataField] | tuple[DataFie
                 f"table {table}: a {index.index_type} index cannot be built on column {index.column!r} "
                 f"of type {dtype}; choose another index type or column"
             )
+        settings = SETTINGS.get(index.index_type)
+        try:
+            if settings is not None:
+                settings(index.options)
+        except InvalidOptionError as e:
+            where = f"{PREFIX}{index.index_type}.{index.column}"
+            raise InvalidOptionError(f"table {table}: option {where}.{e}") from None
     in_manifest_threshold(options)
 
 
