@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -187,13 +188,23 @@ def bind(pred: Predicate, types: dict[str, pa.DataType], table: str) -> Predicat
 
 
 def _literal(value: Any, atype: pa.DataType) -> pa.Scalar:
-    """``value`` as a scalar of the column's type (Python values convert directly, else cast)."""
-    if not isinstance(value, pa.Scalar):
-        try:
-            return pa.scalar(value, type=atype)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
-            value = pa.scalar(value)
-    return value if value.type == atype else value.cast(atype)
+    """``value`` as a scalar of the column's type (Python values convert directly, else cast).
+
+    A number must keep its value in an integer or decimal column: Arrow would turn 1.5 into
+    INT 1 (and 1.25 into DECIMAL(10, 1) 1.2), and ``x = 1.5`` would then match ``x = 1``.
+    """
+    if isinstance(value, pa.Scalar):
+        return value if value.type == atype else value.cast(atype)
+    try:
+        converted = pa.scalar(value, type=atype)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
+        converted = _literal(pa.scalar(value), atype)
+    exact = pa.types.is_integer(atype) or pa.types.is_decimal(atype)
+    if exact and isinstance(value, (float, Decimal)) and converted.is_valid:
+        kept = converted.as_py()
+        if (float(kept) if isinstance(value, float) else kept) != value:
+            raise pa.ArrowInvalid(f"{value!r} would become {kept!r}")
+    return converted
 
 
 def map_leaves(pred: Predicate, fn: Callable[[Leaf], Predicate]) -> Predicate:

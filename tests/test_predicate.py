@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pyarrow as pa
+import pytest
 
 from lakehouse import col
+from lakehouse.errors import SchemaMismatchError
 from lakehouse.predicate import And, ColumnStats, Leaf, Or, bind, may_match, only_columns, push_not_down
 
 
@@ -24,6 +28,21 @@ def test_literals_are_cast_to_the_column_type():
     bound = bind(col("d") == "2024-01-02", {"d": pa.date32()}, "db.t")
     assert bound.literals[0] == pa.scalar("2024-01-02").cast(pa.date32())
     assert bind(col("p") > 40, {"p": pa.decimal128(10, 2)}, "db.t").literals[0].type == pa.decimal128(10, 2)
+
+
+@pytest.mark.parametrize(
+    ("literal", "atype"),
+    [
+        (1.5, pa.int32()),
+        (Decimal("1.5"), pa.int64()),
+        (1.25, pa.decimal128(10, 1)),
+        (Decimal("2.245"), pa.decimal128(10, 2)),
+    ],
+)
+def test_a_literal_that_would_lose_its_value_is_refused(literal, atype):
+    with pytest.raises(SchemaMismatchError, match="does not fit column 'x'"):
+        bind(col("x") == literal, {"x": atype}, "db.t")
+    assert bind(col("x") == 2, {"x": atype}, "db.t").literals[0].as_py() == 2
 
 
 def test_stats_decide_whether_a_file_may_match():
