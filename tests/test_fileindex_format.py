@@ -33,7 +33,7 @@ def test_containers_match_java_and_answer_like_it(case):
         table = pa.table(
             {k: pa.array([r[i] for r in case["rows"]], to_arrow(types[k])) for i, k in enumerate(names)}
         )
-        assert FileIndexBuilder.from_options(case["table_options"], types).build(table) == data
+        assert FileIndexBuilder.from_options(case["table_options"], types, "t").build(table) == data
     else:  # written directly by FileIndexFormat.Writer with an explicit (linked) order
         indexes = {i["column"]: {} for i in case["indexes"]}
         for i in case["indexes"]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -261,3 +262,19 @@ def test_indexes_the_type_cannot_carry_are_refused_at_creation(catalog, options,
     t = catalog.create_table("db.ok", schema)
     with pytest.raises(error, match=match):
         t.set_options(options)
+
+
+def test_an_index_kind_set_by_another_engine_refuses_writes_and_rewrites(catalog, table):
+    """Java may declare a ``range-bitmap`` index this engine cannot build: writes and rewrites
+    refuse with a typed error and commit nothing, instead of writing files without it."""
+    schema_file = Path(table.paths.schema_dir) / "schema-0"
+    schema = json.loads(schema_file.read_text())
+    schema["options"]["file-index.range-bitmap.columns"] = "price"
+    schema_file.write_text(json.dumps(schema))
+    t = catalog.get_table("db.t")
+    before = t.latest_snapshot_id()
+    with pytest.raises(UnsupportedFeatureError, match="'range-bitmap' is not supported"):
+        t.write(batch(9000))
+    with pytest.raises(UnsupportedFeatureError, match="range-bitmap"):
+        t.rewrite_file_index()
+    assert t.latest_snapshot_id() == before and t.read().num_rows == 1600

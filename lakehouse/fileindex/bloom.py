@@ -20,11 +20,16 @@ import pyarrow as pa
 from lakehouse.errors import CorruptFileError, InvalidOptionError
 from lakehouse.fileindex.hashing import fast_hash
 from lakehouse.fileindex.result import REMAIN, SKIP, IndexResult
-from lakehouse.types import DataType
+from lakehouse.types import AtomicType, DataType
 
 BLOOM_FILTER = "bloom-filter"
 DEFAULT_ITEMS = 1_000_000  # BloomFilterFileIndex.DEFAULT_ITEMS
 DEFAULT_FPP = 0.1
+
+
+def supports(dtype: DataType) -> bool:
+    """Every atomic type FastHash covers: not BOOLEAN, not DECIMAL."""
+    return isinstance(dtype, AtomicType) and dtype.root not in ("BOOLEAN", "DECIMAL")
 
 
 def settings(options: Mapping[str, str]) -> tuple[int, float]:

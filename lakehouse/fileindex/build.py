@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from lakehouse.fileindex import bitmap, bloom, bsi, format
 from lakehouse.fileindex.java_hashmap import JavaHashMap, string_hash
-from lakehouse.fileindex.options import ColumnIndex, declared
+from lakehouse.fileindex.options import ColumnIndex, buildable
 from lakehouse.types import DataType
 
 INDEX_SUFFIX = ".index"  # DataFilePathFactory.INDEX_PATH_SUFFIX
@@ -28,7 +28,7 @@ def build_index(index: ColumnIndex, column: pa.Array, dtype: DataType) -> bytes 
         return bitmap.build(column, dtype, index.options)
     if index.index_type == bsi.BSI:
         return bsi.build(column, dtype)
-    raise ValueError(f"unknown file index type {index.index_type!r}")
+    raise ValueError(f"unknown file index type {index.index_type!r}")  # refused by buildable()
 
 
 def java_order(indexes: list[ColumnIndex]) -> list[ColumnIndex]:
@@ -56,9 +56,11 @@ class FileIndexBuilder:
         self.types = dict(types)
 
     @classmethod
-    def from_options(cls, options: Mapping[str, str], types: Mapping[str, DataType]) -> FileIndexBuilder:
-        """The indexes a table's ``file-index.*`` options declare."""
-        return cls(declared(options), types)
+    def from_options(
+        cls, options: Mapping[str, str], types: Mapping[str, DataType], table: str
+    ) -> FileIndexBuilder:
+        """The indexes a table's ``file-index.*`` options declare (typed error for unknown kinds)."""
+        return cls(buildable(options, table), types)
 
     @property
     def columns(self) -> list[str]:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from lakehouse.errors import CorruptFileError
 from lakehouse.fileindex import format as container
 from lakehouse.fileindex.build import INDEX_SUFFIX, FileIndexBuilder
-from lakehouse.fileindex.options import declared, in_manifest_threshold
+from lakehouse.fileindex.options import buildable, declared, in_manifest_threshold
 from lakehouse.fileindex.verify import check_index
 from lakehouse.manifest.entries import ManifestEntry
 from lakehouse.table.partitions import partition_filter
@@ -98,6 +98,7 @@ def rewrite_file_index(
     table: Table, partitions: list[Mapping[str, Any]] | Mapping[str, Any] | None = None
 ) -> IndexRewrite:
     """Build missing or outdated indexes of the latest snapshot's files per current options."""
+    buildable(table.schema.options, table.name)
     snapshot = table.snapshots.latest()
     if snapshot is None:
         return IndexRewrite(0, 0, 0, None)

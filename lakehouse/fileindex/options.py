@@ -14,7 +14,7 @@ from lakehouse.errors import InvalidOptionError, UnsupportedFeatureError
 from lakehouse.fileindex import bitmap, bloom, bsi
 from lakehouse.fileindex.bloom import BLOOM_FILTER
 from lakehouse.options import parse_memory_size
-from lakehouse.types import AtomicType, DataField, DataType
+from lakehouse.types import DataField
 
 PREFIX = "file-index."
 IN_MANIFEST_THRESHOLD = "file-index.in-manifest-threshold"
@@ -22,11 +22,7 @@ DEFAULT_IN_MANIFEST_THRESHOLD = "500 B"
 READ_ENABLED = "file-index.read.enabled"
 
 
-def _bloom_supports(dtype: DataType) -> bool:
-    return isinstance(dtype, AtomicType) and dtype.root not in ("BOOLEAN", "DECIMAL")
-
-
-SUPPORTS = {BLOOM_FILTER: _bloom_supports, bitmap.BITMAP: bitmap.supports, bsi.BSI: bsi.supports}
+SUPPORTS = {BLOOM_FILTER: bloom.supports, bitmap.BITMAP: bitmap.supports, bsi.BSI: bsi.supports}
 SETTINGS = {BLOOM_FILTER: bloom.settings, bitmap.BITMAP: bitmap.settings}  # per-index options
 
 
@@ -63,15 +59,22 @@ def declared(options: Mapping[str, str]) -> list[ColumnIndex]:
     return [ColumnIndex(c, t, o) for (c, t), o in indexes.items()]
 
 
-def validate(options: Mapping[str, str], fields: list[DataField] | tuple[DataField, ...], table: str) -> None:
-    """Refuse indexes on unknown columns, of unknown kinds, or on types they cannot index."""
-    types = {f.name: f.type for f in fields}
-    for index in declared(options):
+def buildable(options: Mapping[str, str], table: str) -> list[ColumnIndex]:
+    """The declared indexes, refusing kinds this engine cannot build (e.g. options set by another)."""
+    indexes = declared(options)
+    for index in indexes:
         if index.index_type not in SUPPORTS:
             raise UnsupportedFeatureError(
                 f"table {table}: file index type {index.index_type!r} is not supported; "
-                f"use one of {sorted(SUPPORTS)}"
+                f"use one of {sorted(SUPPORTS)} (remove {PREFIX}{index.index_type}.columns)"
             )
+    return indexes
+
+
+def validate(options: Mapping[str, str], fields: list[DataField] | tuple[DataField, ...], table: str) -> None:
+    """Refuse indexes on unknown columns, of unknown kinds, or on types they cannot index."""
+    types = {f.name: f.type for f in fields}
+    for index in buildable(options, table):
         if index.column not in types:
             raise InvalidOptionError(
                 f"table {table}: {index.index_type} index names unknown column {index.column!r}"

@@ -86,7 +86,9 @@ class TableWrite:
                 options.get("file.compression"), options.get_int("file.compression.zstd-level")
             ),
             prefix=options.get("data-file.prefix"),
-            indexes=FileIndexBuilder.from_options(schema.options, {f.name: f.type for f in value_fields})
+            indexes=FileIndexBuilder.from_options(
+                schema.options, {f.name: f.type for f in value_fields}, table.name
+            )
             or None,
             index_threshold=fileindex_options.in_manifest_threshold(schema.options),
         )
