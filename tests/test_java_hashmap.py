@@ -6,9 +6,12 @@ sharing one hash code (every mix of "Aa" and "BB") force a tree bin among 70 oth
 
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from lakehouse.fileindex.java_hashmap import JavaHashMap, long_hash_code, string_hash
+from lakehouse.fileindex.java_hashmap import JavaHashMap, computed_order, long_hash_codes, string_hash
 
 LINES = dict(
     line.split(" ", 1)
@@ -26,10 +29,32 @@ def test_string_keys_iterate_like_java(method, expected):
     for key in _split("INSERT"):
         getattr(table, method)(key, string_hash(key))
     assert list(table) == _split(expected)
+    if method == "compute_if_absent":
+        keys = _split("INSERT")
+        assert computed_order(keys, np.array([string_hash(k) for k in keys])) == _split(expected)
 
 
 def test_long_keys_with_colliding_hashes_iterate_like_java():
+    keys = [int(k) for k in _split("LINSERT")]
     table = JavaHashMap()
-    for key in map(int, _split("LINSERT")):
-        table.compute_if_absent(key, long_hash_code(key))
+    for key, code in zip(keys, long_hash_codes(np.array(keys)).tolist(), strict=True):
+        table.compute_if_absent(key, code)
     assert list(table) == [int(k) for k in _split("LCIA")]
+    assert computed_order(keys, long_hash_codes(np.array(keys))) == [int(k) for k in _split("LCIA")]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    count=st.integers(0, 3000),
+    spread=st.sampled_from([2**31, 5000, 300, 40]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_the_vectorized_order_equals_the_replayed_table(count, spread, seed):
+    """Wide hashes take the vectorized path, narrow ones crowd bins and replay: both as Java does."""
+    rng = np.random.default_rng(seed)
+    keys = list(dict.fromkeys(rng.integers(-(2**40), 2**40, count).tolist()))
+    codes = rng.integers(-spread, spread, len(keys))
+    table = JavaHashMap()
+    for key, code in zip(keys, codes.tolist(), strict=True):
+        table.compute_if_absent(key, code)
+    assert computed_order(keys, codes) == list(table)

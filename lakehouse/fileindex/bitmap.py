@@ -19,7 +19,6 @@ import math
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cmp_to_key
 from typing import Any
 
 import numpy as np
@@ -30,11 +29,11 @@ from pyroaring import BitMap
 from lakehouse.errors import CorruptFileError, InvalidOptionError
 from lakehouse.fileindex import roaring
 from lakehouse.fileindex.java_hashmap import (
-    JavaHashMap,
     binary_string_hashes,
-    double_hash_code,
-    float_hash_code,
-    long_hash_code,
+    computed_order,
+    double_hash_codes,
+    float_hash_codes,
+    long_hash_codes,
 )
 from lakehouse.fileindex.result import REMAIN, IndexResult, RowSet
 from lakehouse.manifest.binary_row import physical_array
@@ -64,7 +63,7 @@ def index_keys(column: pa.Array, dtype: DataType) -> list[Any]:
     """The index keys of a column's values (``BitmapFileIndex.getValueMapper``)."""
     root = dtype.root
     if root in STRING_ROOTS:
-        return [v.encode() for v in column.to_pylist()]
+        return column.cast(pa.binary()).to_pylist()
     if root in TIMESTAMP_ROOTS:
         return _timestamp_keys(physical_array(column, dtype).to_numpy(zero_copy_only=False), dtype).tolist()
     return physical_array(column, dtype).to_pylist()
@@ -77,31 +76,31 @@ def _timestamp_keys(raw: np.ndarray, dtype: DataType) -> np.ndarray:
     return raw if dtype.precision <= 6 else raw // 1000  # nanos -> micros, floored like toMicros
 
 
-def _hash_codes(keys: list[Any], dtype: DataType) -> list[int]:
+def _hash_codes(keys: list[Any], dtype: DataType) -> np.ndarray:
     """Java ``hashCode`` of each key as HashMap sees it."""
     root = dtype.root
     if root in STRING_ROOTS:
         return binary_string_hashes(keys)
     if root in ("BIGINT", *TIMESTAMP_ROOTS):
-        return [long_hash_code(k) for k in keys]
+        return long_hash_codes(np.array(keys, dtype=np.int64))
     if root == "FLOAT":
-        return [float_hash_code(k) for k in keys]
+        return float_hash_codes(np.array(keys, dtype=np.float32))
     if root == "DOUBLE":
-        return [double_hash_code(k) for k in keys]
+        return double_hash_codes(np.array(keys, dtype=np.float64))
     if root == "BOOLEAN":
-        return [1231 if k else 1237 for k in keys]
-    return keys  # Integer, Short, Byte: the value itself
+        return np.where(np.array(keys, dtype=bool), 1231, 1237)
+    return np.array(keys, dtype=np.int64)  # Integer, Short, Byte: the value itself
 
 
-def _compare(root: str):
-    """``BitmapFileIndexMetaV2.getComparator`` (and ``compareTo`` of the boxed keys)."""
-    if root in ("FLOAT", "DOUBLE"):  # Float.compare: -0.0 < 0.0 < ... < NaN
+def _float_order(v: float) -> tuple:
+    """``Float.compare`` order: -0.0 < 0.0 < ... < NaN."""
+    return (math.isnan(v), 0.0 if math.isnan(v) else v, math.copysign(1, v))
 
-        def key(v):
-            return (math.isnan(v), 0.0 if math.isnan(v) else v, math.copysign(1, v))
 
-        return lambda a, b: (key(a) > key(b)) - (key(a) < key(b))
-    return lambda a, b: (a > b) - (a < b)  # ints, booleans, strings as unsigned bytes
+def _sort_key(root: str):
+    """``BitmapFileIndexMetaV2.getComparator`` (and ``compareTo`` of the boxed keys) as a sort key;
+    ints, booleans and strings (unsigned bytes) sort as they are."""
+    return _float_order if root in ("FLOAT", "DOUBLE") else None
 
 
 def _write_value(out: bytearray, value: Any, fmt: str | None) -> None:
@@ -156,15 +155,13 @@ def build(column: pa.Array, dtype: DataType, options: Mapping[str, str] | None =
     null_rows = roaring.of(null_positions)
     bitmaps = dict(zip(keys, positions, strict=True))
 
-    table = JavaHashMap(_compare(dtype.root))
-    for key, h in zip(keys, _hash_codes(keys, dtype), strict=True):
-        table.compute_if_absent(key, h)
+    sort_key = _sort_key(dtype.root)
 
     null_bytes = roaring.serialize(null_rows)
     body = bytearray(null_bytes if len(null_rows) > 1 else b"")
     offsets: dict[Any, int] = {}
     lengths: dict[Any, int] = {}
-    for key in table:
+    for key in computed_order(keys, _hash_codes(keys, dtype), sort_key):
         positions = bitmaps[key]
         if len(positions) == 1:
             offsets[key] = -1 - int(positions[0])
@@ -184,7 +181,7 @@ def build(column: pa.Array, dtype: DataType, options: Mapping[str, str] | None =
     else:
         if len(null_rows):
             out += struct.pack(">ii", null_offset, len(null_bytes))
-        out += _v2_dictionary(offsets, lengths, fmt, cmp_to_key(_compare(dtype.root)), block_size)
+        out += _v2_dictionary(offsets, lengths, fmt, sort_key, block_size)
     return bytes(out + body)
 
 
@@ -317,13 +314,12 @@ class BitmapReader:
         return found
 
     def visit(self, op: str, literals: tuple) -> IndexResult:
-        everything = BitMap(range(self.parsed.rows))
         if op in ("eq", "in"):
             return RowSet(self._lookup(literals))
         if op in ("ne", "not_in"):
-            return RowSet(everything - self._lookup(literals))
+            return RowSet(BitMap(range(self.parsed.rows)) - self._lookup(literals))
         if op == "is_null":
             return RowSet(BitMap(self.parsed.null))
         if op == "is_not_null":
-            return RowSet(everything - self.parsed.null)
+            return RowSet(BitMap(range(self.parsed.rows)) - self.parsed.null)
         return REMAIN

@@ -10,8 +10,8 @@ moved to the front of the bin and whose new nodes are linked right after their t
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -44,12 +44,13 @@ class _Bin:
 
 
 class JavaHashMap:
-    """Keys in the order a Java HashMap iterates them; ``compare`` orders keys inside tree bins."""
+    """Keys in the order a Java HashMap iterates them; ``sort_key`` gives keys their ``compareTo``
+    order, which decides their place inside tree bins."""
 
-    def __init__(self, compare: Callable[[Hashable, Hashable], int] | None = None) -> None:
+    def __init__(self, sort_key: Callable[[Hashable], Any] | None = None) -> None:
         self._bins: list[_Bin] = []
         self._keys: set = set()
-        self._compare = compare or (lambda a, b: (a > b) - (a < b))
+        self._sort_key = sort_key or (lambda k: k)
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -115,7 +116,7 @@ class JavaHashMap:
     def _dir(self, x: _Node, p: _Node) -> int:
         if p.h != x.h:
             return -1 if p.h > x.h else 1
-        return -1 if self._compare(x.key, p.key) < 0 else 1
+        return -1 if self._sort_key(x.key) < self._sort_key(p.key) else 1
 
     def _treeify(self, b: _Bin) -> None:
         root = None
@@ -161,6 +162,34 @@ class JavaHashMap:
         if b.nodes[0] is not root:
             b.nodes.remove(root)
             b.nodes.insert(0, root)
+
+
+def computed_order(
+    keys: Sequence[Hashable], hash_codes: np.ndarray, sort_key: Callable[[Hashable], Any] | None = None
+) -> list[Hashable]:
+    """Distinct ``keys`` (in insertion order) as a HashMap filled by ``computeIfAbsent`` iterates them.
+
+    While no bin ever holds 8 nodes, the order follows from the final capacity alone: bins in
+    index order, newest key first inside a bin (``computeIfAbsent`` links new nodes at the head,
+    and resizes keep the relative order of the nodes they split). That case is sorted in one
+    vectorized pass; a crowded bin (an early resize below capacity 64, or a red-black tree) is
+    replayed node by node.
+    """
+    h = np.asarray(hash_codes, dtype=np.int64).astype(np.uint32)
+    h ^= h >> np.uint32(16)
+    n, capacity = len(keys), 16
+    while True:
+        present = min(n, int(0.75 * capacity) + 1)  # keys inserted before this capacity is outgrown
+        if present and np.bincount(h[:present] & np.uint32(capacity - 1)).max() >= _TREEIFY:
+            table = JavaHashMap(sort_key)
+            for key, code in zip(keys, np.asarray(hash_codes).tolist(), strict=True):
+                table.compute_if_absent(key, code)
+            return list(table)
+        if present == n:
+            break
+        capacity *= 2
+    order = np.lexsort((-np.arange(n), h & np.uint32(capacity - 1)))
+    return [keys[i] for i in order.tolist()]
 
 
 def _rotate(root: _Node, p: _Node, side: str) -> _Node:
@@ -228,25 +257,26 @@ def string_hash(s: str) -> int:
     return h
 
 
-def binary_string_hashes(values: list[bytes]) -> list[int]:
+def binary_string_hashes(values: list[bytes]) -> np.ndarray:
     """``BinaryString.hashCode`` of UTF-8 encoded strings (MurmurHash of the bytes)."""
     buf = np.frombuffer(b"".join(values), dtype=np.uint8)
     offsets = np.cumsum([0, *map(len, values)])
-    return murmur_hash(buf, offsets).tolist()
+    return np.asarray(murmur_hash(buf, offsets), dtype=np.int64)
 
 
-def long_hash_code(v: int) -> int:
-    """``Long.hashCode``: ``(int) (v ^ (v >>> 32))``."""
-    u = v & 0xFFFFFFFFFFFFFFFF
-    return (u ^ (u >> 32)) & 0xFFFFFFFF
+def long_hash_codes(values: np.ndarray) -> np.ndarray:
+    """``Long.hashCode``: ``(int) (v ^ (v >>> 32))`` of each value."""
+    u = np.asarray(values, dtype=np.int64).view(np.uint64)
+    return ((u ^ (u >> np.uint64(32))) & np.uint64(0xFFFFFFFF)).astype(np.int64)
 
 
-def float_hash_code(v: float) -> int:
-    """``Float.hashCode``: the canonical IEEE bits."""
-    return struct.unpack(">i", struct.pack(">f", v))[0] if v == v else 0x7FC00000
+def float_hash_codes(values: np.ndarray) -> np.ndarray:
+    """``Float.hashCode``: the IEEE bits, every NaN as the canonical one."""
+    v = np.asarray(values, dtype=np.float32)
+    return np.where(np.isnan(v), 0x7FC00000, v.view(np.int32)).astype(np.int64)
 
 
-def double_hash_code(v: float) -> int:
+def double_hash_codes(values: np.ndarray) -> np.ndarray:
     """``Double.hashCode``: the canonical IEEE bits folded to 32."""
-    bits = struct.unpack(">q", struct.pack(">d", v))[0] if v == v else 0x7FF8000000000000
-    return long_hash_code(bits)
+    v = np.asarray(values, dtype=np.float64)
+    return long_hash_codes(np.where(np.isnan(v), 0x7FF8000000000000, v.view(np.int64)))
