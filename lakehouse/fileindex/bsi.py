@@ -183,6 +183,7 @@ class BsiReader:
 
     @property
     def not_null(self) -> BitMap:
+        """Rows with a value (a fresh bitmap)."""
         return self.positive.ebm | self.negative.ebm
 
     def decode(self, rows: int) -> np.ndarray:
@@ -211,7 +212,7 @@ class BsiReader:
                 return neg.compare("gt" if op == "lt" else "ge", -v)
             return pos.compare(op, v) | neg.ebm
         if v == _LONG_MIN:
-            return BitMap(self.not_null)
+            return self.not_null
         if v < 0:
             return pos.ebm | neg.compare("lt" if op == "gt" else "le", -v)
         return pos.compare(op, v)
@@ -224,16 +225,11 @@ class BsiReader:
         if any(v is None or not v.is_valid for v in literals):
             return REMAIN  # comparisons with NULL: leave them to the exact filter
         values = [_literal_long(v, self.dtype) for v in literals]
-        if op in ("eq", "in"):
-            found = BitMap()
-            for v in values:
-                found |= self._eq(v)
-            return RowSet(found)
-        if op in ("ne", "not_in"):
-            found = BitMap()
-            for v in values:
-                found |= self._eq(v)
-            return RowSet(self.not_null - found)
         if op in ("lt", "le", "gt", "ge"):
             return RowSet(self.compare_longs(op, values[0]))
-        return REMAIN
+        if op not in ("eq", "in", "ne", "not_in"):
+            return REMAIN
+        found = BitMap()
+        for v in values:
+            found |= self._eq(v)
+        return RowSet(found if op in ("eq", "in") else self.not_null - found)

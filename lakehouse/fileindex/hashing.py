@@ -18,6 +18,7 @@ _P2 = np.uint64(0xC2B2AE3D27D4EB4F)
 _P3 = np.uint64(0x165667B19E3779F9)
 _P4 = np.uint64(0x85EBCA77C2B2AE63)
 _P5 = np.uint64(0x27D4EB2F165667C5)
+_BLOCK_BYTES = 1 << 22  # values hashed per gathered (rows, length) matrix, in bytes
 
 
 def _rotl(x: np.ndarray, r: int) -> np.ndarray:
@@ -82,10 +83,12 @@ def xxh64(values: pa.Array) -> np.ndarray:
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
     starts, lengths = offsets[:-1], np.diff(offsets)
     out = np.empty(n, dtype=np.uint64)
-    for length in np.unique(lengths):
+    for length in np.unique(lengths).tolist():
         rows = np.flatnonzero(lengths == length)
-        block = data[starts[rows][:, None] + np.arange(int(length))]
-        out[rows] = _xxh64_fixed(block)
+        step = max(1, _BLOCK_BYTES // max(1, length))  # bounds the gathered matrix for long values
+        for chunk in range(0, len(rows), step):
+            picked = rows[chunk : chunk + step]
+            out[picked] = _xxh64_fixed(data[starts[picked][:, None] + np.arange(length)])
     return out.view(np.int64)
 
 

@@ -111,7 +111,7 @@ def plan(table: Table, snapshot: Snapshot | None, filter: Predicate | None = Non
     for e, result in zip(candidates, pruner.index_results(candidates), strict=True):
         if not result.remain():
             continue
-        if isinstance(result, RowSet) and not schema.primary_keys:
+        if isinstance(result, RowSet) and not schema.primary_keys and len(result.rows) < e.file.row_count:
             selections[e.file.file_name] = roaring.serialize(result.rows)
         selected.append(e)
     counts["pruned_by_index"] = len(candidates) - len(selected)
