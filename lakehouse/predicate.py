@@ -176,7 +176,7 @@ def bind(pred: Predicate, types: dict[str, pa.DataType], table: str) -> Predicat
                 )
             return leaf
         try:
-            lits = tuple(_literal(v, atype) for v in leaf.literals)
+            lits = tuple(literal(v, atype) for v in leaf.literals)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
             raise SchemaMismatchError(
                 f"filter literal {leaf.literals!r} does not fit column {leaf.column!r} ({atype}) "
@@ -187,7 +187,7 @@ def bind(pred: Predicate, types: dict[str, pa.DataType], table: str) -> Predicat
     return map_leaves(push_not_down(pred), cast)
 
 
-def _literal(value: Any, atype: pa.DataType) -> pa.Scalar:
+def literal(value: Any, atype: pa.DataType) -> pa.Scalar:
     """``value`` as a scalar of the column's type (Python values convert directly, else cast).
 
     A number must keep its value in an integer or decimal column: Arrow would turn 1.5 into
@@ -198,7 +198,7 @@ def _literal(value: Any, atype: pa.DataType) -> pa.Scalar:
     try:
         converted = pa.scalar(value, type=atype)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
-        converted = _literal(pa.scalar(value), atype)
+        converted = literal(pa.scalar(value), atype)
     exact = pa.types.is_integer(atype) or pa.types.is_decimal(atype)
     if exact and isinstance(value, (float, Decimal)) and converted.is_valid:
         kept = converted.as_py()

@@ -36,6 +36,7 @@ from lakehouse.fileindex.java_hashmap import (
     long_hash_codes,
 )
 from lakehouse.fileindex.result import REMAIN, IndexResult, RowSet
+from lakehouse.fileindex.values import timestamp_longs
 from lakehouse.manifest.binary_row import physical_array
 from lakehouse.options import parse_memory_size
 from lakehouse.types import STRING_ROOTS, TIMESTAMP_ROOTS, DataType
@@ -65,15 +66,8 @@ def index_keys(column: pa.Array, dtype: DataType) -> list[Any]:
     if root in STRING_ROOTS:
         return column.cast(pa.binary()).to_pylist()
     if root in TIMESTAMP_ROOTS:
-        return _timestamp_keys(physical_array(column, dtype).to_numpy(zero_copy_only=False), dtype).tolist()
+        return timestamp_longs(column, dtype).tolist()
     return physical_array(column, dtype).to_pylist()
-
-
-def _timestamp_keys(raw: np.ndarray, dtype: DataType) -> np.ndarray:
-    """Millis for precision <= 3, micros above (``Timestamp.getMillisecond`` / ``toMicros``)."""
-    if dtype.precision == 0:
-        return raw * 1000  # seconds -> millis
-    return raw if dtype.precision <= 6 else raw // 1000  # nanos -> micros, floored like toMicros
 
 
 def _hash_codes(keys: list[Any], dtype: DataType) -> np.ndarray:

@@ -20,6 +20,7 @@ from pyroaring import BitMap
 from lakehouse.errors import CorruptFileError
 from lakehouse.fileindex import roaring
 from lakehouse.fileindex.result import REMAIN, IndexResult, RowSet
+from lakehouse.fileindex.values import timestamp_longs
 from lakehouse.manifest.binary_row import physical_array
 from lakehouse.types import TIMESTAMP_ROOTS, DataType
 
@@ -40,12 +41,9 @@ def to_longs(values: pa.Array, dtype: DataType) -> np.ndarray:
         arr = values.cast(pa.decimal128(dtype.precision, dtype.scale))
         raw = np.frombuffer(arr.buffers()[1], dtype="<i8", count=2 * (arr.offset + len(arr)))
         return raw[2 * arr.offset :][0::2].copy()  # low half = the unscaled long (precision <= 18)
-    raw = physical_array(values, dtype).to_numpy(zero_copy_only=False).astype(np.int64)
     if root in TIMESTAMP_ROOTS:
-        if dtype.precision == 0:
-            return raw * 1000  # seconds -> millis
-        return raw if dtype.precision <= 6 else raw // 1000  # nanos -> micros
-    return raw
+        return timestamp_longs(values, dtype)
+    return physical_array(values, dtype).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 @functools.lru_cache(maxsize=256)

@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from lakehouse.fileindex.values import timestamp_longs
 from lakehouse.manifest.binary_row import physical_array
-from lakehouse.types import BINARY_ROOTS, STRING_ROOTS, TIMESTAMP_ROOTS, DataType, timestamp_unit
+from lakehouse.types import BINARY_ROOTS, STRING_ROOTS, TIMESTAMP_ROOTS, DataType
 
 _P1 = np.uint64(0x9E3779B185EBCA87)
 _P2 = np.uint64(0xC2B2AE3D27D4EB4F)
@@ -120,11 +121,7 @@ def fast_hash(values: pa.Array, dtype: DataType) -> np.ndarray:
     if root in ("TINYINT", "SMALLINT", "INT", "BIGINT", "DATE", "TIME"):
         return long_hash(physical_array(values, dtype).to_numpy(zero_copy_only=False))
     if root in TIMESTAMP_ROOTS:
-        raw = physical_array(values, dtype).to_numpy(zero_copy_only=False)
-        unit = timestamp_unit(dtype.precision)
-        if dtype.precision <= 3:  # millis
-            return long_hash(raw * 1000 if unit == "s" else raw)
-        return long_hash(raw // 1000 if unit == "ns" else raw)  # micros
+        return long_hash(timestamp_longs(values, dtype))
     raise ValueError(f"{dtype} cannot be hashed for a bloom filter")
 
 

@@ -94,6 +94,11 @@ def physical_array(arr: pa.Array, dtype: DataType) -> pa.Array:
     return arr
 
 
+def physical_value(value: pa.Scalar, dtype: DataType) -> Any:
+    """One scalar's physical value (what stats and partition rows hold)."""
+    return physical_array(pa.array([value]), dtype)[0].as_py()
+
+
 # ---- encoding -----------------------------------------------------------------------------
 
 

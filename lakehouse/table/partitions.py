@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from lakehouse.errors import SchemaMismatchError
 from lakehouse.manifest import binary_row
+from lakehouse.predicate import literal
 from lakehouse.schema import TableSchema
 
 PartitionFilter = Callable[[bytes], bool]
@@ -31,13 +32,13 @@ def partition_spec(schema: TableSchema, table: str, spec: Mapping[str, Any], wha
             continue
         atype = schema.arrow_types()[key]
         try:
-            scalar = value.cast(atype) if isinstance(value, pa.Scalar) else pa.scalar(value).cast(atype)
+            scalar = literal(value, atype)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
             raise SchemaMismatchError(
                 f"{what} value {value!r} does not fit partition column {key!r} ({atype}) "
                 f"of table {table}: {e}"
             ) from None
-        out[key] = binary_row.physical_array(pa.array([scalar]), schema.field(key).type)[0].as_py()
+        out[key] = binary_row.physical_value(scalar, schema.field(key).type)
     return out
 
 

@@ -151,7 +151,7 @@ class _Pruner:
         key = (column, literal)
         if key not in self._physical:
             scalar = literal if isinstance(literal, pa.Scalar) else pa.scalar(literal)
-            self._physical[key] = binary_row.physical_array(pa.array([scalar]), self.types[column])[0].as_py()
+            self._physical[key] = binary_row.physical_value(scalar, self.types[column])
         return self._physical[key]
 
     def manifest_matches(self, m: ManifestFileMeta) -> bool:
