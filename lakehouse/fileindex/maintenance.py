@@ -9,9 +9,7 @@ read their own metadata. ``verify_file_indexes`` re-reads data and reports what 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +18,7 @@ from lakehouse.fileindex import format as container
 from lakehouse.fileindex.build import INDEX_SUFFIX, FileIndexBuilder
 from lakehouse.fileindex.options import buildable, declared, in_manifest_threshold
 from lakehouse.fileindex.verify import check_index
+from lakehouse.io.pool import map_parallel
 from lakehouse.manifest.entries import ManifestEntry
 from lakehouse.table.partitions import partition_filter
 from lakehouse.table.read import read_data_file
@@ -119,8 +118,7 @@ def rewrite_file_index(
         big = new is not None and len(new) > threshold
         return entry, new, _next_index_name(entry.file.file_name, old_name) if big else None
 
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        changes = [c for c in pool.map(rebuild, entries) if c is not None]
+    changes = [c for c in map_parallel(rebuild, entries) if c is not None]
     written: list[str] = []
     messages = []
     try:
@@ -183,6 +181,5 @@ def verify_file_indexes(table: Table, snapshot_id: int | None = None) -> IndexRe
                         problems.append(f"{label}: {index_type} index of column {column!r}: {problem}")
         return problems
 
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        problems = [p for found in pool.map(check, entries) for p in found]
+    problems = [p for found in map_parallel(check, entries) for p in found]
     return IndexReport(not problems, len(entries), problems)

@@ -1,10 +1,13 @@
-"""One long-lived thread pool per process for blocking leaf work: file reads and encoding.
+"""Threads for the engine: a long-lived pool for leaf work, per-call pools for bulk work.
+
+The long-lived pool (one per process) runs blocking leaf work: file reads and Parquet encoding.
 
 Planning fetches many small files (file indexes) whose latency, not CPU, dominates on object
 stores, and writers encode Parquet (which releases the GIL) while they build stats and indexes;
 starting threads for each would cost more than the work on a local disk. Tasks must never wait
 on other tasks of the pool. Keyed by process id so a forked child (a Spark Python worker) never
-inherits a pool whose threads did not survive the fork.
+inherits a pool whose threads did not survive the fork. Bulk work over many files or buckets
+(:func:`map_parallel`), whose tasks may themselves use the leaf pool, gets threads of its own.
 """
 
 from __future__ import annotations
@@ -49,3 +52,15 @@ def map_reads(fn: Callable[[T], R], items: Iterable[T], parallel: bool = True) -
 def submit(fn: Callable[..., R], *args: object) -> Future:
     """Run ``fn(*args)`` on the shared pool."""
     return _pool().submit(fn, *args)
+
+
+def map_parallel(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+    """``[fn(x) for x in items]`` on up to one thread per core, for work that spends its time in
+    Arrow and numpy (which release the GIL); order kept. Its threads live for this call only, so
+    tasks may use the shared pool."""
+    items = list(items)
+    workers = min(len(items), os.cpu_count() or 1)
+    if workers <= 1:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(fn, items))

@@ -10,8 +10,6 @@ resurrect a stale version of a row.
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,6 +18,7 @@ from pyroaring import BitMap
 
 from lakehouse.errors import CorruptFileError, SchemaMismatchError
 from lakehouse.format import parquet
+from lakehouse.io.pool import map_parallel
 from lakehouse.manifest.entries import DataFileMeta
 from lakehouse.mergetree.merge import deduplicate
 from lakehouse.predicate import Predicate, bind, to_expression
@@ -58,11 +57,8 @@ class TableRead:
         """All rows of ``splits`` in one table (splits read in parallel)."""
         if not splits:
             return self.output_schema.empty_table()
-        if len(splits) == 1:
-            return self.read_split(splits[0])
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-            parts = list(pool.map(self.read_split, splits))
-        return pa.concat_tables(parts)
+        parts = map_parallel(self.read_split, splits)
+        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
     def read_split(self, split: Split) -> pa.Table:
         selections = split.selections or (None,) * len(split.files)

@@ -10,9 +10,7 @@ after the bucket's existing files (``MergeTreeWriter``).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,6 +23,7 @@ from lakehouse.errors import SchemaMismatchError, UnsupportedFeatureError
 from lakehouse.fileindex import options as fileindex_options
 from lakehouse.fileindex.build import FileIndexBuilder
 from lakehouse.format import parquet
+from lakehouse.io.pool import map_parallel
 from lakehouse.manifest import binary_row, stats
 from lakehouse.manifest.entries import EMPTY_ROW, DataFileMeta
 from lakehouse.mergetree.merge import last_per_key_indices
@@ -152,14 +151,7 @@ class TableWrite:
             if self.primary_key
             else self._append_jobs(data, groups, partitions)
         )
-        workers = min(len(jobs), os.cpu_count() or 1)
-        if workers <= 1:
-            for job in jobs:
-                job()
-        else:
-            with ThreadPoolExecutor(workers) as pool:
-                for future in [pool.submit(job) for job in jobs]:
-                    future.result()
+        map_parallel(lambda job: job(), jobs)
         if self.primary_key:
             # a flush is one sorted run per bucket: finish its files (stats are folded here, in
             # one thread), so the next flush starts new ones
