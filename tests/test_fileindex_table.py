@@ -278,3 +278,13 @@ def test_an_index_kind_set_by_another_engine_refuses_writes_and_rewrites(catalog
     with pytest.raises(UnsupportedFeatureError, match="range-bitmap"):
         t.rewrite_file_index()
     assert t.latest_snapshot_id() == before and t.read().num_rows == 1600
+
+
+def test_verification_checks_index_placement_against_the_threshold(table):
+    table.set_options({"file-index.in-manifest-threshold": "10 mb"})  # now every index fits the manifest
+    report = table.verify_file_indexes()
+    assert not report.ok and len(report.problems) == report.files_checked == 4
+    assert all("in its own file; the threshold is 10485760" in p for p in report.problems)
+    table.rewrite_file_index()
+    assert table.verify_file_indexes().ok
+    assert all(e.file.embedded_index and not e.file.extra_files for e in table.live_entries())
