@@ -20,7 +20,7 @@ from lakehouse.format import parquet
 from lakehouse.io.fs import FileIO
 from lakehouse.manifest import binary_row, stats
 from lakehouse.manifest.entries import EMPTY_ROW, EMPTY_STATS, DataFileMeta, FileSource
-from lakehouse.mergetree.merge import RETRACT_KINDS
+from lakehouse.mergetree.groups import RETRACT_KINDS
 from lakehouse.paths import FileNamer
 from lakehouse.predicate import ColumnStats
 from lakehouse.types import DataField

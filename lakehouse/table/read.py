@@ -20,7 +20,8 @@ from lakehouse.errors import CorruptFileError, SchemaMismatchError
 from lakehouse.format import parquet
 from lakehouse.io.pool import map_parallel
 from lakehouse.manifest.entries import DataFileMeta
-from lakehouse.mergetree.merge import deduplicate
+from lakehouse.mergetree.engine import ORDINAL, MergeEngine
+from lakehouse.mergetree.groups import RETRACT_KINDS
 from lakehouse.predicate import Predicate, bind, to_expression
 from lakehouse.table.scan import Split
 from lakehouse.types import DataField, arrow_field
@@ -28,7 +29,6 @@ from lakehouse.types import DataField, arrow_field
 if TYPE_CHECKING:
     from lakehouse.table.table import Table
 
-_FILE = "__file"
 _SYSTEM = [parquet.SEQUENCE_NUMBER, parquet.VALUE_KIND]
 
 
@@ -49,7 +49,9 @@ class TableRead:
         self.filter = bind(filter, schema.arrow_types(), table.name) if filter is not None else None
         needed = set(columns) | (self.filter.columns() if self.filter is not None else set())
         self.key = list(schema.trimmed_primary_keys) if schema.primary_keys else []
-        needed |= set(self.key)
+        self.engine = MergeEngine(schema, table.name) if self.key else None
+        if self.engine is not None:
+            needed = self.engine.read_columns(needed)
         self.read_fields = [f for f in schema.fields if f.name in needed]
         self.output_schema = pa.schema([arrow_field(n, schema.field(n).type) for n in columns])
 
@@ -75,9 +77,11 @@ class TableRead:
         if raw:  # one compacted file without retracts: nothing to merge
             return files[0]
         tagged = [
-            t.append_column(_FILE, pa.array(np.full(t.num_rows, i, np.int32))) for i, t in enumerate(files)
+            t.append_column(ORDINAL, pa.array(np.full(t.num_rows, i, np.int32))) for i, t in enumerate(files)
         ]
-        return deduplicate(tagged, self.key, [parquet.SEQUENCE_NUMBER, _FILE], parquet.VALUE_KIND)
+        merged = self.engine.merge(pa.concat_tables(tagged))
+        live = ~np.isin(merged.column(parquet.VALUE_KIND).to_numpy(), RETRACT_KINDS)
+        return merged if live.all() else merged.filter(pa.array(live))
 
     def _read_file(self, split: Split, meta: DataFileMeta, selection: bytes | None) -> pa.Table:
         """One data file as current-schema columns (plus sequence and kind for primary keys).

@@ -26,7 +26,7 @@ from lakehouse.format import parquet
 from lakehouse.io.pool import map_parallel
 from lakehouse.manifest import binary_row, stats
 from lakehouse.manifest.entries import EMPTY_ROW, DataFileMeta
-from lakehouse.mergetree.merge import last_per_key_indices
+from lakehouse.mergetree.engine import MergeEngine
 from lakehouse.options import parse_memory_size
 from lakehouse.table.conform import INSERT, conform
 from lakehouse.table.data_file import BucketWriter, FileLayout, file_metas
@@ -65,6 +65,7 @@ class TableWrite:
         options = schema.core_options
         self.primary_key = list(schema.trimmed_primary_keys) if schema.primary_keys else []
         self.bucket_count = options.bucket
+        self.engine = MergeEngine(schema, table.name) if schema.primary_keys else None
         if schema.primary_keys:
             _check_primary_key_support(table.name, schema)
         self.bucket_types = [f.type for f in schema.fields_named(schema.bucket_keys)]
@@ -143,8 +144,12 @@ class TableWrite:
                 f"table {self.table.name} is an append table and accepts only inserts (+I); "
                 f"give it a primary key to apply updates and deletes"
             )
-        if self.primary_key and kinds is None:
-            kinds = pa.array(np.zeros(data.num_rows, dtype=np.int8))
+        if self.primary_key:
+            if kinds is None:
+                kinds = pa.array(np.zeros(data.num_rows, dtype=np.int8))
+            data, kinds = self.engine.prepare(data, kinds)
+            if data.num_rows == 0:
+                return
         groups, partitions = self._group_ids(data)
         jobs = (
             self._run_jobs(data, kinds, groups, partitions)
@@ -213,19 +218,21 @@ class TableWrite:
         return jobs
 
     def _run_jobs(self, data: pa.Table, kinds: pa.Array, groups: np.ndarray, partitions: list[bytes]) -> list:
-        """One sorted, key-unique run per primary-key bucket; duplicate keys keep their last row."""
+        """One sorted, key-unique run per primary-key bucket: the versions of a key in the buffer
+        are merged by the table's merge engine, numbered in arrival order."""
         order = np.argsort(groups, kind="stable")
-        keys = data.select(self.primary_key)
         jobs = []
         for g, start, end in _runs(groups[order]):
             writer, base = self._claim(g, partitions, data.num_rows)
             rows = order[start:end]
 
             def job(writer=writer, rows=rows, base=base):
-                picked = rows[last_per_key_indices(keys.take(pa.array(rows)), self.primary_key, [])]
-                take = pa.array(picked)
-                seq, run_kinds = pa.array(picked + base), kinds.take(take)
-                writer.write(self._file_rows(data.take(take), seq, run_kinds), seq, run_kinds)
+                take = pa.array(rows)
+                versions = data.take(take).append_column(parquet.SEQUENCE_NUMBER, pa.array(rows + base))
+                versions = versions.append_column(parquet.VALUE_KIND, kinds.take(take))
+                run = self.engine.merge(versions, arrival_order=True)
+                seq, run_kinds = run.column(parquet.SEQUENCE_NUMBER), run.column(parquet.VALUE_KIND)
+                writer.write(self._file_rows(run, seq, run_kinds), seq, run_kinds)
 
             jobs.append(job)
         return jobs
@@ -284,11 +291,6 @@ def _check_primary_key_support(table: str, schema) -> None:
         raise SchemaMismatchError(
             f"table {table}: with fixed buckets the primary key must contain the partition keys {missing}"
         )
-    engine = (options.get("merge-engine") or "deduplicate").lower()
-    if engine != "deduplicate":
-        raise UnsupportedFeatureError(f"table {table}: merge-engine {engine!r} cannot be written yet")
-    if options.get("sequence.field"):
-        raise UnsupportedFeatureError(f"table {table}: sequence.field cannot be written yet")
 
 
 def _runs(sorted_ids: np.ndarray) -> Iterator[tuple[int, int, int]]:

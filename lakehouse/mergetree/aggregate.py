@@ -1,0 +1,368 @@
+"""Field aggregate functions of the aggregation and partial-update merge engines.
+
+Each function reduces every key's range of rows (:class:`KeyGroups`) to one value. The rows a
+function sees are given by a mask (the part of a key's history that counts) and come in merge
+order; retract rows (-U/-D) subtract where the function supports it (``sum``, ``product``,
+``count``, ``last_value``, ``last_non_null_value``, ``collect``, ``merge_map``,
+``nested_update``) and are skipped under ``fields.<f>.ignore-retract``. Reductions run as Arrow
+hash aggregations or numpy ``reduceat``; only the functions whose values are opaque objects
+(roaring bitmaps, theta sketches) or whose retraction is order dependent (``collect``,
+``merge_map``, ``nested_update`` of a key that saw a retract) fold values in Python.
+
+``count`` stores partial counts: the writer turns each input value into 1 (see
+:func:`prepare_input`), so merging any mix of raw and already merged rows is a sum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyroaring import BitMap, BitMap64
+
+from lakehouse.errors import InvalidOptionError, SchemaMismatchError
+from lakehouse.mergetree.groups import KeyGroups, take_or_null
+from lakehouse.types import DataField, to_arrow
+
+RETRACTABLE = frozenset(
+    {"sum", "product", "count", "last_value", "last_non_null_value", "collect", "merge_map", "nested_update"}
+)
+_NUMERIC = frozenset({"TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL"})
+_COMPARABLE = _NUMERIC | {"CHAR", "VARCHAR", "DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ"}
+_TYPES: dict[str, frozenset[str] | None] = {  # None: any type
+    "sum": _NUMERIC,
+    "product": _NUMERIC,
+    "count": frozenset({"INT", "BIGINT"}),
+    "max": _COMPARABLE,
+    "min": _COMPARABLE,
+    "last_value": None,
+    "last_non_null_value": None,
+    "first_value": None,
+    "first_non_null_value": None,
+    "listagg": frozenset({"CHAR", "VARCHAR"}),
+    "bool_and": frozenset({"BOOLEAN"}),
+    "bool_or": frozenset({"BOOLEAN"}),
+    "rbm32": frozenset({"BINARY", "VARBINARY"}),
+    "rbm64": frozenset({"BINARY", "VARBINARY"}),
+    "theta_sketch": frozenset({"BINARY", "VARBINARY"}),
+    "collect": frozenset({"ARRAY"}),
+    "nested_update": frozenset({"ARRAY"}),
+    "merge_map": frozenset({"MAP"}),
+}
+FUNCTIONS = frozenset(_TYPES)
+
+
+@dataclass(frozen=True)
+class FieldAgg:
+    """The aggregate function of one value column and its per-field options."""
+
+    function: str
+    field: DataField
+    ignore_retract: bool = False
+    delimiter: str = ","
+    distinct: bool = False
+    nested_key: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, field: DataField, function: str, options, table: str) -> FieldAgg:
+        """Validate ``function`` for ``field`` and read its ``fields.<f>.*`` options."""
+        function = function.strip().lower()
+        allowed = _TYPES.get(function, frozenset())
+        if function not in _TYPES:
+            raise InvalidOptionError(
+                f"table {table}: unknown aggregate function {function!r} for column {field.name}; "
+                f"use one of {sorted(FUNCTIONS)}"
+            )
+        if allowed is not None and field.type.root not in allowed:
+            raise InvalidOptionError(
+                f"table {table}: aggregate function {function} cannot aggregate column {field.name} of "
+                f"type {field.type}; it takes {sorted(allowed)}"
+            )
+        prefix = f"fields.{field.name}."
+        nested = tuple(options.names(prefix + "nested-key"))
+        if nested:
+            element = field.type.element if field.type.root == "ARRAY" else None
+            names = [f.name for f in element.fields] if element is not None and element.root == "ROW" else []
+            if function != "nested_update" or any(n not in names for n in nested):
+                raise InvalidOptionError(
+                    f"table {table}: {prefix}nested-key={','.join(nested)} needs nested_update on an "
+                    f"ARRAY<ROW> column whose rows have those fields"
+                )
+        return cls(
+            function,
+            field,
+            options.get_bool(prefix + "ignore-retract"),
+            options.get(prefix + "list-agg-delimiter") or ",",
+            options.get_bool(prefix + "distinct"),
+            nested,
+        )
+
+    @property
+    def retractable(self) -> bool:
+        return self.ignore_retract or self.function in RETRACTABLE
+
+    def prepare_input(self, values: pa.ChunkedArray) -> pa.ChunkedArray:
+        """What a written value contributes: a count of one for ``count``, the value otherwise."""
+        if self.function != "count":
+            return values
+        one = pa.scalar(1, to_arrow(self.field.type))
+        return pc.if_else(pc.is_null(values), pa.scalar(None, one.type), one)
+
+    def reduce(self, values: pa.Array, groups: KeyGroups, rows: np.ndarray, retract: np.ndarray) -> pa.Array:
+        """One value per key from the ``rows`` (mask) of its range; ``retract`` marks -U/-D rows."""
+        if self.ignore_retract:
+            rows, retract = rows & ~retract, np.zeros_like(retract)
+        target = to_arrow(self.field.type)
+        out = _REDUCERS[self.function](self, values, groups, rows, retract & rows)
+        try:
+            return out if out.type == target else out.cast(target)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise SchemaMismatchError(
+                f"aggregate {self.function} of column {self.field.name} does not fit {self.field.type} ({e})"
+            ) from None
+
+
+# ---- reductions -----------------------------------------------------------------------------
+
+
+def _hash(values: pa.Array, groups: KeyGroups, rows: np.ndarray, function: str, options=None) -> pa.Array:
+    """An Arrow hash aggregation over the selected rows, scattered back to one value per key."""
+    gid = groups.group_ids()[rows]
+    selected = values.filter(pa.array(rows))
+    result = pa.table({"g": gid, "v": selected}).group_by("g", use_threads=False)
+    result = result.aggregate([("v", function, options)])
+    where = np.full(groups.count, -1, np.int64)
+    where[result.column("g").to_numpy()] = np.arange(result.num_rows)
+    return take_or_null(result.column(f"v_{function}"), where)
+
+
+def _valid(values: pa.Array) -> np.ndarray:
+    return np.asarray(values.is_valid())
+
+
+def _sum(agg, values, groups, rows, retract):
+    signed = values
+    if retract.any():
+        signed = pc.if_else(pa.array(retract), pc.negate_checked(values), values)
+    return _hash(signed, groups, rows & _valid(values), "sum")
+
+
+def _product(agg, values, groups, rows, retract):
+    valid = _valid(values)
+    made = _hash(values, groups, rows & valid & ~retract, "product")
+    if not retract.any():
+        return made
+    undone = _hash(values, groups, rows & valid & retract, "product")
+    if pa.types.is_integer(made.type):
+        quotient = pc.divide(made, undone)  # integer division truncates like Java's
+    else:
+        quotient = pc.divide(made.cast(pa.float64()), undone.cast(pa.float64()))
+    return pc.if_else(pc.is_null(undone), made, quotient.cast(made.type))
+
+
+def _extreme(function: str) -> Callable:
+    def reduce(agg, values, groups, rows, retract):
+        return _hash(values, groups, rows & _valid(values) & ~retract, function)
+
+    return reduce
+
+
+def _bool(function: str) -> Callable:
+    def reduce(agg, values, groups, rows, retract):
+        options = pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
+        return _hash(values, groups, rows & _valid(values) & ~retract, function, options)
+
+    return reduce
+
+
+def _last_value(agg, values, groups, rows, retract):
+    last = groups.last_where(rows)
+    return take_or_null(values, np.where((last >= 0) & retract[np.maximum(last, 0)], -1, last))
+
+
+def _last_non_null(agg, values, groups, rows, retract):
+    last = groups.last_where(rows & _valid(values))
+    return take_or_null(values, np.where((last >= 0) & retract[np.maximum(last, 0)], -1, last))
+
+
+def _first_value(agg, values, groups, rows, retract):
+    return take_or_null(values, groups.first_where(rows & ~retract))
+
+
+def _first_non_null(agg, values, groups, rows, retract):
+    return take_or_null(values, groups.first_where(rows & ~retract & _valid(values)))
+
+
+def _listagg(agg, values, groups, rows, retract):
+    text = values.cast(pa.string())
+    blank = np.asarray(pc.equal(pc.utf8_trim_whitespace(text), "").fill_null(True))
+    keep = rows & ~retract & ~blank
+    if not agg.distinct:
+        return pc.binary_join(_hash(text, groups, keep, "list"), agg.delimiter)
+    # distinct: every token once per key, in order of first appearance
+    gid = groups.group_ids()[keep]
+    tokens = pc.split_pattern(text.filter(pa.array(keep)), agg.delimiter)
+    flat = pc.list_flatten(tokens)
+    owner = gid[np.asarray(pc.list_parent_indices(tokens))]
+    table = pa.table({"g": owner, "t": flat, "pos": np.arange(len(flat))})
+    table = table.filter(pc.not_equal(pc.utf8_trim_whitespace(flat), ""))
+    firsts = table.group_by(["g", "t"], use_threads=False).aggregate([("pos", "min")])
+    firsts = firsts.sort_by("pos_min")
+    lists = firsts.group_by("g", use_threads=False).aggregate([("t", "list")])
+    where = np.full(groups.count, -1, np.int64)
+    where[lists.column("g").to_numpy()] = np.arange(lists.num_rows)
+    return pc.binary_join(take_or_null(lists.column("t_list"), where), agg.delimiter)
+
+
+def _folded(fold: Callable[[FieldAgg, list, list], object]) -> Callable:
+    """A reduction folding Python values of the keys with several rows (or a retract)."""
+
+    def reduce(agg, values, groups, rows, retract):
+        last = groups.last_where(rows)
+        out = take_or_null(values, last).to_pylist()  # one row per key: its value as it is
+        counts = np.add.reduceat(rows.astype(np.int64), groups.starts) if groups.count else np.zeros(0)
+        has_retract = np.add.reduceat(retract.astype(np.int64), groups.starts) if groups.count else counts
+        busy = np.flatnonzero((counts > 1) | (has_retract > 0))
+        for g in busy.tolist():
+            idx = np.flatnonzero(rows[groups.starts[g] : groups.ends[g]]) + groups.starts[g]
+            out[g] = fold(agg, values.take(pa.array(idx)).to_pylist(), retract[idx].tolist())
+        return pa.array(out, type=values.type)
+
+    return reduce
+
+
+def _union_bitmaps(bitmap: type) -> Callable:
+    def fold(agg, items, retracts):
+        present = [bitmap.deserialize(v) for v in items if v is not None]
+        if not present:
+            return None
+        result = bitmap()
+        for b in present:
+            result |= b
+        return result.serialize()
+
+    return fold
+
+
+def _theta_union(agg, items, retracts):
+    from datasketches import compact_theta_sketch, theta_union
+
+    present = [v for v in items if v is not None]
+    if not present:
+        return None
+    union = theta_union()
+    for v in present:
+        union.update(compact_theta_sketch.deserialize(v))
+    return union.get_result().serialize()
+
+
+def _collect_fold(agg, items, retracts):
+    acc = None
+    for value, is_retract in zip(items, retracts, strict=True):
+        if is_retract:
+            if acc is None or value is None:
+                continue
+            acc = list(acc)
+            for element in value:
+                if element in acc:
+                    acc.remove(element)
+        elif value is not None:
+            merged = (acc or []) + list(value)
+            acc = _distinct(merged) if agg.distinct else merged
+        elif agg.distinct and acc is not None:
+            acc = _distinct(acc)
+    return acc
+
+
+def _distinct(items: list) -> list:
+    out = []
+    for item in items:
+        if item not in out:
+            out.append(item)
+    return out
+
+
+def _collect(agg, values, groups, rows, retract):
+    if retract[rows].any():
+        return _folded(_collect_fold)(agg, values, groups, rows, retract)
+    keep = rows & _valid(values)
+    gid = groups.group_ids()[keep]
+    lists = values.filter(pa.array(keep))
+    flat = pc.list_flatten(lists)
+    owner = gid[np.asarray(pc.list_parent_indices(lists))]
+    table = pa.table({"g": owner, "e": flat, "pos": np.arange(len(flat))})
+    if agg.distinct:
+        table = table.group_by(["g", "e"], use_threads=False).aggregate([("pos", "min")]).sort_by("pos_min")
+    lists_by_key = table.group_by("g", use_threads=False).aggregate([("e", "list")])
+    where = np.full(groups.count, -1, np.int64)
+    where[lists_by_key.column("g").to_numpy()] = np.arange(lists_by_key.num_rows)
+    out = take_or_null(lists_by_key.column("e_list"), where)
+    # a key whose rows were all empty lists keeps an empty list (not null)
+    empty = groups.last_where(keep)
+    return pc.if_else(pc.and_(pc.is_null(out), pa.array(empty >= 0)), pa.scalar([], out.type), out)
+
+
+def _map_fold(agg, items, retracts):
+    acc = None
+    for value, is_retract in zip(items, retracts, strict=True):
+        if is_retract:
+            if acc is None or value is None:
+                continue
+            gone = {k for k, _ in value}
+            acc = [(k, v) for k, v in acc if k not in gone]
+        elif value is not None:
+            merged = dict(acc or [])
+            merged.update(dict(value))
+            acc = list(merged.items())
+    return acc
+
+
+def _nested_fold(agg, items, retracts):
+    acc = None
+    keys = agg.nested_key
+    for value, is_retract in zip(items, retracts, strict=True):
+        if value is None:
+            continue
+        if is_retract:
+            if acc is None:
+                continue
+            if keys:
+                gone = {tuple(e[k] for k in keys) for e in value}
+                acc = [e for e in acc if tuple(e[k] for k in keys) not in gone]
+            else:
+                acc = list(acc)
+                for element in value:
+                    if element in acc:
+                        acc.remove(element)
+        elif keys:
+            merged = {tuple(e[k] for k in keys): e for e in (acc or [])}
+            merged.update({tuple(e[k] for k in keys): e for e in value})
+            acc = list(merged.values())
+        else:
+            acc = (acc or []) + list(value)
+    return acc
+
+
+_REDUCERS: dict[str, Callable] = {
+    "sum": _sum,
+    "count": _sum,
+    "product": _product,
+    "max": _extreme("max"),
+    "min": _extreme("min"),
+    "bool_and": _bool("all"),
+    "bool_or": _bool("any"),
+    "last_value": _last_value,
+    "last_non_null_value": _last_non_null,
+    "first_value": _first_value,
+    "first_non_null_value": _first_non_null,
+    "listagg": _listagg,
+    "collect": _collect,
+    "merge_map": _folded(_map_fold),
+    "nested_update": _folded(_nested_fold),
+    "rbm32": _folded(_union_bitmaps(BitMap)),
+    "rbm64": _folded(_union_bitmaps(BitMap64)),
+    "theta_sketch": _folded(_theta_union),
+}

@@ -1,0 +1,312 @@
+"""Merge engines: how the versions of one primary key become one row (``merge-engine``).
+
+* ``deduplicate``: the last version wins; a -U/-D as last version deletes the key.
+* ``partial-update``: every column takes its last non-null value. ``fields.<g>.sequence-group``
+  makes columns follow their own sequence field(s) (null group sequence: the group is untouched;
+  a retract nulls the group), optionally with aggregate functions inside a group.
+  ``partial-update.remove-record-on-delete`` lets -D remove the row; otherwise deletes must be
+  ignored (``ignore-delete``) or are refused when written.
+* ``aggregation``: every value column is reduced by ``fields.<f>.aggregate-function``
+  (default ``fields.default-aggregate-function``, else ``last_non_null_value``).
+* ``first-row``: the first version wins; later versions and deletes are ignored.
+
+Versions are ordered by ``sequence.field`` (if set), then the sequence number, then the file
+(later wins). :meth:`MergeEngine.merge` returns one row per key with the merged kind: +I, or -D
+when the key ends deleted (readers drop those; compaction keeps them unless nothing older can
+exist below its output).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakehouse.errors import InvalidOptionError, SchemaMismatchError, UnsupportedFeatureError
+from lakehouse.format.parquet import SEQUENCE_NUMBER, VALUE_KIND
+from lakehouse.mergetree.aggregate import FieldAgg
+from lakehouse.mergetree.groups import DELETE, RETRACT_KINDS, KeyGroups, take_or_null
+from lakehouse.options import CoreOptions
+
+ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
+ORDINAL = "_FILE_ORDINAL"  # optional tiebreak column: files read later win ties
+_SEQUENCE_GROUP = ".sequence-group"
+
+
+@dataclass(frozen=True)
+class SequenceGroup:
+    """Columns ``fields`` ordered by their own sequence columns ``sequence``."""
+
+    sequence: tuple[str, ...]
+    fields: tuple[str, ...]
+
+
+class MergeEngine:
+    """The merge engine of a primary-key table, configured from its schema's options."""
+
+    def __init__(self, schema, table: str) -> None:
+        options: CoreOptions = schema.core_options
+        self.table = table
+        self.name = (options.get("merge-engine") or "deduplicate").strip().lower()
+        if self.name not in ENGINES:
+            raise InvalidOptionError(
+                f"table {table}: unknown merge-engine {self.name!r}; use one of {ENGINES}"
+            )
+        self.key = list(schema.trimmed_primary_keys)
+        self.sequence_fields = options.names("sequence.field")
+        self.ignore_delete = options.get_bool("ignore-delete")
+        fields = [f for f in schema.fields if f.name not in schema.primary_keys]
+        self.value_fields = fields
+        self.groups: list[SequenceGroup] = []
+        self.aggs: dict[str, FieldAgg] = {}
+        self.remove_on_delete = False
+        if self.name == "first-row" and self.sequence_fields:
+            raise InvalidOptionError(f"table {table}: merge-engine first-row does not support sequence.field")
+        if self.name == "partial-update":
+            self.remove_on_delete = options.get_bool("partial-update.remove-record-on-delete")
+            self._partial_update_options(schema, options)
+        elif self.name == "aggregation":
+            self.remove_on_delete = options.get_bool("aggregation.remove-record-on-delete")
+            default = options.get("fields.default-aggregate-function") or "last_non_null_value"
+            for f in fields:
+                explicit = options.get(f"fields.{f.name}.aggregate-function")
+                function = "last_value" if f.name in self.sequence_fields else explicit or default
+                self.aggs[f.name] = FieldAgg.of(f, function, options, table)
+        if self.remove_on_delete and self.ignore_delete:
+            raise InvalidOptionError(
+                f"table {table}: ignore-delete and {self.name}.remove-record-on-delete contradict "
+                f"each other; set only one"
+            )
+
+    def _partial_update_options(self, schema, options: CoreOptions) -> None:
+        names = set(schema.field_names)
+        seen: dict[str, str] = {}
+        for option in sorted(options.raw):
+            if not (option.startswith("fields.") and option.endswith(_SEQUENCE_GROUP)):
+                continue
+            sequence = tuple(option[len("fields.") : -len(_SEQUENCE_GROUP)].split(","))
+            protected = tuple(options.names(option))
+            for name in sequence + protected:
+                if name not in names:
+                    raise InvalidOptionError(f"table {self.table}: {option} names unknown column {name!r}")
+                if name in schema.primary_keys:
+                    raise InvalidOptionError(
+                        f"table {self.table}: {option} puts primary key column {name!r} in a sequence group; "
+                        f"key columns cannot be in sequence groups"
+                    )
+                if name in seen and seen[name] != option:
+                    raise InvalidOptionError(
+                        f"table {self.table}: column {name!r} is in two sequence groups "
+                        f"({seen[name]}, {option})"
+                    )
+                seen[name] = option
+            self.groups.append(SequenceGroup(sequence, protected))
+        if self.groups and self.remove_on_delete:
+            raise InvalidOptionError(
+                f"table {self.table}: sequence groups and partial-update.remove-record-on-delete contradict "
+                f"each other; use sequence groups to retract columns, or remove the groups"
+            )
+        if options.get("partial-update.remove-record-on-sequence-group"):
+            raise UnsupportedFeatureError(
+                f"table {self.table}: partial-update.remove-record-on-sequence-group is not supported; "
+                f"remove the option"
+            )
+        default = options.get("fields.default-aggregate-function")
+        for f in self.value_fields:
+            function = options.get(f"fields.{f.name}.aggregate-function") or default
+            if function and f.name in seen and f.name not in {s for g in self.groups for s in g.sequence}:
+                self.aggs[f.name] = FieldAgg.of(f, function, options, self.table)
+
+    # ---- writing -------------------------------------------------------------------------
+
+    def prepare(self, data: pa.Table, kinds: pa.Array) -> tuple[pa.Table, pa.Array]:
+        """Rows as the engine stores them: deletes dropped under ``ignore-delete``, counts as ones.
+
+        Refuses (before anything is written) retracts the engine cannot apply.
+        """
+        retract = np.isin(kinds.to_numpy(zero_copy_only=False), RETRACT_KINDS)
+        if retract.any():
+            if self.ignore_delete:
+                keep = pa.array(~retract)
+                data, kinds, retract = data.filter(keep), kinds.filter(keep), retract[~retract]
+            else:
+                self._check_retracts(kinds)
+        for name, agg in self.aggs.items():
+            if agg.function == "count":
+                i = data.schema.get_field_index(name)
+                data = data.set_column(i, data.schema.field(i), agg.prepare_input(data.column(i)))
+        return data, kinds
+
+    def _check_retracts(self, kinds: pa.Array) -> None:
+        why = None
+        if self.name == "first-row":
+            why = "merge-engine first-row keeps the first version and cannot apply -U/-D rows"
+        elif self.name == "partial-update" and not self.groups and not self.remove_on_delete:
+            why = "merge-engine partial-update cannot apply -U/-D rows by default"
+        elif self.name == "aggregation":
+            if self.remove_on_delete and not pc.any(pc.equal(kinds, 1)).as_py():
+                return
+            stuck = [a.field.name for a in self.aggs.values() if not a.retractable]
+            if stuck:
+                why = f"the aggregate functions of columns {stuck} cannot retract -U/-D rows"
+        if why:
+            raise SchemaMismatchError(
+                f"table {self.table}: {why}; set 'ignore-delete'='true' to drop them"
+                + (
+                    ", 'partial-update.remove-record-on-delete'='true' or sequence groups"
+                    if self.name == "partial-update"
+                    else ", or 'fields.<column>.ignore-retract'='true' for those columns"
+                    if self.name == "aggregation"
+                    else ""
+                )
+            )
+
+    # ---- merging -------------------------------------------------------------------------
+
+    def read_columns(self, wanted: set[str]) -> set[str]:
+        """Columns a merge needs to produce ``wanted``: for deduplicate and first-row the same
+        plus the sequence fields; the other engines combine columns, so all of them."""
+        if self.name in ("deduplicate", "first-row"):
+            return set(wanted) | set(self.key) | set(self.sequence_fields)
+        return set(wanted) | set(self.key) | {f.name for f in self.value_fields}
+
+    def merge(self, table: pa.Table, arrival_order: bool = False) -> pa.Table:
+        """One row per key (sorted by key) from all versions in ``table``.
+
+        Deduplicate and first-row keep the winning version's kind; the other engines give +I,
+        or -D when the key ends deleted.
+
+        ``table`` holds the value columns, the key, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND`` and
+        optionally the file ordinal tiebreak; the result has the same columns but the ordinal.
+        ``arrival_order``: rows are numbered in table order (a write buffer), so a stable sort
+        needs no sequence column.
+        """
+        order = [*self.sequence_fields] if arrival_order else [*self.sequence_fields, SEQUENCE_NUMBER]
+        if ORDINAL in table.column_names:
+            order.append(ORDINAL)
+        groups = KeyGroups.of(table, self.key, order, VALUE_KIND)
+        merged = getattr(self, "_" + self.name.replace("-", "_"))(groups)
+        return merged.drop_columns([ORDINAL]) if ORDINAL in merged.column_names else merged
+
+    def _deduplicate(self, g: KeyGroups) -> pa.Table:
+        # deletes stored before ``ignore-delete`` was set still apply: it only drops new ones
+        return g.rows(g.ends - 1)
+
+    def _first_row(self, g: KeyGroups) -> pa.Table:
+        first = g.first_where(~np.isin(g.kinds, RETRACT_KINDS))
+        return g.rows(first[first >= 0])
+
+    def _aggregation(self, g: KeyGroups) -> pa.Table:
+        n = len(g.kinds)
+        retract = np.isin(g.kinds, RETRACT_KINDS)
+        rows = np.ones(n, bool)
+        deleted = np.zeros(g.count, bool)
+        if self.remove_on_delete:
+            resets = g.kinds == DELETE
+            rows = np.arange(n) >= g.history_starts(resets)
+            deleted = resets[g.ends - 1]
+            retract = retract & ~resets  # the -D that restarts a key is its first value
+        columns = {name: agg.reduce(g.column(name), g, rows, retract) for name, agg in self.aggs.items()}
+        if self.remove_on_delete:
+            # first_value functions start after a reset, as if nothing was there
+            after = rows & ~(g.kinds == DELETE)
+            for name, agg in self.aggs.items():
+                if agg.function in ("first_value", "first_non_null_value"):
+                    columns[name] = agg.reduce(g.column(name), g, after, retract)
+        return _assemble(g.rows(g.ends - 1), columns, deleted)
+
+    def _partial_update(self, g: KeyGroups) -> pa.Table:
+        n = len(g.kinds)
+        update_before = g.kinds == 1
+        retract = np.isin(g.kinds, RETRACT_KINDS)
+        if not self.groups:
+            resets = g.kinds == DELETE if self.remove_on_delete else np.zeros(n, bool)
+            rows = (np.arange(n) >= g.history_starts(resets)) & ~update_before & (resets | ~retract)
+            last_event = g.last_where(rows)
+            present = last_event >= 0  # keys that only saw -U changed nothing
+            columns = {}
+            for f in self.value_fields:
+                values = g.column(f.name)
+                last = g.last_where(rows & np.asarray(values.is_valid()))
+                columns[f.name] = _take(values, last)
+            deleted = resets[np.maximum(last_event, 0)] | (g.last_where(rows & ~retract) < 0)
+            keep = np.flatnonzero(present)
+            base = g.rows((g.ends - 1)[keep])
+            return _assemble(base, {k: v.take(pa.array(keep)) for k, v in columns.items()}, deleted[keep])
+        columns = {}
+        grouped = set()
+        for group in self.groups:
+            columns.update(self._sequence_group(g, group, retract))
+            grouped |= set(group.sequence) | set(group.fields)
+        inserts = ~retract
+        for f in self.value_fields:
+            if f.name in grouped:
+                continue
+            values = g.column(f.name)
+            agg = self.aggs.get(f.name)
+            if agg is not None:
+                columns[f.name] = agg.reduce(values, g, inserts, np.zeros(n, bool))
+            else:
+                columns[f.name] = _take(values, g.last_where(inserts & np.asarray(values.is_valid())))
+        deleted = g.last_where(inserts) < 0  # nothing but retracts: the key is deleted
+        return _assemble(g.rows(g.ends - 1), columns, deleted)
+
+    def _sequence_group(self, g: KeyGroups, group: SequenceGroup, retract: np.ndarray) -> dict[str, pa.Array]:
+        """The group's columns: taken from its latest row by its own sequence (retract: nulled),
+        aggregated columns folded over every row of the group in that order."""
+        seq = [g.column(s) for s in group.sequence]
+        eligible = np.zeros(len(g.kinds), bool)
+        for s in seq:
+            eligible |= np.asarray(s.is_valid())
+        # order every key's eligible rows by the group's sequence (nulls first), then merge order
+        ids = g.group_ids()
+        columns = {"__g": ids, **{f"__s{i}": s for i, s in enumerate(seq)}, "__pos": np.arange(len(ids))}
+        table = pa.table(columns).filter(pa.array(eligible))
+        sort_keys = [(name, "ascending") for name in columns]
+        order = pc.sort_indices(table, sort_keys=sort_keys, null_placement="at_start")
+        positions = table.column("__pos").to_numpy()[order.to_numpy()]
+        sub, owners = _regroup(g, positions, ids[positions])
+        # each key's winner is its last row in that order
+        winner = np.full(g.count, -1, np.int64)
+        winner[owners] = positions[sub.ends - 1]
+        won_by_retract = (winner >= 0) & retract[np.maximum(winner, 0)]
+        out = {s: _take(g.column(s), winner) for s in group.sequence}
+        for name in group.fields:
+            if name in self.aggs:
+                values = g.column(name).take(pa.array(positions))
+                everything = np.ones(len(positions), bool)
+                reduced = self.aggs[name].reduce(values, sub, everything, retract[positions])
+                out[name] = _take(reduced, _positions_of(owners, g.count))
+            elif name not in out:
+                out[name] = _take(g.column(name), np.where(won_by_retract, -1, winner))
+        return out
+
+
+def _regroup(g: KeyGroups, positions: np.ndarray, owner: np.ndarray) -> tuple[KeyGroups, np.ndarray]:
+    """Ranges over a subset of ``g``'s rows already sorted by owning key, and each range's key."""
+    change = np.flatnonzero(np.diff(owner)) + 1
+    starts = np.concatenate([[0], change]).astype(np.int64) if len(owner) else np.zeros(0, np.int64)
+    ends = np.append(change, len(owner)).astype(np.int64) if len(owner) else starts
+    return KeyGroups(g.table, None, starts, ends, g.kinds[positions]), owner[starts]
+
+
+def _positions_of(owners: np.ndarray, count: int) -> np.ndarray:
+    """For every key, the index of its range among ``owners`` (-1: none)."""
+    where = np.full(count, -1, np.int64)
+    where[owners] = np.arange(len(owners))
+    return where
+
+
+_take = take_or_null
+
+
+def _assemble(base: pa.Table, columns: dict[str, pa.Array], deleted: np.ndarray) -> pa.Table:
+    """``base`` rows (key, sequence number) with merged value ``columns`` and kinds +I / -D."""
+    for name, values in columns.items():
+        i = base.schema.get_field_index(name)
+        base = base.set_column(i, base.schema.field(i), values.cast(base.schema.field(i).type))
+    i = base.schema.get_field_index(VALUE_KIND)
+    kinds = pa.array(np.where(deleted, DELETE, 0).astype(np.int8))
+    return base.set_column(i, base.schema.field(i), kinds)

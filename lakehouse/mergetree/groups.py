@@ -1,0 +1,108 @@
+"""Rows of a primary-key merge, ordered by key and then merge order, with each key's row range.
+
+Every merge engine works on the same picture: all versions of a key side by side, oldest first
+(``sequence.field`` values, then the sequence number, then the file they came from). Engines
+reduce each range to one row with vectorized per-range operations (``np.*.reduceat``, Arrow
+hash aggregations over range ids); nothing walks the rows one by one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+RETRACT_KINDS = (1, 3)  # -U and -D: RowKind.isRetract
+DELETE = 3
+
+
+def run_ends(columns: list[pa.ChunkedArray | pa.Array]) -> np.ndarray:
+    """Mask of rows that end a run of equal values across ``columns`` (rows already sorted)."""
+    n = len(columns[0])
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    change = np.zeros(n - 1, dtype=bool)
+    for col in columns:
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        if n > 1:
+            change |= np.asarray(pc.not_equal(col.slice(1), col.slice(0, n - 1)).fill_null(True))
+    return np.append(change, True)
+
+
+@dataclass
+class KeyGroups:
+    """``table`` in merge order (``order``): key ``g`` owns sorted positions ``starts[g]:ends[g]``."""
+
+    table: pa.Table
+    order: np.ndarray | None  # None: already in merge order
+    starts: np.ndarray
+    ends: np.ndarray
+    kinds: np.ndarray  # int8 row kind per sorted position
+
+    @classmethod
+    def of(cls, table: pa.Table, key: list[str], order: list[str], kind_column: str) -> KeyGroups:
+        """Sort ``table`` by ``key`` then ``order`` (nulls first, as Paimon's sequence comparators)."""
+        idx = None
+        if table.num_rows > 1:
+            sort_keys = [(c, "ascending") for c in key + order]
+            idx = pc.sort_indices(table.select(key + order), sort_keys=sort_keys, null_placement="at_start")
+            idx = idx.to_numpy()
+        sorted_keys = [table.column(k) if idx is None else table.column(k).take(idx) for k in key]
+        ends = np.flatnonzero(run_ends(sorted_keys)).astype(np.int64) + 1
+        starts = np.concatenate([[0], ends[:-1]]).astype(np.int64) if len(ends) else ends
+        kinds = table.column(kind_column).to_numpy().astype(np.int8)
+        return cls(table, idx, starts, ends, kinds if idx is None else kinds[idx])
+
+    def column(self, name: str) -> pa.Array:
+        """A column in merge order."""
+        col = self.table.column(name).combine_chunks()
+        return col if self.order is None else col.take(self.order)
+
+    def rows(self, positions: np.ndarray) -> pa.Table:
+        """The rows at sorted ``positions``."""
+        return self.table.take(positions if self.order is None else self.order[positions])
+
+    @property
+    def count(self) -> int:
+        return len(self.starts)
+
+    @property
+    def single(self) -> bool:
+        """Whether every key has exactly one row."""
+        return self.count == self.table.num_rows
+
+    def group_ids(self) -> np.ndarray:
+        """The key (range) id of every row."""
+        return np.repeat(np.arange(self.count), self.ends - self.starts)
+
+    def last_where(self, mask: np.ndarray) -> np.ndarray:
+        """Per key, the last row index where ``mask`` holds (-1: none)."""
+        if self.count == 0:
+            return np.zeros(0, np.int64)
+        idx = np.where(mask, np.arange(len(mask)), -1)
+        return np.maximum.reduceat(idx, self.starts)
+
+    def first_where(self, mask: np.ndarray) -> np.ndarray:
+        """Per key, the first row index where ``mask`` holds (-1: none)."""
+        if self.count == 0:
+            return np.zeros(0, np.int64)
+        n = len(mask)
+        idx = np.minimum.reduceat(np.where(mask, np.arange(n), n), self.starts)
+        return np.where(idx == n, -1, idx)
+
+    def history_starts(self, resets: np.ndarray) -> np.ndarray:
+        """Per row, where the part of its key's history that counts begins: the key's last
+        ``resets`` row (a delete that restarts the row), else the key's first row."""
+        begin = np.maximum(self.last_where(resets), self.starts)
+        return np.repeat(begin, self.ends - self.starts)
+
+
+def take_or_null(values: pa.ChunkedArray | pa.Array, indices: np.ndarray) -> pa.Array:
+    """``values[indices]`` with null where an index is -1."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    missing = indices < 0
+    return values.take(pa.array(np.where(missing, 0, indices), mask=missing if missing.any() else None))
