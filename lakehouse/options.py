@@ -78,6 +78,11 @@ DEFAULTS: dict[str, str] = {
     SPLIT_OPEN_FILE_COST: "4 mb",
     PRIMARY_KEY_NULLABLE: "false",
     "file-index.read.enabled": "true",
+    "num-sorted-run.compaction-trigger": "5",
+    "compaction.max-size-amplification-percent": "200",
+    "compaction.size-ratio": "1",
+    "write-only": "false",
+    "deletion-vectors.enabled": "false",
 }
 
 
@@ -137,6 +142,20 @@ class CoreOptions:
         """A comma-separated list of column names ([] when unset)."""
         value = self.get(key)
         return [p.strip() for p in value.split(",") if p.strip()] if value else []
+
+    @property
+    def num_levels(self) -> int:
+        """``num-levels``: by default one more than the sorted-run compaction trigger."""
+        if self.get("num-levels") is not None:
+            return self.get_int("num-levels")
+        return self.get_int("num-sorted-run.compaction-trigger") + 1
+
+    @property
+    def stop_trigger(self) -> int:
+        """``num-sorted-run.stop-trigger``: sorted runs at which writing waits for compaction."""
+        if self.get("num-sorted-run.stop-trigger") is not None:
+            return self.get_int("num-sorted-run.stop-trigger")
+        return self.get_int("num-sorted-run.compaction-trigger") + 3
 
     @property
     def bucket(self) -> int:

@@ -24,7 +24,8 @@ def _insert(table, *rows, kinds=None):
 
 
 def _rows(table):
-    return [tuple(r.values()) for r in table.read().sort_by([(k, "ascending") for k in table.primary_keys]).to_pylist()]
+    data = table.read().sort_by([(k, "ascending") for k in table.primary_keys])
+    return [tuple(r.values()) for r in data.to_pylist()]
 
 
 INTS = pa.int32()

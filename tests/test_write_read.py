@@ -5,6 +5,7 @@ import os
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from lakehouse import col
 from lakehouse.manifest import binary_row
@@ -123,14 +124,18 @@ def test_thin_mode_drops_key_columns(catalog):
     assert [(r["order_id"], r["price"]) for r in rows(t.read())] == [(1, 1.0), (2, 9.0)]
 
 
-def test_write_buffer_flushes_make_several_sorted_runs(catalog):
-    t = _pk_table(catalog, **{"write-buffer-size": "1 kb"})
+@pytest.mark.parametrize("write_only", ["true", "false"])
+def test_write_buffer_flushes_make_several_sorted_runs(catalog, write_only):
+    t = _pk_table(catalog, **{"write-buffer-size": "1 kb", "write-only": write_only})
     reader = pa.RecordBatchReader.from_batches(
         ORDERS, [b for i in range(6) for b in orders(range(i, i + 50), price=float(i)).to_batches()]
     )
     t.write(reader)
     files = t.live_entries()
-    assert len(files) > 2
+    if write_only == "true":
+        assert len(files) == 12 and {e.file.level for e in files} == {0}  # 6 runs x 2 buckets
+    else:  # 6 runs reach the compaction trigger (5): each bucket is compacted after the write
+        assert len(files) == 2 and {e.file.level for e in files} == {5}
     got = rows(t.read())
     assert len(got) == 55
     assert [r["price"] for r in got[:6]] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]

@@ -10,6 +10,7 @@ Java writes INT96 but reads both).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -193,3 +194,12 @@ def read_columns(io: FileIO, path: str, columns: list[str], rows: np.ndarray | N
     decoded_starts = np.cumsum(np.concatenate([[0], starts[groups + 1] - group_starts]))[:-1]
     owner = np.searchsorted(group_starts, rows, side="right") - 1
     return table.take(pa.array(rows - group_starts[owner] + decoded_starts[owner]))
+
+
+def iter_batches(io: FileIO, path: str, columns: list[str], batch_rows: int) -> Iterator[pa.Table]:
+    """The named columns (those present) of a data file, ``batch_rows`` rows at a time."""
+    pf = open_file(io, path)
+    present = set(pf.schema_arrow.names)
+    names = [c for c in columns if c in present]
+    for batch in pf.iter_batches(batch_size=batch_rows, columns=names, use_threads=True):
+        yield pa.Table.from_batches([batch])

@@ -14,6 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakehouse.format.parquet import VALUE_KIND
+
 RETRACT_KINDS = (1, 3)  # -U and -D: RowKind.isRetract
 DELETE = 3
 
@@ -106,3 +108,9 @@ def take_or_null(values: pa.ChunkedArray | pa.Array, indices: np.ndarray) -> pa.
         values = values.combine_chunks()
     missing = indices < 0
     return values.take(pa.array(np.where(missing, 0, indices), mask=missing if missing.any() else None))
+
+
+def drop_retracts(table: pa.Table) -> pa.Table:
+    """Rows whose kind is not -U/-D: what a read shows of merged rows."""
+    keep = ~np.isin(table.column(VALUE_KIND).to_numpy(), RETRACT_KINDS)
+    return table if keep.all() else table.filter(pa.array(keep))

@@ -85,7 +85,14 @@ class TableCommit:
                 self._check_deletes([e for e in compacted if e.kind == FileKind.DELETE], live)
                 return compacted
 
-            snapshot_id = self._commit_with_retries(compaction, CommitKind.COMPACT)
+            try:
+                snapshot_id = self._commit_with_retries(compaction, CommitKind.COMPACT)
+            except CommitConflictError:
+                self._delete_compaction_output(messages)
+                if snapshot_id is None:
+                    raise
+                # the data is committed; a concurrent compaction won the files, and the
+                # next write or compaction job will compact them again
         return snapshot_id
 
     def _check_deletes(self, deletes: list[ManifestEntry], live: list[ManifestEntry]) -> None:
@@ -101,15 +108,27 @@ class TableCommit:
             )
 
     def abort(self, messages: list[CommitMessage]) -> None:
-        """Delete the new files of messages that will not be committed."""
+        """Delete the files written for messages that will not be committed."""
+        self._delete(messages, [(m, m.new_files) for m in messages])
+        self._delete_compaction_output(messages)
+
+    def _delete_compaction_output(self, messages: list[CommitMessage]) -> None:
+        """Delete files a compaction wrote (not those it only moved to another level)."""
+        self._delete(
+            messages,
+            [(m, [f for f in m.compact_after if f.file_name not in {b.file_name for b in m.compact_before}])
+             for m in messages],
+        )  # fmt: skip
+
+    def _delete(self, messages: list[CommitMessage], files) -> None:
         table = self.table
-        table.io.delete_quietly(
-            [
-                table.paths.data_file(table.bucket_path(m.partition, m.bucket), f.file_name, f.external_path)
-                for m in messages
-                for f in m.new_files
-            ]
-        )
+        paths = []
+        for m, metas in files:
+            bucket_path = table.bucket_path(m.partition, m.bucket)
+            for f in metas:
+                path = table.paths.data_file(bucket_path, f.file_name, f.external_path)
+                paths += [path, *(f"{path.rsplit('/', 1)[0]}/{n}" for n in f.extra_files)]
+        table.io.delete_quietly(paths)
 
     def check_overwrite(self, overwrite: Overwrite) -> None:
         """Validate an overwrite argument before any data is written."""

@@ -45,6 +45,15 @@ class FileLayout:
     index_threshold: int = 500  # file-index.in-manifest-threshold
     key_mode: stats.StatsMode = field(default_factory=lambda: stats.StatsMode.parse(stats.KEY_STATS_MODE))
 
+    def file_rows(self, run: pa.Table) -> pa.Table:
+        """A merged run (key and value columns, sequence number, kind) in this file layout:
+        ``_KEY_`` copies of the key (unless thin mode), system columns, then the values."""
+        arrays = []
+        for f in self.file_schema:
+            name = f.name[len(parquet.KEY_PREFIX) :] if f.name.startswith(parquet.KEY_PREFIX) else f.name
+            arrays.append(run.column(name))
+        return pa.Table.from_arrays(arrays, schema=self.file_schema)
+
 
 @dataclass
 class WrittenFile:
@@ -63,6 +72,8 @@ class WrittenFile:
     creation_time: int
     embedded_index: bytes | None = None
     extra_files: tuple[str, ...] = ()
+    level: int = 0
+    source: FileSource = FileSource.APPEND
 
 
 def creation_time_millis() -> int:
@@ -76,8 +87,18 @@ class BucketWriter:
     A file rolls once it has reached the target size, checked before more rows go into it.
     """
 
-    def __init__(self, layout: FileLayout, partition: bytes, bucket: int, directory: str) -> None:
+    def __init__(
+        self,
+        layout: FileLayout,
+        partition: bytes,
+        bucket: int,
+        directory: str,
+        level: int = 0,
+        source: FileSource = FileSource.APPEND,
+    ) -> None:
         self.layout = layout
+        self.level = level
+        self.source = source
         self.partition = partition
         self.bucket = bucket
         self.directory = directory
@@ -110,6 +131,7 @@ class BucketWriter:
     def _roll(self) -> None:
         # stats and indexes are worked out while the last piece may still be encoding
         written = self._acc.finish(self._file.path.rsplit("/", 1)[-1])
+        written.level, written.source = self.level, self.source
         index = self._acc.file_index()
         written.size = self._file.close()
         if index is not None and len(index) > self.layout.index_threshold:
@@ -244,10 +266,10 @@ def file_metas(layout: FileLayout, files: list[WrittenFile]) -> list[DataFileMet
             min_sequence_number=f.min_seq,
             max_sequence_number=f.max_seq,
             schema_id=layout.schema_id,
-            level=0,
+            level=f.level,
             creation_time=f.creation_time,
             delete_row_count=f.deletes,
-            file_source=FileSource.APPEND,
+            file_source=f.source,
             value_stats_cols=stats_cols,
             extra_files=f.extra_files,
             embedded_index=f.embedded_index,

@@ -10,6 +10,8 @@ resurrect a stale version of a row.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -21,7 +23,7 @@ from lakehouse.format import parquet
 from lakehouse.io.pool import map_parallel
 from lakehouse.manifest.entries import DataFileMeta
 from lakehouse.mergetree.engine import ORDINAL, MergeEngine
-from lakehouse.mergetree.groups import RETRACT_KINDS
+from lakehouse.mergetree.groups import drop_retracts
 from lakehouse.predicate import Predicate, bind, to_expression
 from lakehouse.table.scan import Split
 from lakehouse.types import DataField, arrow_field
@@ -79,9 +81,7 @@ class TableRead:
         tagged = [
             t.append_column(ORDINAL, pa.array(np.full(t.num_rows, i, np.int32))) for i, t in enumerate(files)
         ]
-        merged = self.engine.merge(pa.concat_tables(tagged))
-        live = ~np.isin(merged.column(parquet.VALUE_KIND).to_numpy(), RETRACT_KINDS)
-        return merged if live.all() else merged.filter(pa.array(live))
+        return drop_retracts(self.engine.merge(pa.concat_tables(tagged)))
 
     def _read_file(self, split: Split, meta: DataFileMeta, selection: bytes | None) -> pa.Table:
         """One data file as current-schema columns (plus sequence and kind for primary keys).
@@ -103,16 +103,38 @@ def read_data_file(
 ) -> pa.Table:
     """Columns ``fields`` (current schema) of one data file, evolved from the schema it was written
     with, plus the named system columns; ``rows`` limits it to those row positions."""
+    path, old_by_id, wanted = _locate(table, bucket_path, meta, fields, system)
+    with _reading(table, path):
+        raw = parquet.read_columns(table.io, path, wanted, rows)
+    return _evolve(raw, fields, old_by_id, list(system))
+
+
+def iter_data_file(
+    table: Table, bucket_path: str, meta: DataFileMeta, fields: list[DataField], system: list[str], rows: int
+) -> Iterator[pa.Table]:
+    """:func:`read_data_file` in batches of ``rows`` rows (bounded memory for compaction)."""
+    path, old_by_id, wanted = _locate(table, bucket_path, meta, fields, system)
+    with _reading(table, path):
+        for raw in parquet.iter_batches(table.io, path, wanted, rows):
+            yield _evolve(raw, fields, old_by_id, list(system))
+
+
+def _locate(table: Table, bucket_path: str, meta: DataFileMeta, fields: list[DataField], system):
     path = table.paths.data_file(bucket_path, meta.file_name, meta.external_path)
     old_by_id = {f.id: f for f in table.schema_by_id(meta.schema_id).fields}
     wanted = [old_by_id[f.id].name for f in fields if f.id in old_by_id]
+    return path, old_by_id, wanted + list(system)
+
+
+@contextmanager
+def _reading(table: Table, path: str) -> Iterator[None]:
+    """Missing or unreadable data files become ``CorruptFileError`` naming the file."""
     try:
-        raw = parquet.read_columns(table.io, path, wanted + list(system), rows)
+        yield
     except FileNotFoundError:
         raise CorruptFileError(f"table {table.name}: data file {path} is missing") from None
     except (OSError, pa.ArrowInvalid) as e:
         raise CorruptFileError(f"table {table.name}: data file {path} is unreadable ({e})") from None
-    return _evolve(raw, fields, old_by_id, list(system))
 
 
 def _evolve(

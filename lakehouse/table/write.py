@@ -26,8 +26,10 @@ from lakehouse.format import parquet
 from lakehouse.io.pool import map_parallel
 from lakehouse.manifest import binary_row, stats
 from lakehouse.manifest.entries import EMPTY_ROW, DataFileMeta
+from lakehouse.mergetree.compact import BucketCompactor
 from lakehouse.mergetree.engine import MergeEngine
 from lakehouse.options import parse_memory_size
+from lakehouse.snapshot import CommitKind
 from lakehouse.table.conform import INSERT, conform
 from lakehouse.table.data_file import BucketWriter, FileLayout, file_metas
 
@@ -93,9 +95,14 @@ class TableWrite:
             index_threshold=fileindex_options.in_manifest_threshold(schema.options),
         )
         self.ignore_previous_files = overwrite
+        self.write_only = options.get_bool("write-only")
+        self.stop_trigger = options.stop_trigger
         self._writers: dict[tuple[bytes, int], BucketWriter] = {}
         self._done: list[BucketWriter] = []
         self._next_sequence: dict[tuple[bytes, int], int] | None = None
+        self._existing: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+        self._compactors: dict[tuple[bytes, int], BucketCompactor] = {}
+        self._new_files: dict[tuple[bytes, int], list[DataFileMeta]] = {}
         self._pending: list[pa.Table] = []
         self._pending_bytes = 0
 
@@ -112,8 +119,15 @@ class TableWrite:
                 self._flush()
 
     def prepare_commit(self) -> list[CommitMessage]:
-        """Finish every file and return one commit message per (partition, bucket) written."""
+        """Finish every file and return one commit message per (partition, bucket) written.
+
+        Primary-key buckets are then compacted as Paimon's batch writers do (unless
+        ``write-only``): universal compaction, or full compaction every
+        ``full-compaction.delta-commits`` commits; its changes ride along in the messages.
+        """
         self._flush()
+        if self.primary_key:
+            return self._primary_key_messages()
         self._done.extend(self._writers.values())
         self._writers.clear()
         written = [(w.partition, w.bucket, f) for w in self._done for f in w.close()]
@@ -129,7 +143,46 @@ class TableWrite:
         """Delete every file this writer produced (nothing of it was committed)."""
         for w in [*self._done, *self._writers.values()]:
             w.abort()
+        for c in self._compactors.values():
+            c.abort()
         self._done, self._writers, self._pending = [], {}, []
+        self._compactors, self._new_files = {}, {}
+
+    def _primary_key_messages(self) -> list[CommitMessage]:
+        if not self.write_only:
+            full = self._full_compaction_due()
+            for compactor in self._compactors.values():
+                compactor.compact(full=full)
+        messages = [
+            CommitMessage(
+                part,
+                bucket,
+                self.bucket_count,
+                tuple(self._new_files.get((part, bucket), ())),
+                compact_before=tuple(c.before),
+                compact_after=tuple(c.after),
+            )
+            for (part, bucket), c in self._compactors.items()
+        ]
+        self._compactors, self._new_files, self._done = {}, {}, []
+        return messages
+
+    def _full_compaction_due(self) -> bool:
+        """Whether this commit is the ``full-compaction.delta-commits``-th since the last compaction."""
+        every = self.schema.core_options.get("full-compaction.delta-commits")
+        if every is None:
+            return False
+        every = self.schema.core_options.get_int("full-compaction.delta-commits")
+        snapshots = self.table.snapshots
+        latest = snapshots.latest_id()
+        since = 0
+        while latest is not None and since + 1 < every:
+            snap = snapshots.snapshot(latest)
+            if snap.commit_kind == CommitKind.COMPACT:
+                break
+            since += 1
+            latest = latest - 1 if latest > 1 else None
+        return since + 1 >= every
 
     # ---- buffering -----------------------------------------------------------------------
 
@@ -158,12 +211,34 @@ class TableWrite:
         )
         map_parallel(lambda job: job(), jobs)
         if self.primary_key:
-            # a flush is one sorted run per bucket: finish its files (stats are folded here, in
-            # one thread), so the next flush starts new ones
-            for writer in self._writers.values():
-                writer.close()
-            self._done.extend(self._writers.values())
-            self._writers.clear()
+            self._finish_runs()
+
+    def _finish_runs(self) -> None:
+        """A flush is one sorted run per bucket: finish its files (level 0) and hand them to the
+        bucket's compactor; a bucket past ``num-sorted-run.stop-trigger`` compacts right away."""
+        writers = list(self._writers.values())
+        self._writers.clear()
+        self._done.extend(writers)
+        closed = [(w.partition, w.bucket, f) for w in writers for f in w.close()]
+        metas = file_metas(self.layout, [f for *_, f in closed])
+        for (part, bucket, _), meta in zip(closed, metas, strict=True):
+            self._new_files.setdefault((part, bucket), []).append(meta)
+            self._compactor(part, bucket).add([meta])
+        if self.write_only:
+            return
+        for compactor in {(p, b): self._compactors[(p, b)] for p, b, _ in closed}.values():
+            while compactor.sorted_runs() > self.stop_trigger and compactor.compact():
+                pass
+
+    def _compactor(self, partition: bytes, bucket: int) -> BucketCompactor:
+        key = (partition, bucket)
+        found = self._compactors.get(key)
+        if found is None:
+            existing = self._existing.get(key, [])
+            found = self._compactors[key] = BucketCompactor(
+                self.table, self.layout, self.engine, partition, bucket, existing
+            )
+        return found
 
     def _group_ids(self, data: pa.Table) -> tuple[np.ndarray, list[bytes]]:
         """A (partition, bucket) group id per row, and each partition's serialized BinaryRow."""
@@ -232,7 +307,7 @@ class TableWrite:
                 versions = versions.append_column(parquet.VALUE_KIND, kinds.take(take))
                 run = self.engine.merge(versions, arrival_order=True)
                 seq, run_kinds = run.column(parquet.SEQUENCE_NUMBER), run.column(parquet.VALUE_KIND)
-                writer.write(self._file_rows(run, seq, run_kinds), seq, run_kinds)
+                writer.write(self.layout.file_rows(run), seq, run_kinds)
 
             jobs.append(job)
         return jobs
@@ -251,15 +326,11 @@ class TableWrite:
             if not self.ignore_previous_files:
                 for e in self.table.live_entries():
                     key = (e.partition, e.bucket)
+                    self._existing.setdefault(key, []).append(e.file)
                     self._next_sequence[key] = max(
                         self._next_sequence.get(key, 0), e.file.max_sequence_number + 1
                     )
         return self._next_sequence.get((partition, bucket), 0)
-
-    def _file_rows(self, run: pa.Table, seq: pa.Array, kinds: pa.Array) -> pa.Table:
-        keys = [] if self.thin else [run.column(k) for k in self.primary_key]
-        values = [run.column(f.name) for f in self.layout.value_fields]
-        return pa.Table.from_arrays([*keys, seq, kinds, *values], schema=self.layout.file_schema)
 
     def _file_schema(self, value_fields: list) -> pa.Schema:
         fields = [parquet.data_field(f) for f in value_fields]

@@ -1,0 +1,214 @@
+"""Compaction of one bucket's LSM tree: pick runs, rewrite or upgrade them, track the result.
+
+:class:`BucketCompactor` keeps a bucket's live files while a writer or a compaction job works on
+it (``MergeTreeCompactManager`` plus the bookkeeping of ``MergeTreeWriter``). A compaction unit
+is executed like ``MergeTreeCompactTask``: its files are split into key-range sections; a section
+of one run whose files are large enough is only *upgraded* (same file, new level, no I/O), every
+other section is merged by the table's merge engine through the bounded-memory stream merge and
+written as rolling files of the output level, with their file indexes. Deleted keys are dropped
+when nothing older can exist below the output level.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from lakehouse.format import parquet
+from lakehouse.manifest.entries import DataFileMeta, FileSource
+from lakehouse.mergetree.engine import MergeEngine
+from lakehouse.mergetree.groups import drop_retracts
+from lakehouse.mergetree.levels import KeyRanges, Levels, SortedRun, sections
+from lakehouse.mergetree.stream import merge_runs
+from lakehouse.mergetree.universal import CompactUnit, UniversalCompaction, pick_full
+from lakehouse.table.data_file import BucketWriter, FileLayout, file_metas
+from lakehouse.table.read import iter_data_file
+
+if TYPE_CHECKING:
+    from lakehouse.table.table import Table
+
+BATCH_ROWS = 64 * 1024  # rows read per run and step of a streaming merge
+
+
+@dataclass
+class CompactResult:
+    """Files a compaction removed and the files it added (upgrades appear in both)."""
+
+    before: list[DataFileMeta] = field(default_factory=list)
+    after: list[DataFileMeta] = field(default_factory=list)
+
+
+class BucketCompactor:
+    """The live files of one (partition, bucket) and the compactions run on them."""
+
+    def __init__(
+        self,
+        table: Table,
+        layout: FileLayout,
+        engine: MergeEngine,
+        partition: bytes,
+        bucket: int,
+        files: list[DataFileMeta],
+    ) -> None:
+        self.table = table
+        self.layout = layout
+        self.engine = engine
+        self.partition = partition
+        self.bucket = bucket
+        self.files = list(files)
+        options = table.schema.core_options
+        self.num_levels = options.num_levels
+        self.universal = UniversalCompaction.from_options(options)
+        self.min_file_size = options.target_file_size(True) // 10 * 7  # compactionFileSize
+        self.ranges = KeyRanges([f.type for f in layout.key_fields])
+        self.before: list[DataFileMeta] = []  # committed files this compactor removed
+        self.after: list[DataFileMeta] = []  # files it added that are still live
+        self._written: set[str] = set()  # names of files this compactor wrote
+
+    # ---- state ---------------------------------------------------------------------------
+
+    def add(self, new_files: list[DataFileMeta]) -> None:
+        """Files a writer just flushed (level 0)."""
+        self.files.extend(new_files)
+
+    def levels(self) -> Levels:
+        return Levels(self.files, self.num_levels, self.ranges)
+
+    def sorted_runs(self) -> int:
+        return len(self.levels().runs)
+
+    # ---- compaction ----------------------------------------------------------------------
+
+    def compact(self, full: bool = False) -> bool:
+        """Run one compaction if the strategy picks one (``full``: everything to the top level).
+        Returns whether anything changed."""
+        levels = self.levels()
+        unit = (
+            pick_full(levels.num_levels, levels.runs)
+            if full
+            else self.universal.pick(levels.num_levels, levels.runs)
+        )
+        if unit is None or not unit.files:
+            return False
+        drop_delete = unit.output_level != 0 and unit.output_level >= levels.non_empty_highest_level()
+        result = CompactTask(self, levels.max_level).run(unit, drop_delete)
+        self._apply(result)
+        return bool(result.before or result.after)
+
+    def _apply(self, result: CompactResult) -> None:
+        removed = set(result.before)
+        self.files = [f for f in self.files if f not in removed]
+        self.files.extend(result.after)
+        kept_names = {f.file_name for f in result.after}
+        for f in result.before:
+            if f in self.after:
+                # an output of an earlier compaction of this job, never committed: just delete it
+                self.after.remove(f)
+                if f.file_name not in kept_names:
+                    self._delete(f)
+            else:
+                self.before.append(f)
+        self.after.extend(result.after)
+
+    def _delete(self, f: DataFileMeta) -> None:
+        directory = self.directory
+        self.table.io.delete_quietly([f"{directory}/{n}" for n in (f.file_name, *f.extra_files)])
+
+    def abort(self) -> None:
+        """Delete every file written by this compactor's compactions (nothing was committed)."""
+        for f in self.after:
+            if f.file_name in self._written:
+                self._delete(f)
+        self.after = []
+
+    @property
+    def bucket_path(self) -> str:
+        return self.table.bucket_path(self.partition, self.bucket)
+
+    @property
+    def directory(self) -> str:
+        return f"{self.table.paths.root}/{self.bucket_path}"
+
+
+class CompactTask:
+    """Executes one compaction unit (``MergeTreeCompactTask``)."""
+
+    def __init__(self, bucket: BucketCompactor, max_level: int) -> None:
+        self.bucket = bucket
+        self.max_level = max_level
+
+    def run(self, unit: CompactUnit, drop_delete: bool) -> CompactResult:
+        self.unit, self.drop_delete = unit, drop_delete
+        result = CompactResult()
+        candidate: list[list[SortedRun]] = []
+        for section in sections(list(unit.files), self.bucket.ranges):
+            if len(section) > 1:
+                candidate.append(section)
+                continue
+            for f in section[0].files:
+                if f.file_size < self.bucket.min_file_size:
+                    candidate.append([SortedRun(f.level, (f,))])  # small: rewritten with its neighbours
+                else:
+                    self._rewrite(candidate, result)
+                    self._upgrade(f, result)
+        self._rewrite(candidate, result)
+        return result
+
+    def _upgrade(self, f: DataFileMeta, result: CompactResult) -> None:
+        level = self.unit.output_level
+        if f.level == level:
+            return
+        if level != self.max_level or f.delete_row_count == 0:
+            result.before.append(f)
+            result.after.append(replace(f, level=level))
+        else:  # deleted rows must not reach the top level: rewrite to drop them
+            self._rewrite_now([[SortedRun(f.level, (f,))]], result)
+
+    def _rewrite(self, candidate: list[list[SortedRun]], result: CompactResult) -> None:
+        if not candidate:
+            return
+        if len(candidate) == 1 and len(candidate[0]) == 1:
+            files = candidate[0][0].files
+            candidate.clear()
+            for f in files:
+                self._upgrade(f, result)
+            return
+        self._rewrite_now(candidate, result)
+        candidate.clear()
+
+    def _rewrite_now(self, candidate: list[list[SortedRun]], result: CompactResult) -> None:
+        """Merge the candidate sections (key order) into new files of the output level."""
+        bucket = self.bucket
+        writer = BucketWriter(
+            bucket.layout,
+            bucket.partition,
+            bucket.bucket,
+            bucket.directory,
+            level=self.unit.output_level,
+            source=FileSource.COMPACT,
+        )
+        try:
+            for section in candidate:
+                for merged in merge_runs([self._read_run(run) for run in section], bucket.engine):
+                    if self.drop_delete:
+                        merged = drop_retracts(merged)
+                    if merged.num_rows:
+                        seq, kinds = merged.column(parquet.SEQUENCE_NUMBER), merged.column(parquet.VALUE_KIND)
+                        writer.write(bucket.layout.file_rows(merged), seq, kinds)
+            written = file_metas(bucket.layout, writer.close())
+        except BaseException:
+            writer.abort()
+            raise
+        bucket._written.update(f.file_name for f in written)
+        result.before.extend(f for section in candidate for run in section for f in run.files)
+        result.after.extend(written)
+
+    def _read_run(self, run: SortedRun) -> Iterator[pa.Table]:
+        bucket = self.bucket
+        fields = list(bucket.table.schema.fields)
+        system = [parquet.SEQUENCE_NUMBER, parquet.VALUE_KIND]
+        for f in run.files:
+            yield from iter_data_file(bucket.table, bucket.bucket_path, f, fields, system, BATCH_ROWS)

@@ -1,0 +1,119 @@
+"""The LSM tree of one bucket: data files by level, sorted runs, and key-range sections.
+
+Level 0 holds one sorted run per file (newest first); every higher level is a single sorted
+run whose files have disjoint key ranges (``Levels``). :func:`sections` splits files into groups
+whose key ranges overlap, so that only files that can share a key are merged together
+(``IntervalPartition``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from lakehouse.manifest import binary_row
+from lakehouse.manifest.entries import DataFileMeta
+from lakehouse.types import DataType
+
+
+@dataclass(frozen=True)
+class SortedRun:
+    """Files of one level with disjoint key ranges, in key order (a level-0 run is one file)."""
+
+    level: int
+    files: tuple[DataFileMeta, ...]
+
+    @property
+    def total_size(self) -> int:
+        return sum(f.file_size for f in self.files)
+
+
+class KeyRanges:
+    """Decoded ``min_key``/``max_key`` of files, for ordering and overlap tests (cached)."""
+
+    def __init__(self, key_types: list[DataType]) -> None:
+        self.types = key_types
+        self._cache: dict[bytes, tuple] = {}
+
+    def key(self, row: bytes) -> tuple:
+        found = self._cache.get(row)
+        if found is None:
+            values = binary_row.decode_row(binary_row.deserialize(row)[1], self.types)
+            found = self._cache[row] = tuple(values)
+        return found
+
+    def min(self, f: DataFileMeta) -> tuple:
+        return self.key(f.min_key)
+
+    def max(self, f: DataFileMeta) -> tuple:
+        return self.key(f.max_key)
+
+
+class Levels:
+    """The files of one bucket arranged as Paimon's LSM levels."""
+
+    def __init__(self, files: list[DataFileMeta], num_levels: int, ranges: KeyRanges) -> None:
+        self.num_levels = max(num_levels, max((f.level for f in files), default=0) + 1)
+        self.ranges = ranges
+        # newest level-0 file first (``Levels.level0`` orders by max sequence number, descending)
+        self.level0 = sorted(
+            (f for f in files if f.level == 0), key=lambda f: (-f.max_sequence_number, -f.min_sequence_number)
+        )
+        self.levels: dict[int, list[DataFileMeta]] = {}
+        for f in files:
+            if f.level > 0:
+                self.levels.setdefault(f.level, []).append(f)
+        for files_of_level in self.levels.values():
+            files_of_level.sort(key=ranges.min)
+
+    @property
+    def max_level(self) -> int:
+        return self.num_levels - 1
+
+    @cached_property
+    def runs(self) -> list[SortedRun]:
+        """Level-0 files one run each (newest first), then one run per non-empty higher level."""
+        return [SortedRun(0, (f,)) for f in self.level0] + [
+            SortedRun(level, tuple(self.levels[level])) for level in sorted(self.levels)
+        ]
+
+    @property
+    def files(self) -> list[DataFileMeta]:
+        return [f for run in self.runs for f in run.files]
+
+    def non_empty_highest_level(self) -> int:
+        """The highest level holding a file (-1: none)."""
+        if self.levels:
+            return max(self.levels)
+        return 0 if self.level0 else -1
+
+
+def sections(files: list[DataFileMeta], ranges: KeyRanges) -> list[list[SortedRun]]:
+    """Files grouped into sections of overlapping key ranges, in key order; each section's files
+    packed into as few sorted runs as possible (``IntervalPartition.partition``)."""
+    ordered = sorted(files, key=lambda f: (ranges.min(f), ranges.max(f)))
+    out: list[list[SortedRun]] = []
+    section: list[DataFileMeta] = []
+    bound: tuple | None = None
+    for f in ordered:
+        if section and ranges.min(f) > bound:
+            out.append(_pack_runs(section, ranges))
+            section, bound = [], None
+        section.append(f)
+        bound = ranges.max(f) if bound is None or ranges.max(f) > bound else bound
+    if section:
+        out.append(_pack_runs(section, ranges))
+    return out
+
+
+def _pack_runs(files: list[DataFileMeta], ranges: KeyRanges) -> list[SortedRun]:
+    """Greedy: each file (by min key) goes to the run whose last file ends before it starts."""
+    runs: list[list[DataFileMeta]] = []
+    for f in files:  # already sorted by (min, max) key
+        for run in runs:
+            if ranges.max(run[-1]) < ranges.min(f):
+                run.append(f)
+                break
+        else:
+            runs.append([f])
+    return [SortedRun(min(x.level for x in run), tuple(run)) for run in runs]

@@ -1,0 +1,61 @@
+"""A k-way merge of sorted runs in Arrow batches, in bounded memory.
+
+Every run is read a batch at a time. A step takes, from every buffered run, the rows whose key
+is at most the smallest "last buffered key" among runs that still have rows to come: no later
+batch can hold such a key, so those rows are complete and are merged by the engine with one
+vectorized sort. Memory stays at about one batch per run whatever the bucket's size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakehouse.mergetree.engine import ORDINAL, MergeEngine
+
+
+def merge_runs(runs: list[Iterator[pa.Table]], engine: MergeEngine) -> Iterator[pa.Table]:
+    """Merged rows (one per key, in key order) of sorted runs, each given as a batch iterator."""
+    key = engine.key
+    buffers: list[pa.Table | None] = [None] * len(runs)
+    done = [False] * len(runs)
+    while True:
+        for i, run in enumerate(runs):
+            while not done[i] and (buffers[i] is None or buffers[i].num_rows == 0):
+                batch = next(run, None)
+                if batch is None:
+                    done[i] = True
+                else:
+                    buffers[i] = batch
+        live = [i for i in range(len(runs)) if buffers[i] is not None and buffers[i].num_rows]
+        if not live:
+            return
+        bounds = [_last_key(buffers[i], key) for i in live if not done[i]]
+        taken = []
+        for i in live:
+            buffer = buffers[i]
+            count = buffer.num_rows if not bounds else _count_at_most(buffer, key, min(bounds))
+            if count:
+                ordinal = pa.array(np.full(count, i, np.int32))
+                taken.append(buffer.slice(0, count).append_column(ORDINAL, ordinal))
+                buffers[i] = buffer.slice(count)
+        yield engine.merge(pa.concat_tables(taken) if len(taken) > 1 else taken[0])
+
+
+def _last_key(table: pa.Table, key: list[str]) -> tuple:
+    return tuple(table.column(k)[table.num_rows - 1].as_py() for k in key)
+
+
+def _count_at_most(table: pa.Table, key: list[str], bound: tuple) -> int:
+    """How many leading rows of key-sorted ``table`` have a key <= ``bound`` (lexicographic)."""
+    below = np.zeros(table.num_rows, bool)
+    equal = np.ones(table.num_rows, bool)
+    for name, value in zip(key, bound, strict=True):
+        column = table.column(name)
+        scalar = pa.scalar(value, column.type)
+        below |= equal & np.asarray(pc.less(column, scalar))
+        equal &= np.asarray(pc.equal(column, scalar))
+    return int((below | equal).sum())
