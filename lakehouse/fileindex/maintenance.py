@@ -20,7 +20,7 @@ from lakehouse.fileindex.options import buildable, declared, in_manifest_thresho
 from lakehouse.fileindex.verify import check_index
 from lakehouse.io.pool import map_parallel
 from lakehouse.manifest.entries import ManifestEntry
-from lakehouse.table.partitions import partition_filter
+from lakehouse.table.partitions import in_partitions
 from lakehouse.table.read import read_data_file
 from lakehouse.table.write import CommitMessage
 
@@ -101,11 +101,9 @@ def rewrite_file_index(
     snapshot = table.snapshots.latest()
     if snapshot is None:
         return IndexRewrite(0, 0, 0, None)
-    entries = table.live_entries(snapshot)
-    if partitions is not None:
-        specs = [partitions] if isinstance(partitions, Mapping) else list(partitions)
-        keep = partition_filter(table.schema, table.name, specs, "rewrite_file_index partitions")
-        entries = [e for e in entries if keep(e.partition)]
+    entries = in_partitions(
+        table.schema, table.name, table.live_entries(snapshot), partitions, "rewrite_file_index partitions"
+    )
     threshold = in_manifest_threshold(table.schema.options)
 
     def rebuild(entry: ManifestEntry) -> tuple[ManifestEntry, bytes | None, str | None] | None:

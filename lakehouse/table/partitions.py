@@ -59,3 +59,18 @@ def partition_filter(
         return any(all(values[k] == v for k, v in spec.items()) for spec in parsed)
 
     return matches
+
+
+def in_partitions(
+    schema: TableSchema,
+    table: str,
+    entries: list,
+    partitions: Mapping[str, Any] | Iterable[Mapping[str, Any]] | None,
+    what: str,
+) -> list:
+    """The manifest entries in any of ``partitions`` (one spec or several; None: all)."""
+    if partitions is None:
+        return entries
+    specs = [partitions] if isinstance(partitions, Mapping) else list(partitions)
+    keep = partition_filter(schema, table, specs, what)
+    return [e for e in entries if keep(e.partition)]

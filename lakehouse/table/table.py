@@ -200,6 +200,15 @@ class Table:
 
     # ---- maintenance ---------------------------------------------------------------------
 
+    def compact(
+        self, full: bool = False, partitions: list[Mapping[str, Any]] | Mapping[str, Any] | None = None
+    ):
+        """Compact primary-key buckets (universal compaction; ``full``: each bucket into one run
+        at the highest level) as one COMPACT snapshot; returns a :class:`Compaction` report."""
+        from lakehouse.table.compaction import compact
+
+        return compact(self, full, partitions)
+
     def rewrite_file_index(self, partitions: list[Mapping[str, Any]] | Mapping[str, Any] | None = None):
         """Build or refresh file indexes per the current options; data files are not rewritten."""
         from lakehouse.fileindex.maintenance import rewrite_file_index

@@ -148,11 +148,16 @@ class TableWrite:
         self._done, self._writers, self._pending = [], {}, []
         self._compactors, self._new_files = {}, {}
 
+    def compactor(self, partition: bytes, bucket: int) -> BucketCompactor:
+        """The LSM tree of a bucket as this writer sees it (for compaction jobs)."""
+        self._sequence_start(partition, bucket)  # loads the bucket's files
+        return self._compactor(partition, bucket)
+
     def _primary_key_messages(self) -> list[CommitMessage]:
-        if not self.write_only:
+        if not self.write_only and self._new_files:
             full = self._full_compaction_due()
-            for compactor in self._compactors.values():
-                compactor.compact(full=full)
+            for key in self._new_files:
+                self._compactors[key].compact(full=full)
         messages = [
             CommitMessage(
                 part,

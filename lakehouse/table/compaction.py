@@ -1,0 +1,68 @@
+"""The dedicated compaction job: ``table.compact(full=..., partitions=...)``.
+
+Every bucket of the chosen partitions gets one compaction pick - universal compaction, or
+everything into the highest level when ``full`` - executed in parallel across buckets and
+committed as one COMPACT snapshot. A concurrent compaction that removed the same files first
+makes this one fail with ``CommitConflictError`` after deleting what it wrote: the table is
+left exactly as the winner made it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lakehouse.errors import UnsupportedFeatureError
+from lakehouse.io.pool import map_parallel
+from lakehouse.table.partitions import in_partitions
+
+if TYPE_CHECKING:
+    from lakehouse.table.table import Table
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """What a compaction job did."""
+
+    snapshot_id: int | None  # the COMPACT snapshot (None: nothing to do)
+    buckets: int  # buckets that changed
+    files_before: int  # files removed (rewritten, or moved to another level)
+    files_after: int  # files added
+    bytes_before: int
+    bytes_after: int
+
+
+def compact(
+    table: Table,
+    full: bool = False,
+    partitions: Mapping[str, Any] | Iterable[Mapping[str, Any]] | None = None,
+) -> Compaction:
+    if not table.schema.primary_keys:
+        raise UnsupportedFeatureError(
+            f"table {table.name} is an append table; compact() works on primary-key tables"
+        )
+    entries = in_partitions(table.schema, table.name, table.live_entries(), partitions, "compact partitions")
+    buckets = sorted({(e.partition, e.bucket) for e in entries})
+    writer = table.new_write()
+    compactors = [writer.compactor(p, b) for p, b in buckets]
+    map_parallel(lambda c: c.compact(full=full), compactors)
+    messages = [m for m in writer.prepare_commit() if m.compact_before or m.compact_after]
+    if not messages:
+        return Compaction(None, 0, 0, 0, 0, 0)
+    committer = table.new_commit()
+    try:
+        snapshot_id = committer.commit(messages)
+    except BaseException:
+        committer.abort(messages)
+        raise
+    before = [f for m in messages for f in m.compact_before]
+    after = [f for m in messages for f in m.compact_after]
+    return Compaction(
+        snapshot_id,
+        len(messages),
+        len(before),
+        len(after),
+        sum(f.file_size for f in before),
+        sum(f.file_size for f in after),
+    )
