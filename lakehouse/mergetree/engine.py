@@ -4,8 +4,8 @@
 * ``partial-update``: every column takes its last non-null value. ``fields.<g>.sequence-group``
   makes columns follow their own sequence field(s) (null group sequence: the group is untouched;
   a retract nulls the group), optionally with aggregate functions inside a group.
-  ``partial-update.remove-record-on-delete`` lets -D remove the row; otherwise deletes must be
-  ignored (``ignore-delete``) or are refused when written.
+  ``partial-update.remove-record-on-delete`` lets -D remove the row (a later version starts
+  from nothing); otherwise deletes must be ignored (``ignore-delete``) or are refused.
 * ``aggregation``: every value column is reduced by ``fields.<f>.aggregate-function``
   (default ``fields.default-aggregate-function``, else ``last_non_null_value``).
 * ``first-row``: the first version wins; later versions and deletes are ignored.
@@ -33,6 +33,9 @@ from lakehouse.options import CoreOptions
 ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
 ORDINAL = "_FILE_ORDINAL"  # optional tiebreak column: files read later win ties
 _SEQUENCE_GROUP = ".sequence-group"
+# With remove-record-on-delete, a merged row whose history restarted after a delete is stored
+# as +U: it replaces older versions instead of updating them (written +U rows become +I).
+COMPLETE = 2
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,8 @@ class MergeEngine:
                 data, kinds, retract = data.filter(keep), kinds.filter(keep), retract[~retract]
             else:
                 self._check_retracts(kinds)
+        if self.remove_on_delete:
+            kinds = pc.if_else(pc.equal(kinds, COMPLETE), pa.scalar(0, kinds.type), kinds)
         for name, agg in self.aggs.items():
             if agg.function == "count":
                 i = data.schema.get_field_index(name)
@@ -202,20 +207,15 @@ class MergeEngine:
         n = len(g.kinds)
         retract = np.isin(g.kinds, RETRACT_KINDS)
         rows = np.ones(n, bool)
-        deleted = np.zeros(g.count, bool)
+        deleted = complete = np.zeros(g.count, bool)
         if self.remove_on_delete:
             resets = g.kinds == DELETE
-            rows = np.arange(n) >= g.history_starts(resets)
+            begin = g.history_starts(resets, g.kinds == COMPLETE)
+            rows = np.arange(n) >= begin
             deleted = resets[g.ends - 1]
-            retract = retract & ~resets  # the -D that restarts a key is its first value
+            complete = _restarted(g, begin)
         columns = {name: agg.reduce(g.column(name), g, rows, retract) for name, agg in self.aggs.items()}
-        if self.remove_on_delete:
-            # first_value functions start after a reset, as if nothing was there
-            after = rows & ~(g.kinds == DELETE)
-            for name, agg in self.aggs.items():
-                if agg.function in ("first_value", "first_non_null_value"):
-                    columns[name] = agg.reduce(g.column(name), g, after, retract)
-        return _assemble(g.rows(g.ends - 1), columns, deleted)
+        return _assemble(g.rows(g.ends - 1), columns, deleted, complete)
 
     def _partial_update(self, g: KeyGroups) -> pa.Table:
         n = len(g.kinds)
@@ -223,18 +223,18 @@ class MergeEngine:
         retract = np.isin(g.kinds, RETRACT_KINDS)
         if not self.groups:
             resets = g.kinds == DELETE if self.remove_on_delete else np.zeros(n, bool)
-            rows = (np.arange(n) >= g.history_starts(resets)) & ~update_before & (resets | ~retract)
-            last_event = g.last_where(rows)
-            present = last_event >= 0  # keys that only saw -U changed nothing
+            begin = g.history_starts(resets, g.kinds == COMPLETE)
+            rows = (np.arange(n) >= begin) & ~retract
+            # -U changes nothing, and a -D only with remove-record-on-delete
+            last_event = g.last_where(~update_before & (resets | ~retract))
+            keep = np.flatnonzero(last_event >= 0)
+            deleted = resets[last_event[keep]] | (g.last_where(rows)[keep] < 0)
             columns = {}
             for f in self.value_fields:
                 values = g.column(f.name)
-                last = g.last_where(rows & np.asarray(values.is_valid()))
-                columns[f.name] = _take(values, last)
-            deleted = resets[np.maximum(last_event, 0)] | (g.last_where(rows & ~retract) < 0)
-            keep = np.flatnonzero(present)
-            base = g.rows((g.ends - 1)[keep])
-            return _assemble(base, {k: v.take(pa.array(keep)) for k, v in columns.items()}, deleted[keep])
+                columns[f.name] = _take(values, g.last_where(rows & np.asarray(values.is_valid()))[keep])
+            complete = _restarted(g, begin)[keep]
+            return _assemble(g.rows(last_event[keep]), columns, deleted, complete)
         columns = {}
         grouped = set()
         for group in self.groups:
@@ -302,11 +302,28 @@ def _positions_of(owners: np.ndarray, count: int) -> np.ndarray:
 _take = take_or_null
 
 
-def _assemble(base: pa.Table, columns: dict[str, pa.Array], deleted: np.ndarray) -> pa.Table:
-    """``base`` rows (key, sequence number) with merged value ``columns`` and kinds +I / -D."""
+def _restarted(g: KeyGroups, begin: np.ndarray) -> np.ndarray:
+    """Keys whose counted history starts after their first row: a delete (or a complete row)
+    cut off what came before, so the merged row must replace older versions, not update them."""
+    return begin[g.starts] > g.starts if g.count else np.zeros(0, bool)
+
+
+def _assemble(
+    base: pa.Table, columns: dict[str, pa.Array], deleted: np.ndarray, complete: np.ndarray | None = None
+) -> pa.Table:
+    """``base`` rows (key, sequence number) with merged value ``columns`` and kinds: -D for
+    deleted keys (which keep their deleting row as it came), +U for complete rows, else +I."""
+    mask = pa.array(deleted) if deleted.any() else None
     for name, values in columns.items():
         i = base.schema.get_field_index(name)
-        base = base.set_column(i, base.schema.field(i), values.cast(base.schema.field(i).type))
+        field = base.schema.field(i)
+        values = values.cast(field.type)
+        if mask is not None:
+            values = pc.if_else(mask, base.column(i).combine_chunks(), values)
+        base = base.set_column(i, field, values)
     i = base.schema.get_field_index(VALUE_KIND)
-    kinds = pa.array(np.where(deleted, DELETE, 0).astype(np.int8))
+    kinds = np.where(deleted, DELETE, 0)
+    if complete is not None:
+        kinds = np.where(~deleted & complete, COMPLETE, kinds)
+    kinds = pa.array(kinds.astype(np.int8))
     return base.set_column(i, base.schema.field(i), kinds)

@@ -95,10 +95,11 @@ class KeyGroups:
         idx = np.minimum.reduceat(np.where(mask, np.arange(n), n), self.starts)
         return np.where(idx == n, -1, idx)
 
-    def history_starts(self, resets: np.ndarray) -> np.ndarray:
-        """Per row, where the part of its key's history that counts begins: the key's last
-        ``resets`` row (a delete that restarts the row), else the key's first row."""
-        begin = np.maximum(self.last_where(resets), self.starts)
+    def history_starts(self, deletes: np.ndarray, complete: np.ndarray) -> np.ndarray:
+        """Per row, where the part of its key's history that counts begins: right after the
+        key's last ``deletes`` row, at its last ``complete`` row (a row that replaced
+        everything before it), or at its first row - whichever is latest."""
+        begin = np.maximum(np.maximum(self.last_where(deletes) + 1, self.last_where(complete)), self.starts)
         return np.repeat(begin, self.ends - self.starts)
 
 
