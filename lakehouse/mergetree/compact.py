@@ -21,7 +21,7 @@ from lakehouse.format import parquet
 from lakehouse.manifest.entries import DataFileMeta, FileSource
 from lakehouse.mergetree.engine import MergeEngine
 from lakehouse.mergetree.groups import drop_retracts
-from lakehouse.mergetree.levels import KeyRanges, Levels, SortedRun, sections
+from lakehouse.mergetree.levels import KeyRanges, Levels, SortedRun, level0_invisible, sections
 from lakehouse.mergetree.stream import merge_runs
 from lakehouse.mergetree.universal import CompactUnit, UniversalCompaction, pick_full
 from lakehouse.table.data_file import BucketWriter, FileLayout, file_metas
@@ -62,6 +62,7 @@ class BucketCompactor:
         options = table.schema.core_options
         self.num_levels = options.num_levels
         self.universal = UniversalCompaction.from_options(options)
+        self.level0_invisible = level0_invisible(table.schema)
         self.min_file_size = options.target_file_size(True) // 10 * 7  # compactionFileSize
         self.ranges = KeyRanges([f.type for f in layout.key_fields])
         self.before: list[DataFileMeta] = []  # committed files this compactor removed
@@ -86,11 +87,15 @@ class BucketCompactor:
         """Run one compaction if the strategy picks one (``full``: everything to the top level).
         Returns whether anything changed."""
         levels = self.levels()
-        unit = (
-            pick_full(levels.num_levels, levels.runs)
-            if full
-            else self.universal.pick(levels.num_levels, levels.runs)
-        )
+        if full:
+            unit = pick_full(levels.num_levels, levels.runs)
+        elif self.level0_invisible and levels.level0:
+            # readers skip level 0 and read higher levels without merging them, so no key may
+            # live in two levels: until compaction looks keys up in the levels above its
+            # output (Paimon's lookup compaction), level-0 files go all the way up
+            unit = pick_full(levels.num_levels, levels.runs)
+        else:
+            unit = self.universal.pick(levels.num_levels, levels.runs)
         if unit is None or not unit.files:
             return False
         drop_delete = unit.output_level != 0 and unit.output_level >= levels.non_empty_highest_level()

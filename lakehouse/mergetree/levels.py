@@ -49,6 +49,16 @@ class KeyRanges:
         return self.key(f.max_key)
 
 
+def level0_invisible(schema) -> bool:
+    """Whether readers skip level-0 files, so writers must always push them up: first-row tables
+    (and deletion-vector tables) only show data once compaction has merged it."""
+    options = schema.core_options
+    return bool(schema.primary_keys) and (
+        (options.get("merge-engine") or "").lower() == "first-row"
+        or options.get_bool("deletion-vectors.enabled")
+    )
+
+
 class Levels:
     """The files of one bucket arranged as Paimon's LSM levels."""
 

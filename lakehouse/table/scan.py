@@ -26,6 +26,7 @@ from lakehouse.io.pool import map_reads
 from lakehouse.manifest import binary_row, stats
 from lakehouse.manifest.entries import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta
 from lakehouse.manifest.files import ManifestStore
+from lakehouse.mergetree.levels import level0_invisible
 from lakehouse.predicate import ColumnStats, Predicate, bind, may_match, only_columns
 from lakehouse.snapshot import Snapshot
 from lakehouse.types import TIMESTAMP_ROOTS, DataType, timestamp_unit
@@ -104,6 +105,10 @@ def plan(table: Table, snapshot: Snapshot | None, filter: Predicate | None = Non
     pruner = _Pruner(table, filter)
     opened = [m for m in manifests if pruner.manifest_matches(m)]
     matching = [e for e in _live(store, opened) if pruner.partition_matches(e.partition)]
+    if level0_invisible(schema):
+        visible = [e for e in matching if e.file.level > 0]
+        counts["files_total"] -= len(matching) - len(visible)
+        matching = visible
     counts["pruned_by_partition"] = counts["files_total"] - len(matching)
     candidates = [e for e in matching if pruner.stats_match(e)]
     counts["pruned_by_stats"] = len(matching) - len(candidates)
