@@ -5,6 +5,7 @@ Layout (``FileStorePathFactory``)::
     <table>/schema/schema-N
     <table>/snapshot/{EARLIEST,LATEST,snapshot-N}
     <table>/manifest/{manifest-,manifest-list-,index-manifest-}<uuid>-<n>
+    <table>/index/index-<uuid>-<n>
     <table>/<k1>=<v1>/<k2>=<v2>/bucket-<b>/data-<uuid>-<n>.parquet
 
 Readers rebuild data file directories from the partition values stored in manifests, so the value
@@ -52,6 +53,10 @@ class TablePaths:
     def tag_dir(self) -> str:
         return join(self.root, "tag")
 
+    @property
+    def index_dir(self) -> str:
+        return join(self.root, "index")
+
     def schema(self, schema_id: int) -> str:
         return join(self.schema_dir, f"schema-{schema_id}")
 
@@ -60,6 +65,10 @@ class TablePaths:
 
     def manifest(self, name: str) -> str:
         return join(self.manifest_dir, name)
+
+    def index_file(self, file_name: str, external_path: str | None = None) -> str:
+        """A table index file (deletion vectors, hash index), or its external path."""
+        return external_path or join(self.index_dir, file_name)
 
     def data_file(self, bucket_path: str, file_name: str, external_path: str | None = None) -> str:
         """A data file in a bucket directory (relative to the table), or its external path."""
