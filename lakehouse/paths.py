@@ -61,6 +61,9 @@ class TablePaths:
     def manifest(self, name: str) -> str:
         return join(self.manifest_dir, name)
 
+    def index_file(self, name: str) -> str:
+        return f"{self.root}/index/{name}"
+
     def data_file(self, bucket_path: str, file_name: str, external_path: str | None = None) -> str:
         """A data file in a bucket directory (relative to the table), or its external path."""
         return external_path or join(self.root, bucket_path, file_name)
