@@ -70,11 +70,12 @@ class JavaHashMap:
             self._resize()
 
     def compute_if_absent(self, key: Hashable, hash_code: int) -> None:
-        if key in self._keys:
-            return
+        """``computeIfAbsent`` (and ``compute``): an overfull table grows first, even when ``key``
+        is already present."""
         if not self._bins or len(self._keys) > 0.75 * len(self._bins):
             self._resize()
-        self._insert(key, hash_code, at_head=True)
+        if key not in self._keys:
+            self._insert(key, hash_code, at_head=True)
 
     # ---- internals -----------------------------------------------------------------------
 

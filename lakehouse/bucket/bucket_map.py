@@ -1,0 +1,94 @@
+"""Key hash -> bucket of one partition, in compact numpy arrays (6 bytes per key).
+
+Java keeps an ``Int2ShortOpenHashMap``; a Python dict would cost ~100 bytes per key. Here the map
+is a few sorted runs of (int32 hash, int16 bucket) with disjoint keys, largest first. A batch of
+new keys becomes a new run, and a run absorbs the run after it while it is at most four times as
+big, so run sizes shrink geometrically: a key is copied O(log n) times over its life, and a lookup
+binary-searches O(log n) runs (the oldest, holding most keys, first; only misses go on).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_GROWTH = 4  # a run absorbs the next one while it is at most this many times bigger
+
+
+class HashBucketMap:
+    """Distinct int32 key hashes, each mapped to an int16 bucket."""
+
+    def __init__(self) -> None:
+        self._runs: list[tuple[np.ndarray, np.ndarray]] = []
+
+    @classmethod
+    def from_pairs(cls, hashes: np.ndarray, buckets: np.ndarray) -> HashBucketMap:
+        """A map of (hash, bucket) pairs in any order; a later pair wins over an earlier equal hash."""
+        built = cls()
+        if len(hashes):
+            order = np.sort((hashes.astype(np.int64) << 32) | np.arange(len(hashes), dtype=np.int64))
+            keys = (order >> 32).astype(np.int32)
+            last = np.empty(len(keys), dtype=bool)
+            last[-1] = True
+            np.not_equal(keys[1:], keys[:-1], out=last[:-1])
+            positions = order[last] & 0xFFFFFFFF
+            built._runs.append((keys[last], buckets[positions].astype(np.int16)))
+        return built
+
+    def __len__(self) -> int:
+        return sum(len(keys) for keys, _ in self._runs)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(keys.nbytes + values.nbytes for keys, values in self._runs)
+
+    def lookup(self, hashes: np.ndarray) -> np.ndarray:
+        """Bucket of each hash (int32), -1 where absent. Ascending ``hashes`` search fastest."""
+        found = np.full(len(hashes), -1, dtype=np.int32)
+        pending = None  # positions still unresolved; None = all of them
+        for keys, values in self._runs:
+            queries = hashes if pending is None else hashes[pending]
+            if not len(queries):
+                break
+            at = np.minimum(np.searchsorted(keys, queries), len(keys) - 1)
+            hit = keys[at] == queries
+            targets = np.flatnonzero(hit) if pending is None else pending[hit]
+            found[targets] = values[at[hit]]
+            pending = np.flatnonzero(~hit) if pending is None else pending[~hit]
+        return found
+
+    def insert(self, hashes: np.ndarray, buckets: np.ndarray) -> None:
+        """Add keys absent from the map; ``hashes`` ascending and distinct."""
+        if not len(hashes):
+            return
+        self._runs.append((hashes.astype(np.int32, copy=False), buckets.astype(np.int16)))
+        while len(self._runs) > 1 and len(self._runs[-2][0]) <= _GROWTH * len(self._runs[-1][0]):
+            newer = self._runs.pop()
+            self._runs.append(_merge(self._runs.pop(), newer))
+
+    def select(self, buckets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every (hash, bucket) pair whose bucket is in ``buckets``."""
+        hashes, owners = [], []
+        for keys, values in self._runs:
+            chosen = np.isin(values, buckets)
+            hashes.append(keys[chosen])
+            owners.append(values[chosen])
+        if not hashes:
+            return np.empty(0, np.int32), np.empty(0, np.int16)
+        return np.concatenate(hashes), np.concatenate(owners)
+
+
+def _merge(
+    older: tuple[np.ndarray, np.ndarray], newer: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """One sorted run of two with disjoint keys, in a single linear pass."""
+    keys_a, values_a = older
+    keys_b, values_b = newer
+    size = len(keys_a) + len(keys_b)
+    slots_b = np.searchsorted(keys_a, keys_b) + np.arange(len(keys_b))
+    from_a = np.ones(size, dtype=bool)
+    from_a[slots_b] = False
+    keys = np.empty(size, dtype=np.int32)
+    values = np.empty(size, dtype=np.int16)
+    keys[slots_b], values[slots_b] = keys_b, values_b
+    keys[from_a], values[from_a] = keys_a, values_a
+    return keys, values
