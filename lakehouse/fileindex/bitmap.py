@@ -155,7 +155,11 @@ def build(column: pa.Array, dtype: DataType, options: Mapping[str, str] | None =
     body = bytearray(null_bytes if len(null_rows) > 1 else b"")
     offsets: dict[Any, int] = {}
     lengths: dict[Any, int] = {}
-    for key in computed_order(keys, _hash_codes(keys, dtype), sort_key):
+    # the writer calls computeIfAbsent for every non-null row: rows after the last new value's
+    # first row may still grow the HashMap
+    valid = np.flatnonzero(np.asarray(column.is_valid()))
+    trailing = bool(keys) and int(valid[-1]) > int(positions[-1][0])
+    for key in computed_order(keys, _hash_codes(keys, dtype), sort_key, trailing):
         positions = bitmaps[key]
         if len(positions) == 1:
             offsets[key] = -1 - int(positions[0])

@@ -166,9 +166,16 @@ class JavaHashMap:
 
 
 def computed_order(
-    keys: Sequence[Hashable], hash_codes: np.ndarray, sort_key: Callable[[Hashable], Any] | None = None
+    keys: Sequence[Hashable],
+    hash_codes: np.ndarray,
+    sort_key: Callable[[Hashable], Any] | None = None,
+    trailing_calls: bool = False,
 ) -> list[Hashable]:
     """Distinct ``keys`` (in insertion order) as a HashMap filled by ``computeIfAbsent`` iterates them.
+
+    ``trailing_calls``: more calls (for keys already present) follow the last insertion; the
+    first of them still grows an overfull table. Calls between insertions need no telling: a
+    growth they trigger is the one the next insertion would trigger, at the same size.
 
     While no bin ever holds 8 nodes, the order follows from the final capacity alone: bins in
     index order, newest key first inside a bin (``computeIfAbsent`` links new nodes at the head,
@@ -185,9 +192,13 @@ def computed_order(
             table = JavaHashMap(sort_key)
             for key, code in zip(keys, np.asarray(hash_codes).tolist(), strict=True):
                 table.compute_if_absent(key, code)
+            if trailing_calls and n:
+                table.compute_if_absent(keys[-1], int(hash_codes[-1]))
             return list(table)
         if present == n:
             break
+        capacity *= 2
+    if trailing_calls and n > 0.75 * capacity:
         capacity *= 2
     order = np.lexsort((-np.arange(n), h & np.uint32(capacity - 1)))
     return [keys[i] for i in order.tolist()]
