@@ -74,6 +74,17 @@ class TablePaths:
         """A data file in a bucket directory (relative to the table), or its external path."""
         return external_path or join(self.root, bucket_path, file_name)
 
+    def extra_file(self, bucket_path: str, name: str, data_external_path: str | None = None) -> str:
+        """A file kept next to a data file (e.g. its file index), wherever the data file is."""
+        if data_external_path is None:
+            return join(self.root, bucket_path, name)
+        return f"{data_external_path.rsplit('/', 1)[0]}/{name}"
+
+    def data_files(self, bucket_path: str, meta) -> list[str]:
+        """A data file (a ``DataFileMeta``) and the files kept next to it."""
+        extras = [self.extra_file(bucket_path, n, meta.external_path) for n in meta.extra_files]
+        return [self.data_file(bucket_path, meta.file_name, meta.external_path), *extras]
+
 
 @dataclass
 class FileNamer:

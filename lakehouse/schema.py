@@ -21,6 +21,7 @@ from lakehouse import json_pretty
 from lakehouse.errors import CorruptFileError, SchemaMismatchError, TableExistsError
 from lakehouse.fileindex import options as fileindex_options
 from lakehouse.io.fs import FileIO
+from lakehouse.mergetree.engine import MergeEngine
 from lakehouse.options import CoreOptions
 from lakehouse.paths import TablePaths
 from lakehouse.types import (
@@ -258,6 +259,8 @@ def validate(schema: TableSchema, table: str) -> None:
     for key in ("dynamic-partition-overwrite", "data-file.thin-mode", "primary-key.nullable"):
         opts.get_bool(key)
     fileindex_options.validate(schema.options, schema.fields, table)
+    if schema.primary_keys:
+        MergeEngine(schema, table)  # merge-engine, sequence groups, aggregate functions
 
 
 # ---- evolution ------------------------------------------------------------------------------

@@ -49,6 +49,17 @@ ORDERS = pa.schema(
 )
 
 
+def pk_orders_table(catalog: Catalog, **options: str):
+    """``db.t``: the orders schema keyed by (order_id, dt), partitioned by dt, 2 buckets."""
+    return catalog.create_table(
+        "db.t",
+        ORDERS,
+        primary_keys=["order_id", "dt"],
+        partition_keys=["dt"],
+        options={"bucket": "2", **options},
+    )
+
+
 def orders(ids, dt="2024-01-01", price=1.0, status="PAID") -> pa.Table:
     """A small orders table: one row per id, ``user_id = id % 7``."""
     ids = list(ids)

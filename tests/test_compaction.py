@@ -15,7 +15,7 @@ from lakehouse.mergetree import compact as compact_module
 from lakehouse.mergetree.levels import SortedRun
 from lakehouse.mergetree.universal import UniversalCompaction, pick_full
 from lakehouse.snapshot import CommitKind
-from tests.conftest import ORDERS, orders, rows
+from tests.conftest import ORDERS, orders, pk_orders_table, rows
 
 
 def _run(level: int, size: int) -> SortedRun:
@@ -49,22 +49,12 @@ def test_pick_full():
     assert unit.output_level == 5 and len(unit.files) == 2
 
 
-def _pk(catalog, **options):
-    return catalog.create_table(
-        "db.t",
-        ORDERS,
-        primary_keys=["order_id", "dt"],
-        partition_keys=["dt"],
-        options={"bucket": "2", **options},
-    )
-
-
 def _levels(table) -> list[int]:
     return sorted(e.file.level for e in table.live_entries())
 
 
 def test_writes_compact_at_the_trigger(catalog):
-    t = _pk(catalog)
+    t = pk_orders_table(catalog)
     for i in range(4):
         t.write(orders(range(i * 10, i * 10 + 20), price=float(i)))
     assert set(_levels(t)) == {0}
@@ -78,7 +68,7 @@ def test_writes_compact_at_the_trigger(catalog):
 
 
 def test_full_compaction_drops_deletes_and_is_idempotent(catalog):
-    t = _pk(catalog, **{"write-only": "true"})
+    t = pk_orders_table(catalog, **{"write-only": "true"})
     t.write(orders(range(100)))
     deletes = orders(range(0, 100, 2)).append_column("_row_kind", pa.array(["-D"] * 50))
     t.write(deletes)
@@ -96,7 +86,7 @@ def test_full_compaction_drops_deletes_and_is_idempotent(catalog):
 
 
 def test_copy_on_write(catalog):
-    t = _pk(catalog, **{"full-compaction.delta-commits": "1"})
+    t = pk_orders_table(catalog, **{"full-compaction.delta-commits": "1"})
     for i in range(3):
         t.write(orders(range(i * 5, i * 5 + 10), price=float(i)))
         assert set(_levels(t)) == {5}
@@ -105,7 +95,7 @@ def test_copy_on_write(catalog):
 
 
 def test_full_compaction_every_n_commits(catalog):
-    t = _pk(catalog, **{"full-compaction.delta-commits": "3"})
+    t = pk_orders_table(catalog, **{"full-compaction.delta-commits": "3"})
     t.write(orders(range(10)))
     t.write(orders(range(10)))
     assert set(_levels(t)) == {0}
@@ -116,7 +106,7 @@ def test_full_compaction_every_n_commits(catalog):
 
 
 def test_write_only_and_the_compaction_job(catalog):
-    t = _pk(catalog, **{"write-only": "true"})
+    t = pk_orders_table(catalog, **{"write-only": "true"})
     for i in range(7):
         t.write(orders(range(i * 3, i * 3 + 10), price=float(i)))
     assert set(_levels(t)) == {0}
@@ -129,7 +119,7 @@ def test_write_only_and_the_compaction_job(catalog):
 
 
 def test_compaction_of_some_partitions(catalog):
-    t = _pk(catalog, **{"write-only": "true"})
+    t = pk_orders_table(catalog, **{"write-only": "true"})
     data = orders(range(20), dt=["2024-01-01", "2024-01-02"] * 10)
     t.write(data)
     t.write(data)
@@ -141,7 +131,7 @@ def test_compaction_of_some_partitions(catalog):
 
 
 def test_large_files_are_upgraded_not_rewritten(catalog):
-    t = _pk(catalog, **{"write-only": "true", "target-file-size": "1 kb"})
+    t = pk_orders_table(catalog, **{"write-only": "true", "target-file-size": "1 kb"})
     t.write(orders(range(0, 400)))
     names = {e.file.file_name for e in t.live_entries()}
     t.compact(full=True)
@@ -151,7 +141,7 @@ def test_large_files_are_upgraded_not_rewritten(catalog):
 
 
 def test_compaction_writes_file_indexes(catalog):
-    t = _pk(catalog, **{"write-only": "true", "file-index.bloom-filter.columns": "order_id"})
+    t = pk_orders_table(catalog, **{"write-only": "true", "file-index.bloom-filter.columns": "order_id"})
     t.write(orders(range(50)))
     t.write(orders(range(25, 75)))
     t.compact(full=True)
@@ -166,7 +156,7 @@ def test_compaction_writes_file_indexes(catalog):
 
 def test_streaming_merge_in_small_batches(catalog, monkeypatch):
     monkeypatch.setattr(compact_module, "BATCH_ROWS", 7)
-    t = _pk(catalog, **{"write-only": "true"})
+    t = pk_orders_table(catalog, **{"write-only": "true"})
     for i in range(6):
         t.write(orders(range(i * 13, i * 13 + 40), price=float(i)))
     before = rows(t.read())
@@ -175,7 +165,7 @@ def test_streaming_merge_in_small_batches(catalog, monkeypatch):
 
 
 def test_racing_compactions_one_wins(catalog):
-    t = _pk(catalog, **{"write-only": "true"})
+    t = pk_orders_table(catalog, **{"write-only": "true"})
     for i in range(3):
         t.write(orders(range(i * 5, i * 5 + 10), price=float(i)))
     before, latest = rows(t.read()), t.latest_snapshot_id()

@@ -341,6 +341,11 @@ def test_deduplicate_sequence_field_and_ignore_delete(catalog):
     ],
 )
 def test_bad_engine_options(catalog, options):
+    """Refused when the table is created (nothing is created) and when options are changed."""
     with pytest.raises(InvalidOptionError):
-        t = _table(catalog, "bad", [("k", INTS), ("v", INTS), ("g", INTS)], {"bucket": "1", **options})
-        _insert(t, (1, 1, 1))
+        _table(catalog, "bad", [("k", INTS), ("v", INTS), ("g", INTS)], {"bucket": "1", **options})
+    assert catalog.list_tables("db") == []
+    t = _table(catalog, "good", [("k", INTS), ("v", INTS), ("g", INTS)], {"bucket": "1"})
+    with pytest.raises(InvalidOptionError):
+        t.set_options(options)
+    assert t.schema.id == 0

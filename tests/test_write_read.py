@@ -11,17 +11,7 @@ from lakehouse import col
 from lakehouse.manifest import binary_row
 from lakehouse.snapshot import CommitKind
 
-from .conftest import ORDERS, golden, orders, rows
-
-
-def _pk_table(catalog, **options):
-    return catalog.create_table(
-        "db.t",
-        ORDERS,
-        primary_keys=["order_id", "dt"],
-        partition_keys=["dt"],
-        options={"bucket": "2", **options},
-    )
+from .conftest import ORDERS, golden, orders, pk_orders_table, rows
 
 
 def _data_files(table) -> list[str]:
@@ -66,7 +56,7 @@ def test_fixed_bucket_placement_matches_java(catalog):
 
 
 def test_primary_key_upserts_and_deletes(catalog):
-    t = _pk_table(catalog)
+    t = pk_orders_table(catalog)
     t.write(orders([1, 2, 3, 4], price=1.0))
     t.write(orders([2, 3], price=2.0))
     deletes = orders([3, 99]).append_column("_row_kind", pa.array(["-D", "-D"]))
@@ -77,7 +67,7 @@ def test_primary_key_upserts_and_deletes(catalog):
 
 
 def test_duplicate_keys_in_one_write_keep_the_last(catalog):
-    t = _pk_table(catalog)
+    t = pk_orders_table(catalog)
     data = orders([5, 5, 6, 5], price=[1.0, 2.0, 3.0, 4.0])
     kinds = pa.array([0, 2, 0, 3], pa.int8())  # +I, +U, +I, -D
     t.write(data.append_column("_row_kind", kinds))
@@ -87,7 +77,7 @@ def test_duplicate_keys_in_one_write_keep_the_last(catalog):
 
 
 def test_primary_key_files_have_paimon_layout(catalog):
-    t = _pk_table(catalog)
+    t = pk_orders_table(catalog)
     t.write(orders([3, 1, 2]))
     t.write(orders([2]))
     files = _data_files(t)
@@ -117,7 +107,7 @@ def test_primary_key_files_have_paimon_layout(catalog):
 
 
 def test_thin_mode_drops_key_columns(catalog):
-    t = _pk_table(catalog, **{"data-file.thin-mode": "true"})
+    t = pk_orders_table(catalog, **{"data-file.thin-mode": "true"})
     t.write(orders([1, 2]))
     t.write(orders([2], price=9.0))
     assert pq.read_schema(_data_files(t)[0]).names == ["_SEQUENCE_NUMBER", "_VALUE_KIND", *ORDERS.names]
@@ -126,7 +116,7 @@ def test_thin_mode_drops_key_columns(catalog):
 
 @pytest.mark.parametrize("write_only", ["true", "false"])
 def test_write_buffer_flushes_make_several_sorted_runs(catalog, write_only):
-    t = _pk_table(catalog, **{"write-buffer-size": "1 kb", "write-only": write_only})
+    t = pk_orders_table(catalog, **{"write-buffer-size": "1 kb", "write-only": write_only})
     reader = pa.RecordBatchReader.from_batches(
         ORDERS, [b for i in range(6) for b in orders(range(i, i + 50), price=float(i)).to_batches()]
     )
@@ -168,7 +158,7 @@ def test_overwrite_whole_table_partition_and_dynamic(catalog):
 
 
 def test_overwrite_of_a_primary_key_table_restarts_sequences(catalog):
-    t = _pk_table(catalog)
+    t = pk_orders_table(catalog)
     t.write(orders([1, 2]))
     t.write(orders([2], price=5.0), overwrite=True)
     assert [(r["order_id"], r["price"]) for r in rows(t.read())] == [(2, 5.0)]

@@ -67,8 +67,9 @@ def _raw_columns(table: Table, entry: ManifestEntry, names: list[str]):
 
 
 def _path(table: Table, entry: ManifestEntry, name: str) -> str:
-    """A file (data or index) in an entry's bucket directory."""
-    return table.paths.data_file(table.bucket_path(entry.partition, entry.bucket), name)
+    """An index file kept next to an entry's data file."""
+    bucket_path = table.bucket_path(entry.partition, entry.bucket)
+    return table.paths.extra_file(bucket_path, name, entry.file.external_path)
 
 
 def _stored_index(table: Table, entry: ManifestEntry) -> tuple[bytes | None, str | None]:

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from pyroaring import BitMap, BitMap64
 
 from lakehouse.errors import InvalidOptionError, SchemaMismatchError
-from lakehouse.mergetree.groups import KeyGroups, take_or_null
+from lakehouse.mergetree.groups import KeyGroups, positions_of, take_or_null
 from lakehouse.types import DataField, to_arrow
 
 RETRACTABLE = frozenset(
@@ -129,14 +129,30 @@ class FieldAgg:
 
 
 def _hash(values: pa.Array, groups: KeyGroups, rows: np.ndarray, function: str, options=None) -> pa.Array:
-    """An Arrow hash aggregation over the selected rows, scattered back to one value per key."""
-    gid = groups.group_ids()[rows]
-    selected = values.filter(pa.array(rows))
-    result = pa.table({"g": gid, "v": selected}).group_by("g", use_threads=False)
-    result = result.aggregate([("v", function, options)])
-    where = np.full(groups.count, -1, np.int64)
-    where[result.column("g").to_numpy()] = np.arange(result.num_rows)
-    return take_or_null(result.column(f"v_{function}"), where)
+    """An Arrow hash aggregation over the selected rows, one value per key."""
+    table = pa.table({"g": groups.group_ids()[rows], "v": values.filter(pa.array(rows))})
+    return _by_key(table, "v", function, groups.count, options)
+
+
+def _by_key(table: pa.Table, column: str, function: str, count: int, options=None) -> pa.Array:
+    """``function`` of ``column`` per key id ``g`` of ``table``, for all ``count`` keys (null: no row)."""
+    result = table.group_by("g", use_threads=False).aggregate([(column, function, options)])
+    where = positions_of(result.column("g").to_numpy(), count)
+    return take_or_null(result.column(f"{column}_{function}"), where)
+
+
+def _elements(lists: pa.Array, groups: KeyGroups, rows: np.ndarray) -> pa.Table:
+    """Every element of the selected rows' lists with its key id ``g`` and position ``pos``."""
+    chosen = lists.filter(pa.array(rows))
+    flat = pc.list_flatten(chosen)
+    owner = groups.group_ids()[rows][np.asarray(pc.list_parent_indices(chosen))]
+    return pa.table({"g": owner, "e": flat, "pos": np.arange(len(flat))})
+
+
+def _first_of_each(elements: pa.Table) -> pa.Table:
+    """``elements`` without repeats of an element within a key, in order of first appearance."""
+    firsts = elements.group_by(["g", "e"], use_threads=False).aggregate([("pos", "min")])
+    return firsts.sort_by("pos_min")
 
 
 def _valid(values: pa.Array) -> np.ndarray:
@@ -203,18 +219,9 @@ def _listagg(agg, values, groups, rows, retract):
     if not agg.distinct:
         return pc.binary_join(_hash(text, groups, keep, "list"), agg.delimiter)
     # distinct: every token once per key, in order of first appearance
-    gid = groups.group_ids()[keep]
-    tokens = pc.split_pattern(text.filter(pa.array(keep)), agg.delimiter)
-    flat = pc.list_flatten(tokens)
-    owner = gid[np.asarray(pc.list_parent_indices(tokens))]
-    table = pa.table({"g": owner, "t": flat, "pos": np.arange(len(flat))})
-    table = table.filter(pc.not_equal(pc.utf8_trim_whitespace(flat), ""))
-    firsts = table.group_by(["g", "t"], use_threads=False).aggregate([("pos", "min")])
-    firsts = firsts.sort_by("pos_min")
-    lists = firsts.group_by("g", use_threads=False).aggregate([("t", "list")])
-    where = np.full(groups.count, -1, np.int64)
-    where[lists.column("g").to_numpy()] = np.arange(lists.num_rows)
-    return pc.binary_join(take_or_null(lists.column("t_list"), where), agg.delimiter)
+    tokens = _elements(pc.split_pattern(text, agg.delimiter), groups, keep)
+    tokens = tokens.filter(pc.not_equal(pc.utf8_trim_whitespace(tokens.column("e")), ""))
+    return pc.binary_join(_by_key(_first_of_each(tokens), "e", "list", groups.count), agg.delimiter)
 
 
 def _folded(fold: Callable[[FieldAgg, list, list], object]) -> Callable:
@@ -263,18 +270,23 @@ def _collect_fold(agg, items, retracts):
     acc = None
     for value, is_retract in zip(items, retracts, strict=True):
         if is_retract:
-            if acc is None or value is None:
-                continue
-            acc = list(acc)
-            for element in value:
-                if element in acc:
-                    acc.remove(element)
+            if acc is not None and value is not None:
+                acc = _remove_each(acc, value)
         elif value is not None:
             merged = (acc or []) + list(value)
             acc = _distinct(merged) if agg.distinct else merged
         elif agg.distinct and acc is not None:
             acc = _distinct(acc)
     return acc
+
+
+def _remove_each(items: list, gone: list) -> list:
+    """``items`` with one occurrence of each element of ``gone`` removed (a retraction)."""
+    out = list(items)
+    for element in gone:
+        if element in out:
+            out.remove(element)
+    return out
 
 
 def _distinct(items: list) -> list:
@@ -289,20 +301,11 @@ def _collect(agg, values, groups, rows, retract):
     if retract[rows].any():
         return _folded(_collect_fold)(agg, values, groups, rows, retract)
     keep = rows & _valid(values)
-    gid = groups.group_ids()[keep]
-    lists = values.filter(pa.array(keep))
-    flat = pc.list_flatten(lists)
-    owner = gid[np.asarray(pc.list_parent_indices(lists))]
-    table = pa.table({"g": owner, "e": flat, "pos": np.arange(len(flat))})
-    if agg.distinct:
-        table = table.group_by(["g", "e"], use_threads=False).aggregate([("pos", "min")]).sort_by("pos_min")
-    lists_by_key = table.group_by("g", use_threads=False).aggregate([("e", "list")])
-    where = np.full(groups.count, -1, np.int64)
-    where[lists_by_key.column("g").to_numpy()] = np.arange(lists_by_key.num_rows)
-    out = take_or_null(lists_by_key.column("e_list"), where)
+    elements = _elements(values, groups, keep)
+    out = _by_key(_first_of_each(elements) if agg.distinct else elements, "e", "list", groups.count)
     # a key whose rows were all empty lists keeps an empty list (not null)
-    empty = groups.last_where(keep)
-    return pc.if_else(pc.and_(pc.is_null(out), pa.array(empty >= 0)), pa.scalar([], out.type), out)
+    listed = groups.last_where(keep) >= 0
+    return pc.if_else(pc.and_(pc.is_null(out), pa.array(listed)), pa.scalar([], out.type), out)
 
 
 def _map_fold(agg, items, retracts):
@@ -333,10 +336,7 @@ def _nested_fold(agg, items, retracts):
                 gone = {tuple(e[k] for k in keys) for e in value}
                 acc = [e for e in acc if tuple(e[k] for k in keys) not in gone]
             else:
-                acc = list(acc)
-                for element in value:
-                    if element in acc:
-                        acc.remove(element)
+                acc = _remove_each(acc, value)
         elif keys:
             merged = {tuple(e[k] for k in keys): e for e in (acc or [])}
             merged.update({tuple(e[k] for k in keys): e for e in value})

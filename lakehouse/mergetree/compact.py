@@ -67,7 +67,7 @@ class BucketCompactor:
         self.ranges = KeyRanges([f.type for f in layout.key_fields])
         self.before: list[DataFileMeta] = []  # committed files this compactor removed
         self.after: list[DataFileMeta] = []  # files it added that are still live
-        self._written: set[str] = set()  # names of files this compactor wrote
+        self.written: set[str] = set()  # names of files this compactor wrote
 
     # ---- state ---------------------------------------------------------------------------
 
@@ -119,13 +119,12 @@ class BucketCompactor:
         self.after.extend(result.after)
 
     def _delete(self, f: DataFileMeta) -> None:
-        directory = self.directory
-        self.table.io.delete_quietly([f"{directory}/{n}" for n in (f.file_name, *f.extra_files)])
+        self.table.io.delete_quietly(self.table.paths.data_files(self.bucket_path, f))
 
     def abort(self) -> None:
         """Delete every file written by this compactor's compactions (nothing was committed)."""
         for f in self.after:
-            if f.file_name in self._written:
+            if f.file_name in self.written:
                 self._delete(f)
         self.after = []
 
@@ -207,7 +206,7 @@ class CompactTask:
         except BaseException:
             writer.abort()
             raise
-        bucket._written.update(f.file_name for f in written)
+        bucket.written.update(f.file_name for f in written)
         result.before.extend(f for section in candidate for run in section for f in run.files)
         result.after.extend(written)
 

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from lakehouse.errors import InvalidOptionError, SchemaMismatchError, UnsupportedFeatureError
 from lakehouse.format.parquet import SEQUENCE_NUMBER, VALUE_KIND
 from lakehouse.mergetree.aggregate import FieldAgg
-from lakehouse.mergetree.groups import DELETE, RETRACT_KINDS, KeyGroups, take_or_null
+from lakehouse.mergetree.groups import DELETE, RETRACT_KINDS, KeyGroups, positions_of, take_or_null
 from lakehouse.options import CoreOptions
 
 ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
@@ -232,7 +232,9 @@ class MergeEngine:
             columns = {}
             for f in self.value_fields:
                 values = g.column(f.name)
-                columns[f.name] = _take(values, g.last_where(rows & np.asarray(values.is_valid()))[keep])
+                columns[f.name] = take_or_null(
+                    values, g.last_where(rows & np.asarray(values.is_valid()))[keep]
+                )
             complete = _restarted(g, begin)[keep]
             return _assemble(g.rows(last_event[keep]), columns, deleted, complete)
         columns = {}
@@ -249,7 +251,7 @@ class MergeEngine:
             if agg is not None:
                 columns[f.name] = agg.reduce(values, g, inserts, np.zeros(n, bool))
             else:
-                columns[f.name] = _take(values, g.last_where(inserts & np.asarray(values.is_valid())))
+                columns[f.name] = take_or_null(values, g.last_where(inserts & np.asarray(values.is_valid())))
         deleted = g.last_where(inserts) < 0  # nothing but retracts: the key is deleted
         return _assemble(g.rows(g.ends - 1), columns, deleted)
 
@@ -272,15 +274,15 @@ class MergeEngine:
         winner = np.full(g.count, -1, np.int64)
         winner[owners] = positions[sub.ends - 1]
         won_by_retract = (winner >= 0) & retract[np.maximum(winner, 0)]
-        out = {s: _take(g.column(s), winner) for s in group.sequence}
+        out = {s: take_or_null(g.column(s), winner) for s in group.sequence}
         for name in group.fields:
             if name in self.aggs:
                 values = g.column(name).take(pa.array(positions))
                 everything = np.ones(len(positions), bool)
                 reduced = self.aggs[name].reduce(values, sub, everything, retract[positions])
-                out[name] = _take(reduced, _positions_of(owners, g.count))
+                out[name] = take_or_null(reduced, positions_of(owners, g.count))
             elif name not in out:
-                out[name] = _take(g.column(name), np.where(won_by_retract, -1, winner))
+                out[name] = take_or_null(g.column(name), np.where(won_by_retract, -1, winner))
         return out
 
 
@@ -290,16 +292,6 @@ def _regroup(g: KeyGroups, positions: np.ndarray, owner: np.ndarray) -> tuple[Ke
     starts = np.concatenate([[0], change]).astype(np.int64) if len(owner) else np.zeros(0, np.int64)
     ends = np.append(change, len(owner)).astype(np.int64) if len(owner) else starts
     return KeyGroups(g.table, None, starts, ends, g.kinds[positions]), owner[starts]
-
-
-def _positions_of(owners: np.ndarray, count: int) -> np.ndarray:
-    """For every key, the index of its range among ``owners`` (-1: none)."""
-    where = np.full(count, -1, np.int64)
-    where[owners] = np.arange(len(owners))
-    return where
-
-
-_take = take_or_null
 
 
 def _restarted(g: KeyGroups, begin: np.ndarray) -> np.ndarray:

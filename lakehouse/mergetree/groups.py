@@ -71,11 +71,6 @@ class KeyGroups:
     def count(self) -> int:
         return len(self.starts)
 
-    @property
-    def single(self) -> bool:
-        """Whether every key has exactly one row."""
-        return self.count == self.table.num_rows
-
     def group_ids(self) -> np.ndarray:
         """The key (range) id of every row."""
         return np.repeat(np.arange(self.count), self.ends - self.starts)
@@ -101,6 +96,14 @@ class KeyGroups:
         everything before it), or at its first row - whichever is latest."""
         begin = np.maximum(np.maximum(self.last_where(deletes) + 1, self.last_where(complete)), self.starts)
         return np.repeat(begin, self.ends - self.starts)
+
+
+def positions_of(owners: np.ndarray, count: int) -> np.ndarray:
+    """For each of ``count`` keys, the index of its entry among ``owners`` (-1: none): scatters
+    per-key results that cover only some keys back onto all of them."""
+    where = np.full(count, -1, np.int64)
+    where[owners] = np.arange(len(owners))
+    return where
 
 
 def take_or_null(values: pa.ChunkedArray | pa.Array, indices: np.ndarray) -> pa.Array:

@@ -87,10 +87,6 @@ class Levels:
             SortedRun(level, tuple(self.levels[level])) for level in sorted(self.levels)
         ]
 
-    @property
-    def files(self) -> list[DataFileMeta]:
-        return [f for run in self.runs for f in run.files]
-
     def non_empty_highest_level(self) -> int:
         """The highest level holding a file (-1: none)."""
         if self.levels:

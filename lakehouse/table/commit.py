@@ -126,8 +126,7 @@ class TableCommit:
         for m, metas in files:
             bucket_path = table.bucket_path(m.partition, m.bucket)
             for f in metas:
-                path = table.paths.data_file(bucket_path, f.file_name, f.external_path)
-                paths += [path, *(f"{path.rsplit('/', 1)[0]}/{n}" for n in f.extra_files)]
+                paths += table.paths.data_files(bucket_path, f)
         table.io.delete_quietly(paths)
 
     def check_overwrite(self, overwrite: Overwrite) -> None:

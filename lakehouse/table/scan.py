@@ -214,7 +214,7 @@ class _Pruner:
                 data = f.embedded_index
                 return fileindex_format.read_columns(lambda at, n: data[at : at + n], wanted)
             bucket_path = table.bucket_path(entry.partition, entry.bucket)
-            where = table.paths.data_file(bucket_path, name, _sibling(f.external_path, name))
+            where = table.paths.extra_file(bucket_path, name, f.external_path)
             with table.io.open_ranges(where) as read:
                 return fileindex_format.read_columns(read, wanted)
         except FileNotFoundError:
@@ -300,11 +300,6 @@ def _evolve_stats(s: ColumnStats, old: DataType, new: DataType) -> ColumnStats:
     if old.root != new.root and {old.root, new.root} & {"FLOAT", "DOUBLE", "DECIMAL"}:
         return ColumnStats(None, None, s.null_count, s.row_count)  # cross-type bounds: keep counts only
     return s
-
-
-def _sibling(external_path: str | None, name: str) -> str | None:
-    """A file next to an externally stored data file."""
-    return None if external_path is None else f"{external_path.rsplit('/', 1)[0]}/{name}"
 
 
 def _splits(

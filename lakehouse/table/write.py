@@ -148,11 +148,6 @@ class TableWrite:
         self._done, self._writers, self._pending = [], {}, []
         self._compactors, self._new_files = {}, {}
 
-    def compactor(self, partition: bytes, bucket: int) -> BucketCompactor:
-        """The LSM tree of a bucket as this writer sees it (for compaction jobs)."""
-        self._sequence_start(partition, bucket)  # loads the bucket's files
-        return self._compactor(partition, bucket)
-
     def _primary_key_messages(self) -> list[CommitMessage]:
         if not self.write_only and self._new_files:
             full = self._full_compaction_due()
@@ -228,20 +223,21 @@ class TableWrite:
         metas = file_metas(self.layout, [f for *_, f in closed])
         for (part, bucket, _), meta in zip(closed, metas, strict=True):
             self._new_files.setdefault((part, bucket), []).append(meta)
-            self._compactor(part, bucket).add([meta])
+            self.compactor(part, bucket).add([meta])
         if self.write_only:
             return
         for compactor in {(p, b): self._compactors[(p, b)] for p, b, _ in closed}.values():
             while compactor.sorted_runs() > self.stop_trigger and compactor.compact():
                 pass
 
-    def _compactor(self, partition: bytes, bucket: int) -> BucketCompactor:
+    def compactor(self, partition: bytes, bucket: int) -> BucketCompactor:
+        """The LSM tree of a bucket as this writer sees it (also what compaction jobs work on)."""
         key = (partition, bucket)
         found = self._compactors.get(key)
         if found is None:
-            existing = self._existing.get(key, [])
+            self._restore()
             found = self._compactors[key] = BucketCompactor(
-                self.table, self.layout, self.engine, partition, bucket, existing
+                self.table, self.layout, self.engine, partition, bucket, self._existing.get(key, [])
             )
         return found
 
@@ -326,16 +322,20 @@ class TableWrite:
 
     def _sequence_start(self, partition: bytes, bucket: int) -> int:
         """Next sequence number of a bucket: one past the largest in its existing files."""
-        if self._next_sequence is None:
-            self._next_sequence = {}
-            if not self.ignore_previous_files:
-                for e in self.table.live_entries():
-                    key = (e.partition, e.bucket)
-                    self._existing.setdefault(key, []).append(e.file)
-                    self._next_sequence[key] = max(
-                        self._next_sequence.get(key, 0), e.file.max_sequence_number + 1
-                    )
+        self._restore()
         return self._next_sequence.get((partition, bucket), 0)
+
+    def _restore(self) -> None:
+        """Load the live files of every bucket once (none when overwriting)."""
+        if self._next_sequence is not None:
+            return
+        self._next_sequence = {}
+        if not self.ignore_previous_files:
+            for e in self.table.live_entries():
+                key = (e.partition, e.bucket)
+                self._existing.setdefault(key, []).append(e.file)
+                after = e.file.max_sequence_number + 1
+                self._next_sequence[key] = max(self._next_sequence.get(key, 0), after)
 
     def _file_schema(self, value_fields: list) -> pa.Schema:
         fields = [parquet.data_field(f) for f in value_fields]
