@@ -99,6 +99,12 @@ class FileNamer:
         return f"{self.prefix}{self.uid}-{next(self._counter)}{self.suffix}"
 
 
+def index_file_namer() -> FileNamer:
+    """Names ``index-<uuid>-<n>`` of table index files: one uuid per writer, as Java's
+    ``IndexPathFactory`` numbers them."""
+    return FileNamer("index-")
+
+
 def escape_path_name(text: str) -> str:
     """PartitionPathUtils.escapePathName: %XX for characters unsafe in a path segment."""
     return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in text)

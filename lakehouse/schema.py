@@ -259,6 +259,11 @@ def validate(schema: TableSchema, table: str) -> None:
     for key in ("dynamic-partition-overwrite", "data-file.thin-mode", "primary-key.nullable"):
         opts.get_bool(key)
     fileindex_options.validate(schema.options, schema.fields, table)
+    if pk and opts.get_bool("deletion-vectors.enabled") and (opts.get("merge-engine") or "") == "first-row":
+        raise InvalidOptionError(
+            f"table {table}: merge-engine first-row never deletes older rows, so it takes no deletion "
+            f"vectors; remove 'deletion-vectors.enabled' (first-row tables are read without merging anyway)"
+        )
     if schema.primary_keys:
         MergeEngine(schema, table)  # merge-engine, sequence groups, aggregate functions
 

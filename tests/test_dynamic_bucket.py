@@ -27,7 +27,7 @@ from lakehouse.errors import CorruptFileError, InvalidOptionError
 from lakehouse.fileindex.java_hashmap import JavaHashMap
 from lakehouse.io.fs import FileIO
 from lakehouse.options import CoreOptions
-from lakehouse.paths import TablePaths
+from lakehouse.paths import TablePaths, index_file_namer
 from lakehouse.types import parse_type
 from tests.conftest import golden
 
@@ -44,7 +44,7 @@ def test_hash_index_bytes_match_paimon(case, tmp_path):
     assert hash_index.decode(bytes.fromhex(case["file_hex"]), "f").tolist() == case["read_back"]
 
     io, paths = FileIO.for_uri(str(tmp_path))[0], TablePaths(str(tmp_path))
-    meta = hash_index.write(io, paths, hash_index.new_file_namer(), ints)
+    meta = hash_index.write(io, paths, index_file_namer(), ints)
     expected = case["index_file_meta"]
     assert (meta.index_type, meta.file_size, meta.row_count) == (
         expected["index_type"],
@@ -58,7 +58,7 @@ def test_hash_index_bytes_match_paimon(case, tmp_path):
 
 def test_broken_hash_index_files_name_the_file(tmp_path):
     io, paths = FileIO.for_uri(str(tmp_path))[0], TablePaths(str(tmp_path))
-    meta = hash_index.write(io, paths, hash_index.new_file_namer(), np.array([1, 2], np.int32))
+    meta = hash_index.write(io, paths, index_file_namer(), np.array([1, 2], np.int32))
     path = tmp_path / "index" / meta.file_name
     path.write_bytes(path.read_bytes()[:7])
     with pytest.raises(CorruptFileError, match=f"{meta.file_name} has 7 bytes.*restore"):
@@ -366,7 +366,7 @@ def test_reloading_from_written_files_continues_as_if_never_reloaded(
     """Assign, write every changed bucket's HASH file, reload a new assigner from the files: it
     answers the next batch exactly as the assigner that kept its state in memory."""
     io, paths = FileIO.for_uri(str(tmp_path))[0], TablePaths(str(tmp_path))
-    names = hash_index.new_file_namer()
+    names = index_file_namer()
     manifest: dict[tuple[str, int], object] = {}  # (partition, bucket) -> its current HASH file
 
     def loader(partition):

@@ -34,11 +34,6 @@ def decode(data: bytes, path: str) -> np.ndarray:
     return np.frombuffer(data, dtype=_INT).astype(np.int32)
 
 
-def new_file_namer() -> FileNamer:
-    """Names ``index-<uuid>-<n>``: one uuid per writer, as Java's ``IndexPathFactory`` numbers them."""
-    return FileNamer("index-")
-
-
 def write(io: FileIO, paths: TablePaths, names: FileNamer, hashes: np.ndarray) -> IndexFileMeta:
     """Write one HASH file into the table's index directory and describe it for the index manifest."""
     data = encode(hashes)

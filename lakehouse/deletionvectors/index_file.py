@@ -9,12 +9,13 @@ prefix and the 4-byte CRC), a 64-bit range's ``length`` counts every byte of the
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from lakehouse.deletionvectors.vector import DeletionVector
 from lakehouse.errors import CorruptFileError
 from lakehouse.io.fs import FileIO
-from lakehouse.manifest.entries import DeletionVectorMeta, IndexFileMeta
+from lakehouse.manifest.entries import DeletionVectorMeta, IndexFileMeta, IndexManifestEntry
 from lakehouse.paths import FileNamer, TablePaths
 
 DELETION_VECTORS = "DELETION_VECTORS"  # IndexFileMeta.index_type
@@ -47,6 +48,28 @@ def write_index_file(
     name = names.next()
     io.publish(paths.index_file(name), data)
     return IndexFileMeta(DELETION_VECTORS, name, len(data), len(ranges), dv_ranges=ranges)
+
+
+def deletion_files(paths: TablePaths, entries: Iterable[IndexManifestEntry]) -> dict[str, DeletionFile]:
+    """Data file name -> where its deletion vector is, over the deletion-vectors index files listed."""
+    out = {}
+    for e in entries:
+        meta = e.index_file
+        if meta.index_type == DELETION_VECTORS:
+            path = paths.index_file(meta.file_name, meta.external_path)
+            out.update({r.data_file: DeletionFile(path, r) for r in meta.dv_ranges or ()})
+    return out
+
+
+@dataclass(frozen=True)
+class DeletionFile:
+    """Where a data file's deletion vector is: an index file and the range in it (Java's ``DeletionFile``)."""
+
+    path: str
+    range: DeletionVectorMeta
+
+    def read(self, io: FileIO) -> DeletionVector:
+        return read_vector(io, self.path, self.range)
 
 
 def read_vector(io: FileIO, path: str, meta: DeletionVectorMeta) -> DeletionVector:

@@ -7,6 +7,12 @@ of one run whose files are large enough is only *upgraded* (same file, new level
 other section is merged by the table's merge engine through the bounded-memory stream merge and
 written as rolling files of the output level, with their file indexes. Deleted keys are dropped
 when nothing older can exist below the output level.
+
+Tables read without merging levels (deletion vectors, first-row) compact differently, as
+Paimon's lookup compaction: level-0 files are always rewritten and pushed up even when the
+universal strategy picks nothing, and their keys are looked up in the levels above the output
+(:mod:`lakehouse.mergetree.lookup`). Inputs are read without the rows their deletion vectors
+delete, and the vectors of rewritten files are dropped.
 """
 
 from __future__ import annotations
@@ -17,11 +23,13 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from lakehouse.deletionvectors.maintainer import BucketDeletionVectors
 from lakehouse.format import parquet
 from lakehouse.manifest.entries import DataFileMeta, FileSource
 from lakehouse.mergetree.engine import MergeEngine
 from lakehouse.mergetree.groups import drop_retracts
 from lakehouse.mergetree.levels import KeyRanges, Levels, SortedRun, level0_invisible, sections
+from lakehouse.mergetree.lookup import Lookup
 from lakehouse.mergetree.stream import merge_runs
 from lakehouse.mergetree.universal import CompactUnit, UniversalCompaction, pick_full
 from lakehouse.table.data_file import BucketWriter, FileLayout, file_metas
@@ -52,6 +60,7 @@ class BucketCompactor:
         partition: bytes,
         bucket: int,
         files: list[DataFileMeta],
+        deletion_vectors: BucketDeletionVectors | None = None,
     ) -> None:
         self.table = table
         self.layout = layout
@@ -59,6 +68,7 @@ class BucketCompactor:
         self.partition = partition
         self.bucket = bucket
         self.files = list(files)
+        self.deletion_vectors = deletion_vectors
         options = table.schema.core_options
         self.num_levels = options.num_levels
         self.universal = UniversalCompaction.from_options(options)
@@ -87,19 +97,20 @@ class BucketCompactor:
         """Run one compaction if the strategy picks one (``full``: everything to the top level).
         Returns whether anything changed."""
         levels = self.levels()
+        vectors = self.deletion_vectors
         if full:
-            unit = pick_full(levels.num_levels, levels.runs)
-        elif self.level0_invisible and levels.level0:
-            # readers skip level 0 and read higher levels without merging them, so no key may
-            # live in two levels: until compaction looks keys up in the levels above its
-            # output (Paimon's lookup compaction), level-0 files go all the way up
-            unit = pick_full(levels.num_levels, levels.runs)
+            unit = pick_full(levels.num_levels, levels.runs, rewrite_single=bool(vectors and vectors.vectors))
         else:
             unit = self.universal.pick(levels.num_levels, levels.runs)
+            if unit is None and self.level0_invisible:
+                unit = self.universal.force_level0(levels.num_levels, levels.runs)
         if unit is None or not unit.files:
             return False
-        drop_delete = unit.output_level != 0 and unit.output_level >= levels.non_empty_highest_level()
-        result = CompactTask(self, levels.max_level).run(unit, drop_delete)
+        # with deletion vectors, older versions above the output are deleted by lookup
+        drop_delete = unit.output_level != 0 and (
+            unit.output_level >= levels.non_empty_highest_level() or vectors is not None
+        )
+        result = CompactTask(self, levels).run(unit, drop_delete, fold_deletions=full)
         self._apply(result)
         return bool(result.before or result.after)
 
@@ -108,6 +119,8 @@ class BucketCompactor:
         self.files = [f for f in self.files if f not in removed]
         self.files.extend(result.after)
         kept_names = {f.file_name for f in result.after}
+        if self.deletion_vectors is not None:
+            self.deletion_vectors.forget(f.file_name for f in result.before if f.file_name not in kept_names)
         for f in result.before:
             if f in self.after:
                 # an output of an earlier compaction of this job, never committed: just delete it
@@ -140,26 +153,42 @@ class BucketCompactor:
 class CompactTask:
     """Executes one compaction unit (``MergeTreeCompactTask``)."""
 
-    def __init__(self, bucket: BucketCompactor, max_level: int) -> None:
+    def __init__(self, bucket: BucketCompactor, levels: Levels) -> None:
         self.bucket = bucket
-        self.max_level = max_level
+        self.levels = levels
+        self.max_level = levels.max_level
 
-    def run(self, unit: CompactUnit, drop_delete: bool) -> CompactResult:
+    def run(self, unit: CompactUnit, drop_delete: bool, fold_deletions: bool = False) -> CompactResult:
+        """Execute ``unit``; ``fold_deletions`` also rewrites files that have a deletion vector."""
         self.unit, self.drop_delete = unit, drop_delete
+        bucket = self.bucket
+        self.lookup = None
+        if bucket.level0_invisible and any(f.level == 0 for f in unit.files):
+            inputs = set(unit.files)
+            above = [r for r in self.levels.runs if r.level > unit.output_level and not set(r.files) & inputs]
+            self.lookup = Lookup(bucket, above, BATCH_ROWS)
+        self.fold_deletions = fold_deletions
         result = CompactResult()
         candidate: list[list[SortedRun]] = []
-        for section in sections(list(unit.files), self.bucket.ranges):
+        for section in sections(list(unit.files), bucket.ranges):
             if len(section) > 1:
                 candidate.append(section)
                 continue
             for f in section[0].files:
-                if f.file_size < self.bucket.min_file_size:
-                    candidate.append([SortedRun(f.level, (f,))])  # small: rewritten with its neighbours
+                if f.file_size < bucket.min_file_size or self._must_rewrite(f):
+                    candidate.append([SortedRun(f.level, (f,))])  # rewritten with its neighbours
                 else:
                     self._rewrite(candidate, result)
                     self._upgrade(f, result)
         self._rewrite(candidate, result)
         return result
+
+    def _must_rewrite(self, f: DataFileMeta) -> bool:
+        """Level-0 files whose keys must be looked up, and files whose deletion vector is folded."""
+        vectors = self.bucket.deletion_vectors
+        return (self.lookup is not None and f.level == 0) or (
+            self.fold_deletions and vectors is not None and vectors.get(f.file_name) is not None
+        )
 
     def _upgrade(self, f: DataFileMeta, result: CompactResult) -> None:
         level = self.unit.output_level
@@ -174,7 +203,11 @@ class CompactTask:
     def _rewrite(self, candidate: list[list[SortedRun]], result: CompactResult) -> None:
         if not candidate:
             return
-        if len(candidate) == 1 and len(candidate[0]) == 1:
+        if (
+            len(candidate) == 1
+            and len(candidate[0]) == 1
+            and not any(map(self._must_rewrite, candidate[0][0].files))
+        ):
             files = candidate[0][0].files
             candidate.clear()
             for f in files:
@@ -197,6 +230,8 @@ class CompactTask:
         try:
             for section in candidate:
                 for merged in merge_runs([self._read_run(run) for run in section], bucket.engine):
+                    if self.lookup is not None:
+                        merged = self.lookup.resolve(merged)
                     if self.drop_delete:
                         merged = drop_retracts(merged)
                     if merged.num_rows:
@@ -214,5 +249,9 @@ class CompactTask:
         bucket = self.bucket
         fields = list(bucket.table.schema.fields)
         system = [parquet.SEQUENCE_NUMBER, parquet.VALUE_KIND]
+        vectors = bucket.deletion_vectors
         for f in run.files:
-            yield from iter_data_file(bucket.table, bucket.bucket_path, f, fields, system, BATCH_ROWS)
+            deletion = None if vectors is None else vectors.get(f.file_name)
+            yield from iter_data_file(
+                bucket.table, bucket.bucket_path, f, fields, system, BATCH_ROWS, deletion
+            )

@@ -296,8 +296,15 @@ def _regroup(g: KeyGroups, positions: np.ndarray, owner: np.ndarray) -> tuple[Ke
 
 def _restarted(g: KeyGroups, begin: np.ndarray) -> np.ndarray:
     """Keys whose counted history starts after their first row: a delete (or a complete row)
-    cut off what came before, so the merged row must replace older versions, not update them."""
-    return begin[g.starts] > g.starts if g.count else np.zeros(0, bool)
+    cut off what came before, or it starts at a complete row merged earlier: the merged row must
+    replace older versions, not update them."""
+    if not g.count:
+        return np.zeros(0, bool)
+    first = begin[g.starts]
+    inside = first < g.ends  # a key ending with a delete counts nothing
+    complete = np.zeros(g.count, bool)
+    complete[inside] = g.kinds[first[inside]] == COMPLETE
+    return (first > g.starts) | complete
 
 
 def _assemble(

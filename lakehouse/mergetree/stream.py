@@ -33,11 +33,11 @@ def merge_runs(runs: list[Iterator[pa.Table]], engine: MergeEngine) -> Iterator[
         live = [i for i in range(len(runs)) if buffers[i] is not None and buffers[i].num_rows]
         if not live:
             return
-        bounds = [_last_key(buffers[i], key) for i in live if not done[i]]
+        bounds = [last_key(buffers[i], key) for i in live if not done[i]]
         taken = []
         for i in live:
             buffer = buffers[i]
-            count = buffer.num_rows if not bounds else _count_at_most(buffer, key, min(bounds))
+            count = buffer.num_rows if not bounds else count_at_most(buffer, key, min(bounds))
             if count:
                 ordinal = pa.array(np.full(count, i, np.int32))
                 taken.append(buffer.slice(0, count).append_column(ORDINAL, ordinal))
@@ -45,11 +45,11 @@ def merge_runs(runs: list[Iterator[pa.Table]], engine: MergeEngine) -> Iterator[
         yield engine.merge(pa.concat_tables(taken) if len(taken) > 1 else taken[0])
 
 
-def _last_key(table: pa.Table, key: list[str]) -> tuple:
+def last_key(table: pa.Table, key: list[str]) -> tuple:
     return tuple(table.column(k)[table.num_rows - 1].as_py() for k in key)
 
 
-def _count_at_most(table: pa.Table, key: list[str], bound: tuple) -> int:
+def count_at_most(table: pa.Table, key: list[str], bound: tuple) -> int:
     """How many leading rows of key-sorted ``table`` have a key <= ``bound`` (lexicographic)."""
     below = np.zeros(table.num_rows, bool)
     equal = np.ones(table.num_rows, bool)

@@ -76,6 +76,12 @@ class UniversalCompaction:
             triggered = True
         return _create_unit(runs, max_level, count) if triggered else None
 
+    def force_level0(self, num_levels: int, runs: list[SortedRun]) -> CompactUnit | None:
+        """Every level-0 run pushed up, when :meth:`pick` chose nothing (``ForceUpLevel0Compaction``):
+        tables whose readers skip level 0 must not leave data there."""
+        count = next((i for i, r in enumerate(runs) if r.level > 0), len(runs))
+        return self._size_ratio(num_levels - 1, runs, count, force=True) if count else None
+
 
 def _unit(level: int, runs: list[SortedRun]) -> CompactUnit:
     return CompactUnit(level, tuple(f for r in runs for f in r.files))

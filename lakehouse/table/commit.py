@@ -14,10 +14,12 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from lakehouse.errors import CommitConflictError, SchemaMismatchError
-from lakehouse.manifest.entries import FileKind, ManifestEntry
+from lakehouse.manifest.entries import FileKind, IndexFileMeta, IndexManifestEntry, ManifestEntry
+from lakehouse.manifest.index_manifest import combine
 from lakehouse.manifest.merge import merge_manifests
 from lakehouse.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from lakehouse.table.partitions import PartitionFilter, partition_filter, partition_spec, partition_values
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from lakehouse.table.table import Table
 
 Overwrite = bool | str | Mapping[str, Any] | None
+Changes = tuple[list[ManifestEntry], list[IndexManifestEntry]]  # data files, index files
 
 
 class TableCommit:
@@ -59,31 +62,46 @@ class TableCommit:
                 for f in getattr(m, attr)
             ]
 
+        def indexes(attr: str) -> list[IndexManifestEntry]:
+            return [
+                IndexManifestEntry(FileKind.ADD, m.partition, m.bucket, f)
+                for m in messages
+                for f in getattr(m, attr)
+            ]
+
         adds, deletes = entries(FileKind.ADD, "new_files"), entries(FileKind.DELETE, "deleted_files")
         compacted = entries(FileKind.DELETE, "compact_before") + entries(FileKind.ADD, "compact_after")
+        new_indexes, compact_indexes = indexes("new_index_files"), indexes("compact_index_files")
         scope = self._overwrite_scope(overwrite, adds)
         snapshot_id = None
         if not (overwrite == "dynamic" and not adds) and (scope is not None or adds or deletes):
             kind = CommitKind.APPEND if scope is None and not deletes else CommitKind.OVERWRITE
 
-            def changes(latest: Snapshot | None) -> list[ManifestEntry]:
+            def changes(latest: Snapshot | None) -> Changes:
                 if scope is None and not deletes:
-                    return adds
+                    return adds, new_indexes
                 live = live_entries(self.table, latest) if latest is not None else []
                 self._check_deletes(deletes, live)
                 removed = [
                     e.with_kind(FileKind.DELETE) for e in live if scope is not None and scope(e.partition)
                 ]
                 dropped = {e.identifier for e in removed}
-                return removed + [e for e in deletes if e.identifier not in dropped] + adds
+                kept = [e for e in deletes if e.identifier not in dropped]
+                # an overwritten partition loses its index files too
+                stale = [
+                    replace(e, kind=FileKind.DELETE)
+                    for e in (self.table.index_entries(latest) if latest is not None else [])
+                    if scope is not None and scope(e.partition)
+                ]
+                return removed + kept + adds, stale + new_indexes
 
             snapshot_id = self._commit_with_retries(changes, kind)
         if compacted:
 
-            def compaction(latest: Snapshot | None) -> list[ManifestEntry]:
+            def compaction(latest: Snapshot | None) -> Changes:
                 live = live_entries(self.table, latest) if latest is not None else []
                 self._check_deletes([e for e in compacted if e.kind == FileKind.DELETE], live)
-                return compacted
+                return compacted, compact_indexes
 
             try:
                 snapshot_id = self._commit_with_retries(compaction, CommitKind.COMPACT)
@@ -111,9 +129,15 @@ class TableCommit:
         """Delete the files written for messages that will not be committed."""
         self._delete(messages, [(m, m.new_files) for m in messages])
         self._delete_compaction_output(messages)
+        self._delete_index_files([f for m in messages for f in m.new_index_files])
+
+    def _delete_index_files(self, files: list[IndexFileMeta]) -> None:
+        paths = self.table.paths
+        self.table.io.delete_quietly([paths.index_file(f.file_name, f.external_path) for f in files])
 
     def _delete_compaction_output(self, messages: list[CommitMessage]) -> None:
         """Delete files a compaction wrote (not those it only moved to another level)."""
+        self._delete_index_files([f for m in messages for f in m.compact_index_files])
         self._delete(
             messages,
             [(m, [f for f in m.compact_after if f.file_name not in {b.file_name for b in m.compact_before}])
@@ -159,14 +183,12 @@ class TableCommit:
 
     # ---- the commit loop -----------------------------------------------------------------
 
-    def _commit_with_retries(
-        self, changes: Callable[[Snapshot | None], list[ManifestEntry]], kind: CommitKind
-    ) -> int:
+    def _commit_with_retries(self, changes: Callable[[Snapshot | None], Changes], kind: CommitKind) -> int:
         snapshots = self.table.snapshots
         start = time.monotonic()
         for attempt in range(self.max_retries + 1):
             latest = snapshots.latest()
-            snapshot_id = self._try_commit_once(latest, changes(latest), kind)
+            snapshot_id = self._try_commit_once(latest, *changes(latest), kind)
             if snapshot_id is not None:
                 return snapshot_id
             elapsed_ms = (time.monotonic() - start) * 1000
@@ -180,7 +202,11 @@ class TableCommit:
         )
 
     def _try_commit_once(
-        self, latest: Snapshot | None, entries: list[ManifestEntry], kind: CommitKind
+        self,
+        latest: Snapshot | None,
+        entries: list[ManifestEntry],
+        index_changes: list[IndexManifestEntry],
+        kind: CommitKind,
     ) -> int | None:
         """Write this attempt's metadata and try to take the next snapshot id; None if taken."""
         table = self.table
@@ -203,6 +229,12 @@ class TableCommit:
             written += [m.file_name for m in delta]
             delta_list, delta_size = store.write_list(delta)
             written.append(delta_list)
+            index_manifest = None if latest is None else latest.index_manifest
+            if index_changes:
+                live = combine(table.index_entries(latest) if latest is not None else [], index_changes)
+                index_manifest = store.write_index_manifest(live) if live else None
+                if index_manifest is not None:
+                    written.append(index_manifest)
             delta_rows = sum(
                 e.file.row_count if e.kind == FileKind.ADD else -e.file.row_count for e in entries
             )
@@ -213,7 +245,7 @@ class TableCommit:
                 base_manifest_list_size=base_size,
                 delta_manifest_list=delta_list,
                 delta_manifest_list_size=delta_size,
-                index_manifest=None if latest is None else latest.index_manifest,
+                index_manifest=index_manifest,
                 commit_user=self.commit_user,
                 commit_identifier=BATCH_COMMIT_IDENTIFIER,
                 commit_kind=kind,

@@ -18,6 +18,8 @@ import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap
 
+from lakehouse.deletionvectors.index_file import DeletionFile
+from lakehouse.deletionvectors.vector import DeletionVector
 from lakehouse.errors import CorruptFileError, SchemaMismatchError
 from lakehouse.format import parquet
 from lakehouse.io.pool import map_parallel
@@ -66,29 +68,39 @@ class TableRead:
 
     def read_split(self, split: Split) -> pa.Table:
         selections = split.selections or (None,) * len(split.files)
-        files = [self._read_file(split, f, s) for f, s in zip(split.files, selections, strict=True)]
-        if self.key:
-            data = self._merge(files, split.raw_convertible)
+        deletions = split.deletions or (None,) * len(split.files)
+        files = [
+            self._read_file(split, f, s, d)
+            for f, s, d in zip(split.files, selections, deletions, strict=True)
+        ]
+        if self.key and not split.raw_convertible:
+            data = self._merge(files)
         else:
             data = pa.concat_tables(files) if len(files) > 1 else files[0]
+            if self.key and any(f.delete_row_count != 0 for f in split.files):
+                data = drop_retracts(data)
         if self.filter is not None:
             data = data.filter(to_expression(self.filter))
         return data.select(self.columns).cast(self.output_schema)
 
-    def _merge(self, files: list[pa.Table], raw: bool) -> pa.Table:
-        if raw:  # one compacted file without retracts: nothing to merge
-            return files[0]
+    def _merge(self, files: list[pa.Table]) -> pa.Table:
         tagged = [
             t.append_column(ORDINAL, pa.array(np.full(t.num_rows, i, np.int32))) for i, t in enumerate(files)
         ]
         return drop_retracts(self.engine.merge(pa.concat_tables(tagged)))
 
-    def _read_file(self, split: Split, meta: DataFileMeta, selection: bytes | None) -> pa.Table:
+    def _read_file(
+        self, split: Split, meta: DataFileMeta, selection: bytes | None, deletion: DeletionFile | None
+    ) -> pa.Table:
         """One data file as current-schema columns (plus sequence and kind for primary keys).
 
-        ``selection``: the rows file indexes kept (append tables); the filter still runs after.
+        ``selection``: the rows file indexes kept; the filter still runs after. ``deletion``: the
+        file's deletion vector, whose rows are left out.
         """
         rows = None if selection is None else np.asarray(BitMap.deserialize(selection).to_array(), np.int64)
+        if deletion is not None:
+            kept = deletion.read(self.table.io).kept_rows(meta.row_count)
+            rows = kept if rows is None else np.intersect1d(rows, kept, assume_unique=True)
         system = _SYSTEM if self.key else []
         return read_data_file(self.table, split.bucket_path, meta, self.read_fields, system, rows)
 
@@ -110,13 +122,33 @@ def read_data_file(
 
 
 def iter_data_file(
-    table: Table, bucket_path: str, meta: DataFileMeta, fields: list[DataField], system: list[str], rows: int
+    table: Table,
+    bucket_path: str,
+    meta: DataFileMeta,
+    fields: list[DataField],
+    system: list[str],
+    rows: int,
+    deletion: DeletionVector | None = None,
+    position: str | None = None,
 ) -> Iterator[pa.Table]:
-    """:func:`read_data_file` in batches of ``rows`` rows (bounded memory for compaction)."""
+    """:func:`read_data_file` in batches of ``rows`` rows (bounded memory for compaction).
+
+    ``deletion``: rows it marks are left out; ``position``: name of an added int64 column with
+    each row's position in the file.
+    """
     path, old_by_id, wanted = _locate(table, bucket_path, meta, fields, system)
+    deleted = None if deletion is None else deletion.deleted_mask(meta.row_count)
+    start = 0
     with _reading(table, path):
         for raw in parquet.iter_batches(table.io, path, wanted, rows):
-            yield _evolve(raw, fields, old_by_id, list(system))
+            batch = _evolve(raw, fields, old_by_id, list(system))
+            n = batch.num_rows
+            if position is not None:
+                batch = batch.append_column(position, pa.array(np.arange(start, start + n, dtype=np.int64)))
+            if deleted is not None and deleted[start : start + n].any():
+                batch = batch.filter(pa.array(~deleted[start : start + n]))
+            start += n
+            yield batch
 
 
 def _locate(table: Table, bucket_path: str, meta: DataFileMeta, fields: list[DataField], system):

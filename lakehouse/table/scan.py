@@ -6,6 +6,11 @@ tables, key columns only for primary-key tables, since an old version of a row m
 hidden from the merge that decides it is stale. Files are grouped per (partition, bucket) into
 splits: primary-key buckets are merged as a whole, append files are packed up to
 ``source.split.target-size``.
+
+Deletion-vector and first-row tables are read without merging: their readers skip level 0, and
+compaction keeps one visible version per key above it (older versions are deleted by deletion
+vectors, or never written for first-row). There every column may prune files and index rows,
+as in append tables, and each split carries its files' deletion vectors.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from lakehouse.deletionvectors.index_file import DeletionFile, deletion_files
 from lakehouse.errors import CorruptFileError
 from lakehouse.fileindex import format as fileindex_format
 from lakehouse.fileindex import options as fileindex_options
@@ -48,6 +54,7 @@ class Split:
     files: tuple[DataFileMeta, ...]
     raw_convertible: bool
     selections: tuple[bytes | None, ...] = ()  # per file: rows the indexes kept (roaring), None = all
+    deletions: tuple[DeletionFile | None, ...] = ()  # per file: its deletion vector, None = none
 
     @property
     def row_count(self) -> int:
@@ -102,10 +109,11 @@ def plan(table: Table, snapshot: Snapshot | None, filter: Predicate | None = Non
     store = table.manifests()
     manifests = _manifests(store, snapshot)
     counts["files_total"] = sum(m.num_added_files - m.num_deleted_files for m in manifests)
-    pruner = _Pruner(table, filter)
+    merge_free = level0_invisible(schema)
+    pruner = _Pruner(table, filter, merge_free)
     opened = [m for m in manifests if pruner.manifest_matches(m)]
     matching = [e for e in _live(store, opened) if pruner.partition_matches(e.partition)]
-    if level0_invisible(schema):
+    if merge_free:
         visible = [e for e in matching if e.file.level > 0]
         counts["files_total"] -= len(matching) - len(visible)
         matching = visible
@@ -116,23 +124,25 @@ def plan(table: Table, snapshot: Snapshot | None, filter: Predicate | None = Non
     for e, result in zip(candidates, pruner.index_results(candidates), strict=True):
         if not result.remain():
             continue
-        if isinstance(result, RowSet) and not schema.primary_keys and len(result.rows) < e.file.row_count:
+        if isinstance(result, RowSet) and pruner.row_level and len(result.rows) < e.file.row_count:
             selections[e.file.file_name] = roaring.serialize(result.rows)
         selected.append(e)
     counts["pruned_by_index"] = len(candidates) - len(selected)
     counts["files_selected"] = len(selected)
-    splits = _splits(table, snapshot.id, selected, bool(schema.primary_keys), selections)
+    deletions = deletion_files(table.paths, table.index_entries(snapshot)) if merge_free else {}
+    merged = bool(schema.primary_keys) and not merge_free
+    splits = _splits(table, snapshot.id, selected, merged, selections, deletions)
     return Plan(snapshot.id, schema.id, splits, counts)
 
 
 class _Pruner:
     """Evaluates a bound filter on partitions, file stats and file indexes.
 
-    Primary-key tables only use key columns for both stats and indexes: every version of a key
-    shares its key, so skipping on it can never hide the newest version behind a stale one.
+    Merged primary-key tables only use key columns for both stats and indexes: every version of
+    a key shares its key, so skipping on it can never hide the newest version behind a stale one.
     """
 
-    def __init__(self, table: Table, filter: Predicate | None) -> None:
+    def __init__(self, table: Table, filter: Predicate | None, merge_free: bool = False) -> None:
         self.table = table
         schema = table.schema
         types = {f.name: f.type for f in schema.fields}
@@ -140,11 +150,11 @@ class _Pruner:
         bound = bind(filter, schema.arrow_types(), table.name) if filter is not None else None
         parts = set(schema.partition_keys)
         self.partition_pred = only_columns(bound, parts) if bound is not None else None
-        stats_columns = (
-            set(schema.trimmed_primary_keys) if schema.primary_keys else set(schema.field_names) - parts
-        )
+        self.key_stats = bool(schema.primary_keys) and not merge_free
+        self.row_level = not self.key_stats  # index row selections are safe: no merge follows
+        keys = set(schema.trimmed_primary_keys)
+        stats_columns = keys if self.key_stats else set(schema.field_names) - parts
         self.stats_pred = only_columns(bound, stats_columns) if bound is not None else None
-        self.key_stats = bool(schema.primary_keys)
         read_indexes = schema.core_options.get_bool(fileindex_options.READ_ENABLED)
         self.index_pred = self.stats_pred if read_indexes else None
         self._partitions: dict[bytes, bool] = {}
@@ -303,8 +313,15 @@ def _evolve_stats(s: ColumnStats, old: DataType, new: DataType) -> ColumnStats:
 
 
 def _splits(
-    table: Table, snapshot_id: int, entries: list[ManifestEntry], primary_key: bool, selections: dict
+    table: Table,
+    snapshot_id: int,
+    entries: list[ManifestEntry],
+    merged: bool,
+    selections: dict[str, bytes],
+    deletions: dict[str, DeletionFile],
 ) -> list[Split]:
+    """Merged primary-key buckets are one split each; other files are packed into splits of about
+    ``source.split.target-size`` (append files in sequence order)."""
     groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
     for e in entries:
         groups.setdefault((e.partition, e.bucket), []).append(e.file)
@@ -314,7 +331,7 @@ def _splits(
     splits = []
     for (partition, bucket), files in groups.items():
         path = table.bucket_path(partition, bucket)
-        if primary_key:
+        if merged:
             # MergeTreeSplitGenerator: only files above level 0 with no retract rows skip the merge
             raw = len(files) == 1 and files[0].level > 0 and files[0].delete_row_count == 0
             splits.append(Split(snapshot_id, partition, bucket, path, tuple(files), raw))
@@ -322,6 +339,7 @@ def _splits(
         files.sort(key=lambda f: f.min_sequence_number)
         for pack in _pack(files, target, open_cost):
             chosen = tuple(selections.get(f.file_name) for f in pack)
+            vectors = tuple(deletions.get(f.file_name) for f in pack)
             splits.append(
                 Split(
                     snapshot_id,
@@ -331,6 +349,7 @@ def _splits(
                     tuple(pack),
                     True,
                     chosen if any(c is not None for c in chosen) else (),
+                    vectors if any(v is not None for v in vectors) else (),
                 )
             )
     return splits

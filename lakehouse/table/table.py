@@ -14,7 +14,7 @@ import pyarrow as pa
 from lakehouse import schema as schemas
 from lakehouse.io.fs import FileIO
 from lakehouse.manifest import binary_row
-from lakehouse.manifest.entries import ManifestEntry
+from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
 from lakehouse.manifest.files import ManifestStore
 from lakehouse.paths import TablePaths, partition_path
 from lakehouse.predicate import Predicate
@@ -114,6 +114,13 @@ class Table:
         """Manifest entries of the files live in ``snapshot`` (default: latest)."""
         snapshot = snapshot or self.snapshots.latest()
         return [] if snapshot is None else scan.live_entries(self, snapshot)
+
+    def index_entries(self, snapshot: Snapshot | None = None) -> list[IndexManifestEntry]:
+        """The index files (hash index, deletion vectors) live in ``snapshot`` (default: latest)."""
+        snapshot = snapshot or self.snapshots.latest()
+        if snapshot is None or snapshot.index_manifest is None:
+            return []
+        return self.manifests().read_index_manifest(snapshot.index_manifest)
 
     def refresh(self) -> Table:
         """Reload the latest schema (after another process changed it)."""

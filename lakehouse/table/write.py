@@ -19,16 +19,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakehouse.bucket.fixed import fixed_buckets
+from lakehouse.deletionvectors.index_file import DELETION_VECTORS
+from lakehouse.deletionvectors.maintainer import BucketDeletionVectors
 from lakehouse.errors import SchemaMismatchError, UnsupportedFeatureError
 from lakehouse.fileindex import options as fileindex_options
 from lakehouse.fileindex.build import FileIndexBuilder
 from lakehouse.format import parquet
 from lakehouse.io.pool import map_parallel
 from lakehouse.manifest import binary_row, stats
-from lakehouse.manifest.entries import EMPTY_ROW, DataFileMeta
+from lakehouse.manifest.entries import EMPTY_ROW, DataFileMeta, IndexFileMeta, IndexManifestEntry
+from lakehouse.manifest.index_manifest import by_bucket
 from lakehouse.mergetree.compact import BucketCompactor
 from lakehouse.mergetree.engine import MergeEngine
 from lakehouse.options import parse_memory_size
+from lakehouse.paths import index_file_namer
 from lakehouse.snapshot import CommitKind
 from lakehouse.table.conform import INSERT, conform
 from lakehouse.table.data_file import BucketWriter, FileLayout, file_metas
@@ -46,6 +50,8 @@ class CommitMessage:
     ``new_files``/``deleted_files`` change the data (an APPEND, or OVERWRITE when deleting);
     ``compact_before``/``compact_after`` only reorganize it (a COMPACT snapshot: compaction,
     index rewrites). A commit whose removed files another commit removed first fails.
+    ``new_index_files`` (hash index) go with the data, ``compact_index_files`` (deletion
+    vectors) with the compaction; each replaces the bucket's previous file of its type.
     """
 
     partition: bytes
@@ -55,6 +61,8 @@ class CommitMessage:
     deleted_files: tuple[DataFileMeta, ...] = ()
     compact_before: tuple[DataFileMeta, ...] = ()
     compact_after: tuple[DataFileMeta, ...] = ()
+    new_index_files: tuple[IndexFileMeta, ...] = ()
+    compact_index_files: tuple[IndexFileMeta, ...] = ()
 
 
 class TableWrite:
@@ -97,6 +105,10 @@ class TableWrite:
         self.ignore_previous_files = overwrite
         self.write_only = options.get_bool("write-only")
         self.stop_trigger = options.stop_trigger
+        self.deletion_vectors = bool(schema.primary_keys) and options.get_bool("deletion-vectors.enabled")
+        self.bitmap64 = options.get_bool("deletion-vectors.bitmap64")
+        self._index_names = index_file_namer()
+        self._vector_files: dict[tuple[bytes, int], IndexManifestEntry] = {}
         self._writers: dict[tuple[bytes, int], BucketWriter] = {}
         self._done: list[BucketWriter] = []
         self._next_sequence: dict[tuple[bytes, int], int] | None = None
@@ -161,11 +173,19 @@ class TableWrite:
                 tuple(self._new_files.get((part, bucket), ())),
                 compact_before=tuple(c.before),
                 compact_after=tuple(c.after),
+                compact_index_files=self._changed_vectors(c),
             )
             for (part, bucket), c in self._compactors.items()
         ]
         self._compactors, self._new_files, self._done = {}, {}, []
         return messages
+
+    def _changed_vectors(self, compactor: BucketCompactor) -> tuple[IndexFileMeta, ...]:
+        """The bucket's new deletion-vectors index file, if its compactions changed any vector."""
+        vectors = compactor.deletion_vectors
+        if vectors is None or not vectors.changed:
+            return ()
+        return (vectors.write(self.table.io, self.table.paths, self._index_names),)
 
     def _full_compaction_due(self) -> bool:
         """Whether this commit is the ``full-compaction.delta-commits``-th since the last compaction."""
@@ -236,8 +256,14 @@ class TableWrite:
         found = self._compactors.get(key)
         if found is None:
             self._restore()
+            vectors = None
+            if self.deletion_vectors:
+                entry = self._vector_files.get(key)
+                vectors = BucketDeletionVectors.load(
+                    self.table.io, self.table.paths, entry and entry.index_file, self.bitmap64
+                )
             found = self._compactors[key] = BucketCompactor(
-                self.table, self.layout, self.engine, partition, bucket, self._existing.get(key, [])
+                self.table, self.layout, self.engine, partition, bucket, self._existing.get(key, []), vectors
             )
         return found
 
@@ -326,12 +352,15 @@ class TableWrite:
         return self._next_sequence.get((partition, bucket), 0)
 
     def _restore(self) -> None:
-        """Load the live files of every bucket once (none when overwriting)."""
+        """Load the live files and index files of every bucket once, from one snapshot (none
+        when overwriting)."""
         if self._next_sequence is not None:
             return
         self._next_sequence = {}
         if not self.ignore_previous_files:
-            for e in self.table.live_entries():
+            latest = self.table.snapshots.latest()
+            self._vector_files = by_bucket(self.table.index_entries(latest), DELETION_VECTORS)
+            for e in self.table.live_entries(latest):
                 key = (e.partition, e.bucket)
                 self._existing.setdefault(key, []).append(e.file)
                 after = e.file.max_sequence_number + 1

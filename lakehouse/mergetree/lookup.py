@@ -1,0 +1,169 @@
+"""Finding older versions of a compaction's keys in the levels it does not touch (``LookupLevels``).
+
+Readers of deletion-vector and first-row tables skip level 0 and never merge levels, so a key
+may have only one visible version above level 0. A compaction that brings level-0 rows up
+therefore looks each output key up in the runs above its output level: with deletion vectors
+the older version's row is marked deleted and merged into the output (the table's merge engine
+decides the result); for first-row the new row is dropped, since the older one came first.
+
+The output and every level are sorted by key, so the lookup is a streaming merge-join: each
+level is read once, in batches, in step with the output, and files entirely below the output's
+current key are skipped unread. Only key columns are read when the engine needs no old values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+
+from lakehouse.format import parquet
+from lakehouse.manifest.entries import DataFileMeta
+from lakehouse.mergetree.engine import ORDINAL
+from lakehouse.mergetree.levels import SortedRun
+from lakehouse.mergetree.stream import count_at_most, last_key
+from lakehouse.table.read import iter_data_file
+
+if TYPE_CHECKING:
+    from lakehouse.mergetree.compact import BucketCompactor
+
+POSITION = "_LOOKUP_POSITION"  # row position in its file
+FILE = "_LOOKUP_FILE"  # index of its file in Lookup.files
+_LEFT, _RIGHT = "_LOOKUP_LEFT", "_LOOKUP_RIGHT"
+
+
+class Lookup:
+    """Resolves merged compaction output against the runs above the output level."""
+
+    def __init__(self, bucket: BucketCompactor, runs: list[SortedRun], batch_rows: int) -> None:
+        self.bucket = bucket
+        engine = bucket.engine
+        self.key = engine.key
+        self.first_row = engine.name == "first-row"
+        # deduplicate without sequence.field: the output always wins, old values are not needed
+        self.old_values = not self.first_row and not (
+            engine.name == "deduplicate" and not engine.sequence_fields
+        )
+        self.files: list[DataFileMeta] = [f for run in runs for f in run.files]
+        self.batch_rows = batch_rows
+        self._low: tuple | None = None
+        self.cursors = []
+        start = 0
+        for run in runs:
+            self.cursors.append(_Cursor(self, start, list(run.files)))
+            start += len(run.files)
+
+    def resolve(self, merged: pa.Table) -> pa.Table:
+        """``merged`` (one row per key, key order) after accounting for older versions found above."""
+        if not merged.num_rows or not self.cursors:
+            return merged
+        self._low = tuple(merged.column(k)[0].as_py() for k in self.key)
+        bound = last_key(merged, self.key)
+        found = [c.take_until(bound) for c in self.cursors]
+        found = [t for t in found if t is not None and t.num_rows]
+        if not found:
+            return merged
+        candidates = pa.concat_tables(found) if len(found) > 1 else found[0]
+        rows, hits = _matches(merged, candidates, self.key)
+        if not len(rows):
+            return merged
+        old = candidates.take(pa.array(hits))
+        self._delete_older(old)
+        if self.first_row:
+            keep = np.ones(merged.num_rows, bool)
+            keep[rows] = False
+            return merged.filter(pa.array(keep))
+        if not self.old_values:
+            return merged
+        old = old.drop_columns([FILE, POSITION])
+        return self.bucket.engine.merge(
+            pa.concat_tables([_ordinal(old, 0), _ordinal(merged, 1)]).combine_chunks()
+        )
+
+    def _delete_older(self, old: pa.Table) -> None:
+        """Mark the found rows deleted in their files' deletion vectors (tables that keep them)."""
+        vectors = self.bucket.deletion_vectors
+        if vectors is None:
+            return
+        files = np.asarray(old.column(FILE))
+        positions = np.asarray(old.column(POSITION))
+        for i in np.unique(files).tolist():
+            vectors.delete_rows(self.files[i].file_name, positions[files == i])
+
+    def read(self, f: DataFileMeta, index: int) -> Iterator[pa.Table]:
+        """Rows of one lookup file not yet deleted, with their file index and position."""
+        bucket = self.bucket
+        table = bucket.table
+        fields = list(table.schema.fields) if self.old_values else table.schema.fields_named(self.key)
+        system = [parquet.SEQUENCE_NUMBER, parquet.VALUE_KIND] if self.old_values else []
+        vectors = bucket.deletion_vectors
+        deletion = None if vectors is None else vectors.get(f.file_name)
+        for batch in iter_data_file(
+            table, bucket.bucket_path, f, fields, system, self.batch_rows, deletion, POSITION
+        ):
+            yield batch.append_column(FILE, pa.array(np.full(batch.num_rows, index, np.int32)))
+
+    def below_output(self, f: DataFileMeta) -> bool:
+        """Whether every key of ``f`` precedes the output's current key (nothing there can match)."""
+        return self._low is not None and self.bucket.ranges.max(f) < self._low
+
+
+class _Cursor:
+    """One run's rows in key order, consumed as the compaction output advances."""
+
+    def __init__(self, lookup: Lookup, first_index: int, files: list[DataFileMeta]) -> None:
+        self.lookup = lookup
+        self.files = files
+        self.first_index = first_index
+        self.next_file = 0
+        self.batches: Iterator[pa.Table] | None = None
+        self.buffer: pa.Table | None = None
+
+    def take_until(self, bound: tuple) -> pa.Table | None:
+        """Rows with key <= ``bound`` not taken before; the rest stays buffered."""
+        out = []
+        while True:
+            if self.buffer is None or not self.buffer.num_rows:
+                self.buffer = self._next_batch()
+                if self.buffer is None:
+                    break
+            n = count_at_most(self.buffer, self.lookup.key, bound)
+            if n:
+                out.append(self.buffer.slice(0, n))
+            self.buffer = self.buffer.slice(n)
+            if self.buffer.num_rows:
+                break
+        if not out:
+            return None
+        return pa.concat_tables(out) if len(out) > 1 else out[0]
+
+    def _next_batch(self) -> pa.Table | None:
+        while True:
+            if self.batches is not None:
+                batch = next(self.batches, None)
+                if batch is not None:
+                    return batch
+                self.batches = None
+            if self.next_file == len(self.files):
+                return None
+            f = self.files[self.next_file]
+            index = self.first_index + self.next_file
+            self.next_file += 1
+            if not self.lookup.below_output(f):
+                self.batches = self.lookup.read(f, index)
+
+
+def _matches(merged: pa.Table, candidates: pa.Table, key: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices (into ``merged``, into ``candidates``) of the pairs with equal keys."""
+    left = merged.select(key).append_column(_LEFT, pa.array(np.arange(merged.num_rows, dtype=np.int64)))
+    right = candidates.select(key).append_column(
+        _RIGHT, pa.array(np.arange(candidates.num_rows, dtype=np.int64))
+    )
+    joined = left.join(right, keys=key, join_type="inner")
+    return np.asarray(joined.column(_LEFT)), np.asarray(joined.column(_RIGHT))
+
+
+def _ordinal(table: pa.Table, value: int) -> pa.Table:
+    return table.append_column(ORDINAL, pa.array(np.full(table.num_rows, value, np.int32)))
