@@ -88,3 +88,36 @@ def test_pypaimon_reads_our_levels_after_universal_compactions(catalog, warehous
     same(ours, oracle.read(warehouse, "db.p"), ["order_id", "dt"])
     keys = {(r["order_id"], r["dt"]) for r in rows(ours)}
     assert not keys & {(0, "2024-01-01"), (1, "2024-01-02"), (2, "2024-01-01")}
+
+
+DV_ENGINES = {name: {**options, "deletion-vectors.enabled": "true"} for name, options in ENGINES.items()}
+del DV_ENGINES["first-row"]
+
+
+@pytest.mark.parametrize("engine", sorted(DV_ENGINES))
+def test_pypaimon_applies_our_deletion_vectors(catalog, warehouse, engine):
+    t = catalog.create_table("db.m", METRICS, primary_keys=["k"], options=DV_ENGINES[engine])
+    t.write(pa.concat_tables([_metrics(i) for i in range(0, 60, 9)]).set_column(
+        0, "k", pa.array(range(63), pa.int32())
+    ))  # fmt: skip
+    for i in range(3):
+        t.write(_metrics(i))  # updates keys 0..6: their older rows get deletion vectors
+    assert any(e.index_file.row_count for e in t.index_entries())  # vectors pypaimon must apply
+    same(t.read(), oracle.read(warehouse, "db.m"), "k")
+    t.compact(full=True)
+    same(t.read(), oracle.read(warehouse, "db.m"), "k")
+
+
+def test_we_compact_what_pypaimon_wrote_to_a_deletion_vector_table(catalog, warehouse):
+    options = {"bucket": "2", "deletion-vectors.enabled": "true"}
+    oracle.create(warehouse, "db.o", ORDERS, primary_keys=["order_id", "dt"], partition_keys=["dt"],
+                  options=options)  # fmt: skip
+    t = catalog.get_table("db.o")
+    t.write(orders(range(100), price=1.0))
+    oracle.write(warehouse, "db.o", orders(range(90, 110), price=2.0))  # level 0: invisible until compacted
+    same(t.read(), oracle.read(warehouse, "db.o"), ["order_id", "dt"])
+    assert t.read().num_rows == 100
+    t.compact()
+    ours = t.read()
+    same(ours, oracle.read(warehouse, "db.o"), ["order_id", "dt"])
+    assert [r["price"] for r in rows(ours)][85:95] == [1.0] * 5 + [2.0] * 5
