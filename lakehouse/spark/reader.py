@@ -14,7 +14,7 @@ loaded for one query each (or one filter), e.g. ``spark.read...load(t).filter(c)
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
@@ -112,7 +112,24 @@ class PaimonReader(DataSourceReader):
         if not isinstance(partition, SplitPartition):
             return  # an empty table: Spark reads one placeholder partition
         reader = self.table.new_read(filter=self.filter, schema_id=partition.schema_id)
-        yield from to_spark_batches(reader.read_split(partition.split), self.layout)
+        for part in file_by_file(partition.split):
+            yield from to_spark_batches(reader.read_split(part), self.layout)
+
+
+def file_by_file(split: Split) -> list[Split]:
+    """A split whose files are read independently (no key merge) as one split per file: a task
+    holds one file's rows at a time, and Spark converts them while the next file is read."""
+    if len(split.files) == 1 or not split.raw_convertible:
+        return [split]
+    return [
+        replace(split, files=(f,), selections=_one(split.selections, i), deletions=_one(split.deletions, i))
+        for i, f in enumerate(split.files)
+    ]
+
+
+def _one(per_file: tuple, i: int) -> tuple:
+    """The ``i``-th entry of a split's per-file tuple (empty tuple: nothing for any file)."""
+    return () if not per_file or per_file[i] is None else (per_file[i],)
 
 
 def read_system_table(warehouse: str, name: str) -> pa.Table:

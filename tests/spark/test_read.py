@@ -12,6 +12,7 @@ from pyspark.sql import datasource as sf
 import lakehouse
 from lakehouse import col
 from lakehouse.errors import UnsupportedFeatureError
+from lakehouse.spark.reader import file_by_file
 from lakehouse.spark.source import PaimonDataSource
 from lakehouse.spark.types import spark_schema
 
@@ -173,3 +174,17 @@ def test_empty_table_and_workers_running_this_checkout(spark, catalog, warehouse
     assert spark.read.format("paimon").option("warehouse", warehouse).load("db.t").count() == 0
     files = spark.sparkContext.parallelize([0], 1).map(lambda _: lakehouse.__file__).collect()
     assert files == [lakehouse.__file__]
+
+
+def test_append_splits_are_read_file_by_file(catalog):
+    t = catalog.create_table("db.t", ORDERS, options={"file-index.bitmap.columns": "status"})
+    for start in (0, 10, 20):
+        data = orders(range(start, start + 10))
+        t.write(data.set_column(4, "status", pa.array(["PAID", "NEW"] * 5)))
+    flt = col("status") == "PAID"
+    [split] = t.plan(filter=flt).splits
+    assert len(split.files) == 3 and all(s is not None for s in split.selections)
+    parts = file_by_file(split)
+    assert [len(p.files) for p in parts] == [1, 1, 1]
+    read = t.new_read(filter=flt)
+    assert pa.concat_tables(read.read_split(p) for p in parts) == read.read_split(split)
