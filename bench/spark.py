@@ -85,7 +85,9 @@ def main() -> None:
     t_paimon_read = best(args.repeat, lambda: consume(read.load(name)))
 
     where = f"dt = '{PROBE_DAY}' AND user_id = {PROBE_USER}"
-    pushed = read.option("filter-pushdown", "true")
+    pushed = (
+        spark.read.format("paimon").option("warehouse", catalog.warehouse).option("filter-pushdown", "true")
+    )
     selective = best(args.repeat, lambda: pushed.load(name).where(where).collect())
     found = pushed.load(name).where(where).count()
     expected = data.filter(pc.and_(pc.equal(data["dt"], PROBE_DAY), pc.equal(data["user_id"], PROBE_USER)))
