@@ -29,7 +29,7 @@ from pyspark.sql.functions import arrow_udf
 from pyspark.sql.types import IntegerType
 
 from lakehouse.bucket.channels import AssignerSplit, assigner_channel
-from lakehouse.bucket.dynamic import INITIAL_BUCKETS, key_hashes
+from lakehouse.bucket.dynamic import ASSIGNER_PARALLELISM, INITIAL_BUCKETS, key_hashes
 from lakehouse.bucket.fixed import fixed_buckets
 from lakehouse.manifest import binary_row
 from lakehouse.schema import TableSchema
@@ -124,6 +124,7 @@ def write(
     register(spark)
     given = {**(options or {}), **({"warehouse": warehouse} if warehouse else {})}
     target = open_table({**given, "path": table})
-    assigners = target.options.get("dynamic-bucket.assigner-parallelism")
+    dynamic = target.schema.core_options.bucket == -1 and target.primary_keys
+    assigners = target.options.get(ASSIGNER_PARALLELISM) if dynamic else None
     tasks = num_tasks or (int(assigners) if assigners else spark.sparkContext.defaultParallelism)
     routed(df, target, tasks).write.format("paimon").options(**given).mode(mode).save(table)

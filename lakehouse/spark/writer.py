@@ -5,7 +5,8 @@ receives and returns its commit messages in a :class:`TaskCommit`. Spark hands `
 message per partition, from the one attempt its commit coordinator let through, so retried and
 speculative attempts never duplicate rows; ``commit`` turns them into exactly one snapshot (plus
 a COMPACT one when the writers compacted), and ``abort`` deletes the files of every attempt Spark
-reports. A task that fails deletes its own files before failing.
+reports. A task that fails deletes its own files before failing; an attempt that finished but lost
+to another (speculation) is not reported, and its files stay unreferenced until orphan cleanup.
 
 Primary-key tables need every bucket written by one task, which numbers the bucket's rows in
 order (``lakehouse.spark.write`` shuffles rows so); a write in which two tasks wrote the same
