@@ -4,7 +4,8 @@
   insert and four commits upserting 10% of the keys: five sorted runs per bucket. Our full read
   against pypaimon with its native add-on reading the same table, and against a raw
   ``pyarrow.parquet`` read of the same data files (no merge);
-- full compaction of that table against a raw read + sort by key + write of the same files;
+- full compaction of that table against a raw read + sort by key + write of the same files
+  (same Parquet settings as the table's data files);
 - merge-on-write: the same history into a ``deletion-vectors.enabled`` table (each write compacts
   with lookups and deletion vectors); its read against a raw read of its live data files;
 - dynamic buckets: the same history into a ``bucket = -1`` table, write time against bucket 4;
@@ -28,6 +29,7 @@ from hash_index import TARGET_ROW_NUM, assign_all, hashed_batches
 
 from lakehouse import Catalog
 from lakehouse.bucket.dynamic import DynamicBucketOptions, HashBucketAssigner
+from lakehouse.format.parquet import ParquetOptions
 
 KEY = ["order_id", "dt"]
 
@@ -57,9 +59,10 @@ def raw_read(paths: list[str]) -> pa.Table:
 
 
 def raw_compact(paths: list[str], out: Path) -> None:
-    """What a full compaction must at least do: read every file, sort by key, write the rows."""
+    """What a full compaction must at least do: read every file, sort by key, write the rows
+    (with the Parquet settings of the table's data files: zstd level 1, dictionaries for strings)."""
     rows = raw_read(paths).sort_by([("order_id", "ascending"), ("dt", "ascending")])
-    pq.write_table(rows, out)
+    pq.write_table(rows, out, **ParquetOptions().writer_kwargs(rows.schema))
 
 
 def best(fn, repeat: int) -> tuple[float, object]:
