@@ -120,11 +120,6 @@ class Catalog:
         table_schema = new_schema(
             identifier, schema, list(primary_keys or []), list(partition_keys or []), options or {}, comment
         )
-        if table_schema.primary_keys and table_schema.core_options.bucket == -1:
-            raise UnsupportedFeatureError(
-                f"table {identifier}: primary-key tables with dynamic buckets (bucket=-1, Paimon's "
-                f"default) cannot be written by this engine yet; pass options={{'bucket': 'N'}} with N > 0"
-            )
         manager = SchemaManager(self.io, TablePaths(path), identifier)
         try:
             manager.create(table_schema)

@@ -194,6 +194,26 @@ def _option_string(value: Any) -> str:
     return str(value)
 
 
+def check_writable_keys(schema: TableSchema, table: str) -> None:
+    """A primary key without every partition key moves rows between partitions (cross-partition
+    upsert): Paimon allows it only with dynamic buckets, and this engine does not write it yet."""
+    from lakehouse.errors import UnsupportedFeatureError
+
+    pk = list(schema.primary_keys)
+    missing = [p for p in schema.partition_keys if p not in pk]
+    if not pk or not missing:
+        return
+    if schema.core_options.bucket > 0:
+        raise SchemaMismatchError(
+            f"table {table}: with fixed buckets the primary key {pk} must contain every "
+            f"partition key; add {missing} to it"
+        )
+    raise UnsupportedFeatureError(
+        f"table {table}: its primary key {pk} lacks the partition keys {missing} (a cross-partition "
+        f"upsert table), which this engine cannot write yet; add {missing} to the primary key"
+    )
+
+
 def validate(schema: TableSchema, table: str) -> None:
     """Reject schemas Paimon or this engine cannot serve, with a message saying what to change."""
     from lakehouse.errors import InvalidOptionError, UnsupportedFeatureError
@@ -241,13 +261,7 @@ def validate(schema: TableSchema, table: str) -> None:
         raise InvalidOptionError(
             f"table {table}: a bucketed append table needs 'bucket-key' naming the columns to hash"
         )
-    if pk and bucket > 0:
-        missing = [p for p in parts if p not in pk]
-        if missing:
-            raise SchemaMismatchError(
-                f"table {table}: with fixed buckets the primary key {pk} must contain every "
-                f"partition key; add {missing} to it"
-            )
+    check_writable_keys(schema, table)
     for name in opts.names("sequence.field"):
         if name not in schema.field_names:
             raise InvalidOptionError(f"table {table}: sequence.field names unknown column {name!r}")

@@ -388,3 +388,87 @@ def test_reloading_from_written_files_continues_as_if_never_reloaded(
         for u in updates:
             manifest[(u.partition, u.bucket)] = hash_index.write(io, paths, names, u.hashes)
     assert len(manifest) >= 4
+
+
+# ---- dynamic-bucket tables: writes, reads, index manifest --------------------------------------
+
+from lakehouse.errors import CommitConflictError  # noqa: E402
+from lakehouse.manifest.index_manifest import by_bucket  # noqa: E402
+
+from .conftest import ORDERS, orders, rows  # noqa: E402
+
+
+def dynamic_table(catalog, **options):
+    return catalog.create_table(
+        "db.d", ORDERS, primary_keys=["order_id", "dt"], partition_keys=["dt"], options=options
+    )
+
+
+def stored_hashes(t) -> dict[tuple[bytes, int], set[int]]:
+    return {
+        key: set(hash_index.read(t.io, t.paths, e.index_file).tolist())
+        for key, e in by_bucket(t.index_entries(), hash_index.HASH_INDEX).items()
+    }
+
+
+def test_dynamic_bucket_table_spreads_keys_and_keeps_them_in_their_bucket(catalog):
+    t = dynamic_table(catalog, **{"dynamic-bucket.target-row-num": "40"})
+    assert t.schema.core_options.bucket == -1  # Paimon's default for primary-key tables
+    t.write(orders(range(100), dt=["2024-01-01", "2024-01-02"] * 50, price=1.0))
+    buckets = {(e.partition, e.bucket): e.file.row_count for e in t.live_entries()}
+    assert len(buckets) >= 4 and max(buckets.values()) <= 40  # a new bucket once one holds 40 keys
+    assert all(e.total_buckets == -1 for e in t.live_entries())
+    first = {e.file.file_name: (e.partition, e.bucket) for e in t.live_entries()}
+    t.write(orders(range(0, 100, 3), dt=["2024-01-01", "2024-01-02"] * 17, price=2.0))
+    got = rows(t.read(), ["dt", "order_id"])
+    assert len(got) == 100  # updates found their keys' buckets: nothing duplicated
+    assert sorted(r["order_id"] for r in got if r["price"] == 2.0) == list(range(0, 100, 3))
+    # the HASH file of every bucket holds exactly the key hashes of its rows
+    hashes = stored_hashes(t)
+    assert set(hashes) == {(e.partition, e.bucket) for e in t.live_entries()}
+    assert sum(len(h) for h in hashes.values()) == 100
+    assert set(first.values()) <= set(hashes)
+
+
+def test_max_buckets_caps_the_buckets_of_a_partition(catalog):
+    t = dynamic_table(catalog, **{"dynamic-bucket.target-row-num": "10", "dynamic-bucket.max-buckets": "3"})
+    t.write(orders(range(100)))
+    assert {e.bucket for e in t.live_entries()} == {0, 1, 2}
+    assert t.read().num_rows == 100
+
+
+def test_dynamic_buckets_with_deletion_vectors(catalog):
+    t = dynamic_table(catalog, **{"dynamic-bucket.target-row-num": "60", "deletion-vectors.enabled": "true"})
+    t.write(orders(range(200), price=1.0))
+    t.write(orders(range(5), price=2.0))
+    types = {e.index_file.index_type for e in t.index_entries()}
+    assert types == {"HASH", "DELETION_VECTORS"}
+    got = rows(t.read())
+    assert len(got) == 200 and [r["price"] for r in got[:6]] == [2.0] * 5 + [1.0]
+
+
+def test_two_writers_adding_keys_to_one_bucket_conflict_cleanly(catalog):
+    t = dynamic_table(catalog)
+    t.write(orders(range(10)))
+    first, second = t.new_write(), t.new_write()
+    first.write(orders(range(10, 20)))
+    second.write(orders(range(20, 30)))
+    prepared, messages = first.prepare_commit(), second.prepare_commit()  # both from one snapshot
+    committed = t.new_commit().commit(prepared)
+    with pytest.raises(CommitConflictError, match="index files"):
+        t.new_commit().commit(messages)
+    t.new_commit().abort(messages)
+    assert t.latest_snapshot_id() == committed
+    assert sorted(r["order_id"] for r in rows(t.read())) == list(range(20))
+    assert sum(len(h) for h in stored_hashes(t).values()) == 20
+
+
+def test_overwrite_rebuilds_the_partitions_hash_index(catalog):
+    t = dynamic_table(catalog, **{"dynamic-bucket.target-row-num": "30"})
+    t.write(orders(range(100), dt="2024-01-01"))
+    t.write(orders(range(10), dt="2024-01-02"))
+    t.write(orders(range(5), dt="2024-01-01"), overwrite={"dt": "2024-01-01"})
+    hashes = stored_hashes(t)
+    assert sum(len(h) for h in hashes.values()) == 15
+    t.write(orders(range(5), dt="2024-01-01", price=3.0))
+    assert len(rows(t.read(), ["dt", "order_id"])) == 15

@@ -63,11 +63,18 @@ class TableCommit:
             ]
 
         def indexes(attr: str) -> list[IndexManifestEntry]:
-            return [
-                IndexManifestEntry(FileKind.ADD, m.partition, m.bucket, f)
-                for m in messages
-                for f in getattr(m, attr)
-            ]
+            """New index files (ADD) and the files they replace (DELETE, checked to be live)."""
+            out = []
+            for m in messages:
+                new = getattr(m, attr)
+                types = {f.index_type for f in new}
+                out += [IndexManifestEntry(FileKind.ADD, m.partition, m.bucket, f) for f in new]
+                out += [
+                    IndexManifestEntry(FileKind.DELETE, m.partition, m.bucket, f)
+                    for f in m.replaced_index_files
+                    if f.index_type in types
+                ]
+            return out
 
         adds, deletes = entries(FileKind.ADD, "new_files"), entries(FileKind.DELETE, "deleted_files")
         compacted = entries(FileKind.DELETE, "compact_before") + entries(FileKind.ADD, "compact_after")
@@ -78,6 +85,7 @@ class TableCommit:
             kind = CommitKind.APPEND if scope is None and not deletes else CommitKind.OVERWRITE
 
             def changes(latest: Snapshot | None) -> Changes:
+                self._check_replaced(new_indexes, latest)
                 if scope is None and not deletes:
                     return adds, new_indexes
                 live = live_entries(self.table, latest) if latest is not None else []
@@ -101,6 +109,7 @@ class TableCommit:
             def compaction(latest: Snapshot | None) -> Changes:
                 live = live_entries(self.table, latest) if latest is not None else []
                 self._check_deletes([e for e in compacted if e.kind == FileKind.DELETE], live)
+                self._check_replaced(compact_indexes, latest)
                 return compacted, compact_indexes
 
             try:
@@ -123,6 +132,21 @@ class TableCommit:
             raise CommitConflictError(
                 f"commit to table {self.table.name} deletes files {gone} that are no longer in the table "
                 f"(a concurrent commit removed them); nothing was committed - redo the operation"
+            )
+
+    def _check_replaced(self, changes: list[IndexManifestEntry], latest: Snapshot | None) -> None:
+        """Index files a writer replaces must still be live; otherwise another commit changed the
+        bucket's index (its keys or deletion vectors would be lost)."""
+        replaced = [e.index_file.file_name for e in changes if e.kind == FileKind.DELETE]
+        if not replaced:
+            return
+        live = {e.index_file.file_name for e in self.table.index_entries(latest)} if latest else set()
+        gone = [name for name in replaced if name not in live]
+        if gone:
+            raise CommitConflictError(
+                f"commit to table {self.table.name} replaces index files {gone} that a concurrent commit "
+                f"already replaced (two writers changed the same bucket's index); nothing was committed - "
+                f"redo the write"
             )
 
     def abort(self, messages: list[CommitMessage]) -> None:

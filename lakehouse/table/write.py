@@ -19,9 +19,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakehouse.bucket.fixed import fixed_buckets
+from lakehouse.bucket.hash_index import HASH_INDEX
 from lakehouse.deletionvectors.index_file import DELETION_VECTORS
 from lakehouse.deletionvectors.maintainer import BucketDeletionVectors
-from lakehouse.errors import SchemaMismatchError, UnsupportedFeatureError
+from lakehouse.errors import SchemaMismatchError
 from lakehouse.fileindex import options as fileindex_options
 from lakehouse.fileindex.build import FileIndexBuilder
 from lakehouse.format import parquet
@@ -33,9 +34,11 @@ from lakehouse.mergetree.compact import BucketCompactor
 from lakehouse.mergetree.engine import MergeEngine
 from lakehouse.options import parse_memory_size
 from lakehouse.paths import index_file_namer
+from lakehouse.schema import check_writable_keys
 from lakehouse.snapshot import CommitKind
 from lakehouse.table.conform import INSERT, conform
 from lakehouse.table.data_file import BucketWriter, FileLayout, file_metas
+from lakehouse.table.dynamic_buckets import DynamicBuckets
 
 if TYPE_CHECKING:
     from lakehouse.table.table import Table
@@ -51,7 +54,8 @@ class CommitMessage:
     ``compact_before``/``compact_after`` only reorganize it (a COMPACT snapshot: compaction,
     index rewrites). A commit whose removed files another commit removed first fails.
     ``new_index_files`` (hash index) go with the data, ``compact_index_files`` (deletion
-    vectors) with the compaction; each replaces the bucket's previous file of its type.
+    vectors) with the compaction; each replaces the bucket's previous file of its type, named in
+    ``replaced_index_files``, and the commit fails if another commit replaced it first.
     """
 
     partition: bytes
@@ -63,6 +67,7 @@ class CommitMessage:
     compact_after: tuple[DataFileMeta, ...] = ()
     new_index_files: tuple[IndexFileMeta, ...] = ()
     compact_index_files: tuple[IndexFileMeta, ...] = ()
+    replaced_index_files: tuple[IndexFileMeta, ...] = ()  # must still be live when committing
 
 
 class TableWrite:
@@ -77,7 +82,7 @@ class TableWrite:
         self.bucket_count = options.bucket
         self.engine = MergeEngine(schema, table.name) if schema.primary_keys else None
         if schema.primary_keys:
-            _check_primary_key_support(table.name, schema)
+            check_writable_keys(schema, table.name)
         self.bucket_types = [f.type for f in schema.fields_named(schema.bucket_keys)]
         self.partition_types = schema.partition_types()
         self.buffer_size = parse_memory_size(options.get("write-buffer-size") or DEFAULT_WRITE_BUFFER)
@@ -109,6 +114,8 @@ class TableWrite:
         self.bitmap64 = options.get_bool("deletion-vectors.bitmap64")
         self._index_names = index_file_namer()
         self._vector_files: dict[tuple[bytes, int], IndexManifestEntry] = {}
+        self._hash_files: list[IndexManifestEntry] = []
+        self._dynamic: DynamicBuckets | None = None
         self._writers: dict[tuple[bytes, int], BucketWriter] = {}
         self._done: list[BucketWriter] = []
         self._next_sequence: dict[tuple[bytes, int], int] | None = None
@@ -165,27 +172,37 @@ class TableWrite:
             full = self._full_compaction_due()
             for key in self._new_files:
                 self._compactors[key].compact(full=full)
-        messages = [
-            CommitMessage(
-                part,
-                bucket,
-                self.bucket_count,
-                tuple(self._new_files.get((part, bucket), ())),
-                compact_before=tuple(c.before),
-                compact_after=tuple(c.after),
-                compact_index_files=self._changed_vectors(c),
+        hashes = self._dynamic.write_changes(self._index_names) if self._dynamic is not None else {}
+        messages = []
+        for (part, bucket), c in self._compactors.items():
+            vectors, old_vectors = self._changed_vectors(c)
+            hash_file = hashes.get((part, bucket))
+            replaced = [old_vectors, hash_file and hash_file.replaced]
+            messages.append(
+                CommitMessage(
+                    part,
+                    bucket,
+                    self.bucket_count,
+                    tuple(self._new_files.get((part, bucket), ())),
+                    compact_before=tuple(c.before),
+                    compact_after=tuple(c.after),
+                    new_index_files=(hash_file.new,) if hash_file else (),
+                    compact_index_files=(vectors,) if vectors else (),
+                    replaced_index_files=tuple(f for f in replaced if f is not None),
+                )
             )
-            for (part, bucket), c in self._compactors.items()
-        ]
         self._compactors, self._new_files, self._done = {}, {}, []
         return messages
 
-    def _changed_vectors(self, compactor: BucketCompactor) -> tuple[IndexFileMeta, ...]:
-        """The bucket's new deletion-vectors index file, if its compactions changed any vector."""
+    def _changed_vectors(self, compactor: BucketCompactor) -> tuple[IndexFileMeta | None, ...]:
+        """The bucket's new deletion-vectors index file and the one it replaces, if its
+        compactions changed any vector."""
         vectors = compactor.deletion_vectors
         if vectors is None or not vectors.changed:
-            return ()
-        return (vectors.write(self.table.io, self.table.paths, self._index_names),)
+            return None, None
+        old = self._vector_files.get((compactor.partition, compactor.bucket))
+        new = vectors.write(self.table.io, self.table.paths, self._index_names)
+        return new, old and old.index_file
 
     def _full_compaction_due(self) -> bool:
         """Whether this commit is the ``full-compaction.delta-commits``-th since the last compaction."""
@@ -223,11 +240,11 @@ class TableWrite:
             data, kinds = self.engine.prepare(data, kinds)
             if data.num_rows == 0:
                 return
-        groups, partitions = self._group_ids(data)
+        groups, locations = self._group_ids(data)
         jobs = (
-            self._run_jobs(data, kinds, groups, partitions)
+            self._run_jobs(data, kinds, groups, locations)
             if self.primary_key
-            else self._append_jobs(data, groups, partitions)
+            else self._append_jobs(data, groups, locations)
         )
         map_parallel(lambda job: job(), jobs)
         if self.primary_key:
@@ -267,27 +284,32 @@ class TableWrite:
             )
         return found
 
-    def _group_ids(self, data: pa.Table) -> tuple[np.ndarray, list[bytes]]:
-        """A (partition, bucket) group id per row, and each partition's serialized BinaryRow."""
-        part_ids, partitions = self._partitions(data)
-        if self.bucket_count <= 0:
-            return part_ids, partitions
-        keys = [data.column(k) for k in self.schema.bucket_keys]
-        return part_ids * self.bucket_count + fixed_buckets(
-            keys, self.bucket_types, self.bucket_count
-        ), partitions
-
-    def _locate(self, group: int, partitions: list[bytes]) -> tuple[bytes, int]:
+    def _group_ids(self, data: pa.Table) -> tuple[np.ndarray, list[tuple[bytes, int]]]:
+        """A dense (partition, bucket) group id per row, and each group's partition and bucket."""
+        part_ids, partitions, partition_hashes = self._partitions(data)
         if self.bucket_count > 0:
-            return partitions[group // self.bucket_count], group % self.bucket_count
-        return partitions[group], 0
+            keys = [data.column(k) for k in self.schema.bucket_keys]
+            buckets = fixed_buckets(keys, self.bucket_types, self.bucket_count)
+        elif self.primary_key:
+            buckets = self._dynamic_buckets().assign(data, part_ids, partitions, partition_hashes)
+        else:
+            return part_ids, [(p, 0) for p in partitions]  # bucket-unaware append table
+        combined = (part_ids << 32) | np.asarray(buckets, np.int64)
+        unique, groups = np.unique(combined, return_inverse=True)
+        return groups, [(partitions[int(u) >> 32], int(u) & 0xFFFFFFFF) for u in unique]
 
-    def _partitions(self, data: pa.Table) -> tuple[np.ndarray, list[bytes]]:
-        """A dense partition id per row and each partition's serialized BinaryRow."""
+    def _dynamic_buckets(self) -> DynamicBuckets:
+        if self._dynamic is None:
+            self._restore()
+            self._dynamic = DynamicBuckets(self.table, self._hash_files)
+        return self._dynamic
+
+    def _partitions(self, data: pa.Table) -> tuple[np.ndarray, list[bytes], np.ndarray]:
+        """A dense partition id per row, each partition's serialized BinaryRow and its hash."""
         keys = self.schema.partition_keys
         n = data.num_rows
         if not keys:
-            return np.zeros(n, dtype=np.int64), [EMPTY_ROW]
+            return np.zeros(n, dtype=np.int64), [EMPTY_ROW], binary_row.encode_rows([], [], 1).hash_codes()
         if len(keys) == 1:
             encoded = pc.dictionary_encode(data.column(keys[0]).combine_chunks(), null_encoding="encode")
             ids, values = np.asarray(encoded.indices, dtype=np.int64), [encoded.dictionary]
@@ -300,16 +322,17 @@ class TableWrite:
             _, first, ids = np.unique(codes, return_index=True, return_inverse=True)
             values = [data.column(k).take(pa.array(first)) for k in keys]
         rows = binary_row.encode_rows(values, self.partition_types)
-        return ids.astype(np.int64), [binary_row.serialize(rows.row(i), len(keys)) for i in range(len(rows))]
+        partitions = [binary_row.serialize(rows.row(i), len(keys)) for i in range(len(rows))]
+        return ids.astype(np.int64), partitions, rows.hash_codes()
 
     # ---- jobs: one per (partition, bucket), run in worker threads --------------------------
 
-    def _append_jobs(self, data: pa.Table, groups: np.ndarray, partitions: list[bytes]) -> list:
+    def _append_jobs(self, data: pa.Table, groups: np.ndarray, locations: list[tuple[bytes, int]]) -> list:
         """Append-table rows of each group, numbered in arrival order."""
         order = np.argsort(groups, kind="stable")
         jobs = []
         for g, start, end in _runs(groups[order]):
-            writer, base = self._claim(g, partitions, end - start)
+            writer, base = self._claim(*locations[g], end - start)
             rows = None if end - start == len(order) else order[start:end]
 
             def job(writer=writer, rows=rows, base=base):
@@ -319,13 +342,15 @@ class TableWrite:
             jobs.append(job)
         return jobs
 
-    def _run_jobs(self, data: pa.Table, kinds: pa.Array, groups: np.ndarray, partitions: list[bytes]) -> list:
+    def _run_jobs(
+        self, data: pa.Table, kinds: pa.Array, groups: np.ndarray, locations: list[tuple[bytes, int]]
+    ) -> list:
         """One sorted, key-unique run per primary-key bucket: the versions of a key in the buffer
         are merged by the table's merge engine, numbered in arrival order."""
         order = np.argsort(groups, kind="stable")
         jobs = []
         for g, start, end in _runs(groups[order]):
-            writer, base = self._claim(g, partitions, data.num_rows)
+            writer, base = self._claim(*locations[g], data.num_rows)
             rows = order[start:end]
 
             def job(writer=writer, rows=rows, base=base):
@@ -339,9 +364,8 @@ class TableWrite:
             jobs.append(job)
         return jobs
 
-    def _claim(self, group: int, partitions: list[bytes], rows: int) -> tuple[BucketWriter, int]:
-        """The writer of a group and its first sequence number; reserves ``rows`` numbers."""
-        part, bucket = self._locate(group, partitions)
+    def _claim(self, part: bytes, bucket: int, rows: int) -> tuple[BucketWriter, int]:
+        """The writer of a bucket and its first sequence number; reserves ``rows`` numbers."""
         base = self._sequence_start(part, bucket)
         self._next_sequence[(part, bucket)] = base + rows
         return self._writer(part, bucket), base
@@ -359,7 +383,9 @@ class TableWrite:
         self._next_sequence = {}
         if not self.ignore_previous_files:
             latest = self.table.snapshots.latest()
-            self._vector_files = by_bucket(self.table.index_entries(latest), DELETION_VECTORS)
+            indexes = self.table.index_entries(latest)
+            self._vector_files = by_bucket(indexes, DELETION_VECTORS)
+            self._hash_files = [e for e in indexes if e.index_file.index_type == HASH_INDEX]
             for e in self.table.live_entries(latest):
                 key = (e.partition, e.bucket)
                 self._existing.setdefault(key, []).append(e.file)
@@ -382,20 +408,6 @@ class TableWrite:
             directory = f"{self.table.paths.root}/{self.table.bucket_path(partition, bucket)}"
             w = self._writers[key] = BucketWriter(self.layout, partition, bucket, directory)
         return w
-
-
-def _check_primary_key_support(table: str, schema) -> None:
-    options = schema.core_options
-    if options.bucket == -1:
-        raise UnsupportedFeatureError(
-            f"table {table} uses dynamic buckets (bucket=-1), which this engine cannot write yet; "
-            f"recreate it with a fixed bucket count, e.g. options={{'bucket': '4'}}"
-        )
-    missing = [p for p in schema.partition_keys if p not in schema.primary_keys]
-    if missing:
-        raise SchemaMismatchError(
-            f"table {table}: with fixed buckets the primary key must contain the partition keys {missing}"
-        )
 
 
 def _runs(sorted_ids: np.ndarray) -> Iterator[tuple[int, int, int]]:

@@ -121,3 +121,21 @@ def test_we_compact_what_pypaimon_wrote_to_a_deletion_vector_table(catalog, ware
     ours = t.read()
     same(ours, oracle.read(warehouse, "db.o"), ["order_id", "dt"])
     assert [r["price"] for r in rows(ours)][85:95] == [1.0] * 5 + [2.0] * 5
+
+
+def test_dynamic_buckets_both_ways(catalog, warehouse):
+    """Each side finds the buckets the other gave its keys: updates never duplicate a key."""
+    options = {"dynamic-bucket.target-row-num": "30"}
+    oracle.create(warehouse, "db.d", ORDERS, primary_keys=["order_id", "dt"], partition_keys=["dt"],
+                  options=options)  # fmt: skip
+    t = catalog.get_table("db.d")
+    dts = ["2024-01-01", "2024-01-02"] * 40
+    oracle.write(warehouse, "db.d", orders(range(80), dt=dts, price=1.0))
+    t.write(orders(range(0, 120, 2), dt=dts[:60], price=2.0))  # updates and new keys
+    same(t.read(), oracle.read(warehouse, "db.d"), ["order_id", "dt"])
+    oracle.write(warehouse, "db.d", orders(range(1, 121, 3), dt=dts[:40], price=3.0))
+    ours = t.read()
+    same(ours, oracle.read(warehouse, "db.d"), ["order_id", "dt"])
+    keys = [(r["order_id"], r["dt"]) for r in rows(ours, ["order_id", "dt"])]
+    assert len(keys) == len(set(keys))
+    assert len({e.bucket for e in t.live_entries()}) > 2

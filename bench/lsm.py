@@ -1,0 +1,173 @@
+"""LSM benchmark: one run, one data set (the 1,000,000-row orders of ``bench/core.py``).
+
+- merge-on-read: a primary-key table (bucket 4, ``write-only`` so nothing compacts) holding a bulk
+  insert and four commits upserting 10% of the keys: five sorted runs per bucket. Our full read
+  against pypaimon with its native add-on reading the same table, and against a raw
+  ``pyarrow.parquet`` read of the same data files (no merge);
+- full compaction of that table against a raw read + sort by key + write of the same files
+  (same Parquet settings as the table's data files);
+- merge-on-write: the same history into a ``deletion-vectors.enabled`` table (each write compacts
+  with lookups and deletion vectors); its read against a raw read of its live data files;
+- dynamic buckets: the same history into a ``bucket = -1`` table, write time against bucket 4;
+  and the assigner alone on 10,000,000 distinct keys: keys/s and bytes held per key.
+
+    .venv/bin/python bench/lsm.py [--rows N] [--keys N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from core import PyPaimon, orders, timed, upserts
+from hash_index import TARGET_ROW_NUM, assign_all, hashed_batches
+
+from lakehouse import Catalog
+from lakehouse.bucket.dynamic import DynamicBucketOptions, HashBucketAssigner
+from lakehouse.format.parquet import ParquetOptions
+
+KEY = ["order_id", "dt"]
+
+
+def create(catalog: Catalog, name: str, schema: pa.Schema, options: dict[str, str]):
+    return catalog.create_table(name, schema, primary_keys=KEY, partition_keys=["dt"], options=options)
+
+
+def history(table, data: pa.Table, rounds: list[pa.Table]) -> float:
+    """Bulk insert then the upsert rounds, one commit each; seconds taken."""
+    start = time.perf_counter()
+    for batch in [data, *rounds]:
+        table.write(batch)
+    return time.perf_counter() - start
+
+
+def data_files(table) -> list[str]:
+    paths = table.paths
+    return [
+        paths.data_file(table.bucket_path(e.partition, e.bucket), e.file.file_name)
+        for e in table.live_entries()
+    ]
+
+
+def raw_read(paths: list[str]) -> pa.Table:
+    return pa.concat_tables([pq.ParquetFile(p).read() for p in paths])
+
+
+def raw_compact(paths: list[str], out: Path) -> None:
+    """What a full compaction must at least do: read every file, sort by key, write the rows
+    (with the Parquet settings of the table's data files: zstd level 1, dictionaries for strings)."""
+    rows = raw_read(paths).sort_by([("order_id", "ascending"), ("dt", "ascending")])
+    pq.write_table(rows, out, **ParquetOptions().writer_kwargs(rows.schema))
+
+
+def best(fn, repeat: int) -> tuple[float, object]:
+    runs = [timed(fn) for _ in range(repeat)]
+    return min(t for t, _ in runs), runs[-1][1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--keys", type=int, default=10_000_000, help="keys for the assigner alone")
+    parser.add_argument("--repeat", type=int, default=3, help="best of N for reads")
+    args = parser.parse_args()
+
+    data = orders(args.rows)
+    schema = pa.schema([f.with_nullable(False) if f.name in KEY else f for f in data.schema])
+    data = data.cast(schema)
+    rounds = [upserts(data, r).cast(schema) for r in range(4)]
+    print(f"{args.rows:,} orders rows, 4 partitions, bulk insert + 4 rounds upserting 10% of the keys\n")
+    results: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        catalog = Catalog(str(tmp / "wh"))
+        catalog.create_database("bench")
+
+        mor = create(catalog, "bench.mor", schema, {"bucket": "4", "write-only": "true"})
+        results["mor: write 5 commits"] = history(mor, data, rounds)
+        runs = {}
+        for e in mor.live_entries():
+            runs[(e.partition, e.bucket)] = runs.get((e.partition, e.bucket), 0) + 1
+        shape = sorted(set(runs.values()))
+        print(f"merge-on-read table: {len(mor.live_entries())} files, sorted runs per bucket {shape}")
+        paths = data_files(mor)
+        results["mor: our read"], ours = best(mor.read, args.repeat)
+        native = PyPaimon(str(tmp / "wh"), native=True)
+        results["mor: pypaimon-native read"], theirs = best(lambda: native.read("bench.mor"), args.repeat)
+        results["mor: raw parquet read"], _ = best(lambda: raw_read(paths), args.repeat)
+        assert ours.num_rows == theirs.num_rows == args.rows, (ours.num_rows, theirs.num_rows)
+
+        results["raw read+sort+write"], _ = best(lambda: raw_compact(paths, tmp / "raw.parquet"), 1)
+        results["full compaction"], _ = timed(lambda: mor.compact(full=True))
+        assert mor.read().num_rows == args.rows
+
+        dv = create(catalog, "bench.dv", schema, {"bucket": "4", "deletion-vectors.enabled": "true"})
+        results["dv: write 5 commits"] = history(dv, data, rounds)
+        vectors = sum(e.index_file.row_count for e in dv.index_entries())
+        print(f"deletion-vector table: {len(dv.live_entries())} files, {vectors} deletion vectors")
+        dv_paths = data_files(dv)
+        results["dv: our read"], got = best(dv.read, args.repeat)
+        results["dv: raw parquet read"], _ = best(lambda: raw_read(dv_paths), args.repeat)
+        assert got.num_rows == args.rows
+        results["dv: pypaimon-native read"], theirs = best(lambda: native.read("bench.dv"), args.repeat)
+        assert theirs.num_rows == args.rows
+
+        fixed = create(catalog, "bench.fixed", schema, {"bucket": "4"})
+        results["fixed-bucket: write 5 commits"] = history(fixed, data, rounds)
+        dynamic = create(catalog, "bench.dynamic", schema, {"dynamic-bucket.target-row-num": "100000"})
+        results["dynamic-bucket: write 5 commits"] = history(dynamic, data, rounds)
+        buckets = len({(e.partition, e.bucket) for e in dynamic.live_entries()})
+        assert dynamic.read().num_rows == args.rows
+        print(f"dynamic-bucket table: {buckets} buckets over 4 partitions (target 100,000 rows each)")
+
+    batches, _ = hashed_batches(args.keys, 1_000_000)
+    assigner = HashBucketAssigner(DynamicBucketOptions(target_row_num=TARGET_ROW_NUM))
+    new_time, first = assign_all(assigner, batches)
+    known_time, again = assign_all(assigner, batches)
+    assert np.array_equal(first, again)
+    per_key = assigner.nbytes / len(np.unique(np.concatenate(batches)))
+
+    print("\nseconds (lower is better)")
+    for name, seconds in results.items():
+        print(f"  {name:<34} {seconds:8.3f}")
+    r = results
+    ratios = [
+        (
+            "MOR read, 5 runs/bucket vs pypaimon-native",
+            r["mor: pypaimon-native read"] / r["mor: our read"],
+            ">= 1.5x",
+        ),
+        (
+            "MOR read vs raw parquet read of the same files",
+            r["mor: raw parquet read"] / r["mor: our read"],
+            ">= 0.5x",
+        ),
+        (
+            "full compaction time / raw read+sort+write",
+            r["full compaction"] / r["raw read+sort+write"],
+            "<= 1.5x",
+        ),
+        ("DV table read vs raw parquet read", r["dv: raw parquet read"] / r["dv: our read"], ">= 0.8x"),
+        ("DV table read vs pypaimon-native", r["dv: pypaimon-native read"] / r["dv: our read"], ""),
+        (
+            "dynamic / fixed buckets write time",
+            r["dynamic-bucket: write 5 commits"] / r["fixed-bucket: write 5 commits"],
+            "",
+        ),
+    ]
+    print("\nratios (x > 1: we are faster, except where a time ratio is named; targets in brackets)")
+    for name, value, target in ratios:
+        print(f"  {name:<48} {value:5.2f}x  {'[' + target + ']' if target else ''}")
+    print(
+        f"  assigner, {args.keys:,} keys: new {args.keys / new_time / 1e6:.2f} M keys/s, known "
+        f"{args.keys / known_time / 1e6:.2f} M keys/s [>= 2M], {per_key:.2f} bytes/key held [<= 12]"
+    )
+
+
+if __name__ == "__main__":
+    main()
