@@ -10,7 +10,8 @@ before handing it to the ``paimon`` data source:
 - dynamic buckets (``bucket = -1`` with a primary key): by assigner channel, the way Paimon's
   ``BucketAssigner.computeAssigner`` splits keys between assigner tasks (partition hash picks the
   first channel, key hash the offset among ``num_assigners``), so each assigner - and the buckets
-  it owns - lives in one task;
+  it owns - lives in one task. The engine's writer does not take its task's assigner yet (it runs
+  all assigners itself), so the data source accepts such writes from one task only;
 - bucket-unaware append tables: no shuffle.
 
 The bucket or channel of a row is computed by an Arrow UDF over only the key columns.

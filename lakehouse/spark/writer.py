@@ -102,6 +102,13 @@ def check_one_writer_per_bucket(table: Table, tasks: list[TaskCommit]) -> None:
     for task in tasks:
         for m in task.messages:
             other = writers.setdefault((m.partition, m.bucket), task.partition_id)
+            if other != task.partition_id and table.schema.core_options.bucket == -1:
+                raise UnsupportedFeatureError(
+                    f"dynamic-bucket table {table.name}: Spark tasks {other} and {task.partition_id} "
+                    f"both created bucket {m.bucket}; nothing was committed - each writer assigns buckets "
+                    f"on its own, so write from one task: lakehouse.spark.write(df, {table.name!r}, "
+                    f"num_tasks=1, ...) or df.coalesce(1)"
+                )
             if other != task.partition_id:
                 raise UnsupportedFeatureError(
                     f"primary-key table {table.name}: Spark tasks {other} and {task.partition_id} both "

@@ -89,6 +89,23 @@ def test_failed_task_leaves_no_trace(spark, catalog, warehouse):
     assert t.latest_snapshot_id() is None and data_files(t.paths.root) == []
 
 
+def test_dynamic_bucket_table_written_by_one_task(spark, catalog, warehouse):
+    t = catalog.create_table(
+        "db.t",
+        ORDERS,
+        primary_keys=["order_id", "dt"],
+        partition_keys=["dt"],
+        options={"bucket": "-1", "dynamic-bucket.target-row-num": "20"},
+    )
+    df = spark.createDataFrame(orders(range(100), dt=DAYS[:2] * 50))
+    write(df, "db.t", warehouse=warehouse, num_tasks=1)
+    assert rows(t.read()) == rows(oracle.read(warehouse, "db.t")) and t.read().num_rows == 100
+    assert {e.bucket for e in t.live_entries()} == {0, 1, 2}
+    with pytest.raises(Exception, match=r"dynamic-bucket table db.t: .* write from one task"):
+        write(df, "db.t", warehouse=warehouse, num_tasks=3)
+    assert t.latest_snapshot_id() == 1
+
+
 def test_fixed_bucket_routing_matches_the_buckets_written(catalog):
     t = pk_orders_table(catalog, bucket="4")
     data = orders(range(200), dt=DAYS * 66 + DAYS[:2])
