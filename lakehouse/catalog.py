@@ -150,6 +150,21 @@ class Catalog:
         self.io.delete_dir(path)
 
 
+def table_at(path: str) -> Table:
+    """The table stored at ``path`` (a local path or URI), read without a catalog.
+
+    Its name is ``<database>.<table>`` when it sits in a catalog's database directory.
+    """
+    io, root = FileIO.for_uri(path)
+    parent, _, leaf = root.rstrip("/").rpartition("/")
+    database = parent.rpartition("/")[2]
+    name = f"{database[: -len(DB_SUFFIX)]}.{leaf}" if database.endswith(DB_SUFFIX) else leaf
+    latest = SchemaManager(io, TablePaths(root), name).latest()
+    if latest is None:
+        raise TableNotFoundError(f"no Paimon table at {path} (it has no schema files); check the path")
+    return Table(io, root, name, latest)
+
+
 def _split(identifier: str) -> tuple[str, str]:
     parts = identifier.split(".")
     if len(parts) != 2 or not all(parts):

@@ -26,6 +26,17 @@ def golden(name: str) -> dict:
     return json.loads((GOLDEN / name).read_text())
 
 
+@pytest.fixture(scope="session")
+def spark():
+    """One local[2] SparkSession for the whole run (started on first use), ``paimon`` registered."""
+    from lakehouse.spark import session
+
+    spark = session(conf={"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2"})
+    spark.sparkContext.setLogLevel("ERROR")
+    yield spark
+    spark.stop()
+
+
 @pytest.fixture
 def warehouse(tmp_path: Path) -> str:
     return str(tmp_path / "warehouse")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
@@ -16,3 +18,16 @@ def test_quickstart_runs(tmp_path, monkeypatch):
     rows = scope["orders"].read().to_pylist()
     assert rows == [{"order_id": 1, "dt": "2024-01-01", "status": "PAID", "price": 9.5, "remark": None}]
     assert scope["orders"].latest_snapshot_id() == 5  # the last one swaps in indexed file metadata
+
+
+@pytest.mark.spark
+def test_spark_section_runs_after_the_quickstart(spark, tmp_path, monkeypatch):
+    text = README.read_text()
+    monkeypatch.chdir(tmp_path)
+    scope: dict = {}
+    for section in ("Quickstart", "Spark"):
+        code = re.search(rf"## {section}\n\n.*?```python\n(.*?)```", text, re.S).group(1)
+        exec(compile(code, str(README), "exec"), scope)
+    assert scope["spark"] is spark
+    assert scope["orders"].snapshot(scope["orders"].latest_snapshot_id()).commit_kind.name == "COMPACT"
+    assert scope["catalog"].get_table("shop.events").read().num_rows == 1

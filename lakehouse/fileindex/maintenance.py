@@ -94,17 +94,39 @@ def _next_index_name(data_file: str, old: str | None) -> str:
     return f"{stem}-1{INDEX_SUFFIX}"
 
 
+@dataclass(frozen=True)
+class IndexChanges:
+    """Index files written for some data files, and the messages that commit their new metadata."""
+
+    messages: list[CommitMessage]
+    written: list[str]  # index files published (deleted if the commit fails)
+    index_bytes: int
+
+
 def rewrite_file_index(
     table: Table, partitions: list[Mapping[str, Any]] | Mapping[str, Any] | None = None
 ) -> IndexRewrite:
     """Build missing or outdated indexes of the latest snapshot's files per current options."""
+    entries = index_rewrite_entries(table, partitions)
+    return commit_index_rewrite(table, [rewrite_indexes(table, entries)], len(entries))
+
+
+def index_rewrite_entries(
+    table: Table, partitions: list[Mapping[str, Any]] | Mapping[str, Any] | None = None
+) -> list[ManifestEntry]:
+    """The latest snapshot's files in ``partitions`` (None: all), whose indexes a rewrite checks."""
     buildable(table.schema.options, table.name)
     snapshot = table.snapshots.latest()
     if snapshot is None:
-        return IndexRewrite(0, 0, 0, None)
-    entries = in_partitions(
+        return []
+    return in_partitions(
         table.schema, table.name, table.live_entries(snapshot), partitions, "rewrite_file_index partitions"
     )
+
+
+def rewrite_indexes(table: Table, entries: list[ManifestEntry]) -> IndexChanges:
+    """Build the indexes of ``entries`` whose stored ones differ from what the options ask for and
+    publish those too large for the manifest; any process can run this for its share of files."""
     threshold = in_manifest_threshold(table.schema.options)
 
     def rebuild(entry: ManifestEntry) -> tuple[ManifestEntry, bytes | None, str | None] | None:
@@ -138,12 +160,22 @@ def rewrite_file_index(
                     compact_after=(meta,),
                 )
             )
-        snapshot_id = table.new_commit().commit(messages) if messages else None
     except BaseException:
         table.io.delete_quietly(written)
         raise
     size = sum(len(index) for _, index, _ in changes if index is not None)
-    return IndexRewrite(len(entries), len(changes), size, snapshot_id)
+    return IndexChanges(messages, written, size)
+
+
+def commit_index_rewrite(table: Table, changes: list[IndexChanges], files_checked: int) -> IndexRewrite:
+    """Commit the changes of :func:`rewrite_indexes` calls as one COMPACT snapshot (if any)."""
+    messages = [m for c in changes for m in c.messages]
+    try:
+        snapshot_id = table.new_commit().commit(messages) if messages else None
+    except BaseException:
+        table.io.delete_quietly([path for c in changes for path in c.written])
+        raise
+    return IndexRewrite(files_checked, len(messages), sum(c.index_bytes for c in changes), snapshot_id)
 
 
 def verify_file_indexes(table: Table, snapshot_id: int | None = None) -> IndexReport:

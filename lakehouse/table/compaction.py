@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from lakehouse.errors import UnsupportedFeatureError
 from lakehouse.io.pool import map_parallel
 from lakehouse.table.partitions import in_partitions
+from lakehouse.table.write import CommitMessage
 
 if TYPE_CHECKING:
     from lakehouse.table.table import Table
@@ -38,16 +39,38 @@ def compact(
     full: bool = False,
     partitions: Mapping[str, Any] | Iterable[Mapping[str, Any]] | None = None,
 ) -> Compaction:
+    return commit_compaction(table, compact_buckets(table, compaction_buckets(table, partitions), full))
+
+
+def compaction_buckets(
+    table: Table, partitions: Mapping[str, Any] | Iterable[Mapping[str, Any]] | None = None
+) -> list[tuple[bytes, int]]:
+    """The (partition, bucket) pairs holding live files in ``partitions`` (None: all), sorted."""
     if not table.schema.primary_keys:
         raise UnsupportedFeatureError(
             f"table {table.name} is an append table; compact() works on primary-key tables"
         )
     entries = in_partitions(table.schema, table.name, table.live_entries(), partitions, "compact partitions")
-    buckets = sorted({(e.partition, e.bucket) for e in entries})
+    return sorted({(e.partition, e.bucket) for e in entries})
+
+
+def compact_buckets(
+    table: Table, buckets: list[tuple[bytes, int]], full: bool = False
+) -> list[CommitMessage]:
+    """Compact some buckets (in parallel) and return the messages of those that changed; any
+    process can run this for its share of the buckets. On failure its files are deleted."""
     writer = table.new_write()
-    compactors = [writer.compactor(p, b) for p, b in buckets]
-    map_parallel(lambda c: c.compact(full=full), compactors)
-    messages = [m for m in writer.prepare_commit() if m.compact_before or m.compact_after]
+    try:
+        compactors = [writer.compactor(p, b) for p, b in buckets]
+        map_parallel(lambda c: c.compact(full=full), compactors)
+        return [m for m in writer.prepare_commit() if m.compact_before or m.compact_after]
+    except BaseException:
+        writer.abort()
+        raise
+
+
+def commit_compaction(table: Table, messages: list[CommitMessage]) -> Compaction:
+    """Commit the messages of :func:`compact_buckets` calls as one COMPACT snapshot."""
     if not messages:
         return Compaction(None, 0, 0, 0, 0, 0)
     committer = table.new_commit()

@@ -1,0 +1,8 @@
+"""Spark for Paimon tables: the ``paimon`` Python data source, routed writes, maintenance jobs."""
+
+from lakehouse.spark.maintenance import compact, rewrite_file_index
+from lakehouse.spark.routing import write
+from lakehouse.spark.session import session
+from lakehouse.spark.source import register
+
+__all__ = ["compact", "register", "rewrite_file_index", "session", "write"]

@@ -1,0 +1,149 @@
+"""Distributed reads: one Spark input partition per split of the engine's plan, Arrow batches out.
+
+Spark calls ``pushFilters`` then ``partitions`` on the driver and ``read`` in its tasks, on a
+pickled copy of the reader made *before* ``partitions`` runs: everything a task needs travels in
+the reader (table handle, filter, Spark schema) or in its :class:`SplitPartition`.
+
+Filter pushdown is opt-in per read (``option("filter-pushdown", "true")``). Spark 4.1 to 4.3 keep
+the read plan of the last pushdown on the data source instance that every query of one DataFrame
+shares, and a later query without pushable filters reuses it: with pushdown on, ``df.filter(c)``
+followed by ``df.count()`` would count only the rows matching ``c``. Enable it for DataFrames
+loaded for one query each (or one filter), e.g. ``spark.read...load(t).filter(c)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
+from pyspark.sql.types import StructType
+
+from lakehouse.catalog import Catalog
+from lakehouse.errors import InvalidOptionError
+from lakehouse.options import parse_bool
+from lakehouse.predicate import Predicate
+from lakehouse.schema import TableSchema
+from lakehouse.spark.filters import to_predicate
+from lakehouse.spark.types import arrow_layout, to_spark_batches
+from lakehouse.table.scan import Plan, Split
+from lakehouse.table.table import Table
+
+FILTER_PUSHDOWN = "filter-pushdown"
+SNAPSHOT_ID = "scan.snapshot-id"
+TIMESTAMP_MILLIS = "scan.timestamp-millis"
+TAG_NAME = "scan.tag-name"
+
+
+@dataclass(frozen=True)
+class ScanOptions:
+    """The snapshot a read addresses (all None: the latest), and whether filters are pushed."""
+
+    snapshot_id: int | None = None
+    timestamp_ms: int | None = None
+    tag: str | None = None
+    filter_pushdown: bool = False
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> ScanOptions:
+        """Paimon's scan options of a Spark read; at most one may be set."""
+
+        def number(key: str) -> int | None:
+            value = options.get(key)
+            if value is None:
+                return None
+            try:
+                return int(value)
+            except ValueError:
+                raise InvalidOptionError(f"read option {key}={value!r} must be an integer") from None
+
+        pushdown = parse_bool(options.get(FILTER_PUSHDOWN, "false"), FILTER_PUSHDOWN)
+        scan = cls(number(SNAPSHOT_ID), number(TIMESTAMP_MILLIS), options.get(TAG_NAME), pushdown)
+        if len([v for v in (scan.snapshot_id, scan.timestamp_ms, scan.tag) if v is not None]) > 1:
+            raise InvalidOptionError(f"set at most one of {SNAPSHOT_ID}, {TIMESTAMP_MILLIS} and {TAG_NAME}")
+        return scan
+
+    def schema(self, table: Table) -> TableSchema:
+        """The schema the addressed snapshot is read with (time travel reads its own schema)."""
+        if (self.snapshot_id, self.timestamp_ms, self.tag) == (None, None, None):
+            return table.schema
+        snapshot = table.snapshot(self.snapshot_id, self.timestamp_ms, self.tag)
+        return table.schema if snapshot is None else table.schema_by_id(snapshot.schema_id)
+
+    def plan(self, table: Table, filter: Predicate | None) -> Plan:
+        return table.plan(filter, self.snapshot_id, self.timestamp_ms, self.tag)
+
+
+@dataclass(frozen=True)
+class SplitPartition(InputPartition):
+    """One split and the schema version its plan was made with."""
+
+    split: Split
+    schema_id: int
+
+
+class PaimonReader(DataSourceReader):
+    """Plans a table scan with the pushed filters and reads its splits in Spark tasks."""
+
+    def __init__(self, table: Table, scan: ScanOptions, schema: StructType) -> None:
+        self.table = table
+        self.scan = scan
+        self.layout = arrow_layout(schema)
+        self.filter: Predicate | None = None
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:  # noqa: N802 (Spark's name)
+        """Keep the filters the engine evaluates exactly; hand the others back to Spark."""
+        if not self.scan.filter_pushdown:
+            return iter(filters)
+        types = self.scan.schema(self.table).arrow_types()
+        self.filter, rejected = to_predicate(filters, types, self.table.name)
+        return iter(rejected)
+
+    def plan(self) -> Plan:
+        """The engine's plan of this read (its ``stats`` show what the filters pruned)."""
+        return self.scan.plan(self.table, self.filter)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        plan = self.plan()
+        return [SplitPartition(split, plan.schema_id) for split in plan.splits]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, SplitPartition):
+            return  # an empty table: Spark reads one placeholder partition
+        reader = self.table.new_read(filter=self.filter, schema_id=partition.schema_id)
+        for part in file_by_file(partition.split):
+            yield from to_spark_batches(reader.read_split(part), self.layout)
+
+
+def file_by_file(split: Split) -> list[Split]:
+    """A split whose files are read independently (no key merge) as one split per file: a task
+    holds one file's rows at a time, and Spark converts them while the next file is read."""
+    if len(split.files) == 1 or not split.raw_convertible:
+        return [split]
+    return [
+        replace(split, files=(f,), selections=_one(split.selections, i), deletions=_one(split.deletions, i))
+        for i, f in enumerate(split.files)
+    ]
+
+
+def _one(per_file: tuple, i: int) -> tuple:
+    """The ``i``-th entry of a split's per-file tuple (empty tuple: nothing for any file)."""
+    return () if not per_file or per_file[i] is None else (per_file[i],)
+
+
+def read_system_table(warehouse: str, name: str) -> pa.Table:
+    """A system table (``db.t$snapshots``...) as the engine's catalog serves it."""
+    return Catalog(warehouse).get_table(name).read()
+
+
+class SystemTableReader(DataSourceReader):
+    """Reads a (small) system table in one task."""
+
+    def __init__(self, warehouse: str, name: str, schema: StructType) -> None:
+        self.warehouse = warehouse
+        self.name = name
+        self.layout = arrow_layout(schema)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        yield from to_spark_batches(read_system_table(self.warehouse, self.name), self.layout)

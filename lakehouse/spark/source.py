@@ -1,0 +1,69 @@
+"""The Python data source ``paimon``: which table a read or write addresses, and its schema.
+
+Spark instantiates :class:`PaimonDataSource` from the options of ``spark.read``/``df.write``:
+``load("db.table")`` with ``option("warehouse", ...)`` names a catalog table (``db.t$snapshots``
+a system table), a path without a warehouse names the table stored there. Time travel takes
+Paimon's scan options ``scan.snapshot-id``, ``scan.timestamp-millis`` or ``scan.tag-name``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pyspark.sql import SparkSession
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
+from pyspark.sql.types import StructType
+
+from lakehouse.catalog import Catalog, table_at
+from lakehouse.errors import InvalidOptionError
+from lakehouse.spark.reader import PaimonReader, ScanOptions, SystemTableReader, read_system_table
+from lakehouse.spark.types import spark_schema, spark_schema_of_arrow
+from lakehouse.spark.writer import PaimonWriter
+from lakehouse.table.table import Table
+
+NAME = "paimon"
+FILTER_PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
+
+
+def register(spark: SparkSession) -> None:
+    """Register the ``paimon`` data source with ``spark`` and enable filter pushdown for it."""
+    spark.conf.set(FILTER_PUSHDOWN, "true")
+    spark.dataSource.register(PaimonDataSource)
+
+
+def open_table(options: Mapping[str, str]) -> Table:
+    """The table named by the ``path`` (and ``warehouse``) options of a read or write."""
+    path = options.get("path")
+    if not path:
+        raise InvalidOptionError(
+            'name the table: load("db.table") / save("db.table") with option("warehouse", ...), '
+            "or the table's path"
+        )
+    warehouse = options.get("warehouse")
+    return Catalog(warehouse).get_table(path) if warehouse else table_at(path)
+
+
+class PaimonDataSource(DataSource):
+    """Paimon tables for Spark: distributed reads per split, writes committed by the driver."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    @property
+    def _system_table(self) -> bool:
+        return "$" in self.options.get("path", "") and bool(self.options.get("warehouse"))
+
+    def schema(self) -> StructType:
+        if self._system_table:
+            rows = read_system_table(self.options["warehouse"], self.options["path"])
+            return spark_schema_of_arrow(rows.schema)
+        return spark_schema(ScanOptions.parse(self.options).schema(open_table(self.options)).fields)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        if self._system_table:
+            return SystemTableReader(self.options["warehouse"], self.options["path"], schema)
+        return PaimonReader(open_table(self.options), ScanOptions.parse(self.options), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        return PaimonWriter(open_table(self.options), schema, overwrite, dict(self.options))

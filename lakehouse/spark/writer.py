@@ -1,0 +1,118 @@
+"""Distributed writes: Spark tasks write data files, the driver commits them as one snapshot.
+
+Each task runs the engine's :class:`~lakehouse.table.write.TableWrite` over the Arrow batches it
+receives and returns its commit messages in a :class:`TaskCommit`. Spark hands ``commit`` one
+message per partition, from the one attempt its commit coordinator let through, so retried and
+speculative attempts never duplicate rows; ``commit`` turns them into exactly one snapshot (plus
+a COMPACT one when the writers compacted), and ``abort`` deletes the files of every attempt Spark
+reports. A task that fails deletes its own files before failing; an attempt that finished but lost
+to another (speculation) is not reported, and its files stay unreferenced until orphan cleanup.
+
+Primary-key tables need every bucket written by one task, which numbers the bucket's rows in
+order (``lakehouse.spark.write`` shuffles rows so); a write in which two tasks wrote the same
+bucket is refused before anything is committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from lakehouse.errors import UnsupportedFeatureError
+from lakehouse.options import parse_bool
+from lakehouse.spark.types import arrow_layout
+from lakehouse.table.commit import Overwrite
+from lakehouse.table.conform import conform
+from lakehouse.table.partitions import partition_values
+from lakehouse.table.table import Table
+from lakehouse.table.write import CommitMessage
+
+DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
+
+
+@dataclass(frozen=True)
+class TaskCommit(WriterCommitMessage):
+    """The engine's commit messages of one Spark task attempt."""
+
+    partition_id: int
+    attempt: int
+    messages: tuple[CommitMessage, ...]
+
+
+class PaimonWriter(DataSourceArrowWriter):
+    """Writes a DataFrame into a table (append, overwrite or dynamic partition overwrite)."""
+
+    def __init__(self, table: Table, schema: StructType, overwrite: bool, options: Mapping[str, str]) -> None:
+        conform(arrow_layout(schema).empty_table(), table.schema, table.name)  # columns and types fit
+        self.table = table
+        self.overwrite = overwrite
+        self.mode = overwrite_mode(table, options) if overwrite else None
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
+        """Write this task's rows; on failure its files are deleted before the error surfaces."""
+        writer = self.table.new_write(overwrite=self.overwrite)
+        messages: list[CommitMessage] = []
+        try:
+            for batch in iterator:
+                writer.write(batch)
+            messages = writer.prepare_commit()
+        except BaseException:
+            writer.abort()
+            self.table.new_commit().abort(messages)
+            raise
+        context = TaskContext.get()
+        return TaskCommit(context.partitionId(), context.attemptNumber(), tuple(messages))
+
+    def commit(self, messages: list[TaskCommit | None]) -> None:
+        """Commit every task's files as one snapshot, or delete them all if that is impossible."""
+        tasks = [m for m in messages if m is not None]
+        found = [m for t in tasks for m in t.messages]
+        committer = self.table.new_commit()
+        try:
+            check_one_writer_per_bucket(self.table, tasks)
+            committer.commit(found, overwrite=self.mode)
+        except BaseException:
+            committer.abort(found)
+            raise
+
+    def abort(self, messages: list[TaskCommit | None]) -> None:
+        """Delete the files of every task attempt Spark reports (nothing was committed)."""
+        self.table.new_commit().abort([m for t in messages if t is not None for m in t.messages])
+
+
+def overwrite_mode(table: Table, options: Mapping[str, str]) -> Overwrite:
+    """What ``mode("overwrite")`` replaces: with ``dynamic-partition-overwrite`` (write option,
+    else table option, default true) only the partitions the data writes to, else everything."""
+    value = options.get(DYNAMIC_PARTITION_OVERWRITE) or table.options.get(DYNAMIC_PARTITION_OVERWRITE)
+    dynamic = True if value is None else parse_bool(value, DYNAMIC_PARTITION_OVERWRITE)
+    return "dynamic" if dynamic and table.partition_keys else True
+
+
+def check_one_writer_per_bucket(table: Table, tasks: list[TaskCommit]) -> None:
+    """Refuse a primary-key write in which two tasks wrote one bucket: their sequence numbers
+    overlap, so no reader could tell which version of a key is the newest."""
+    if not table.primary_keys:
+        return
+    writers: dict[tuple[bytes, int], int] = {}
+    for task in tasks:
+        for m in task.messages:
+            other = writers.setdefault((m.partition, m.bucket), task.partition_id)
+            if other != task.partition_id and table.schema.core_options.bucket == -1:
+                raise UnsupportedFeatureError(
+                    f"dynamic-bucket table {table.name}: Spark tasks {other} and {task.partition_id} "
+                    f"both created bucket {m.bucket}; nothing was committed - each writer assigns buckets "
+                    f"on its own, so write from one task: lakehouse.spark.write(df, {table.name!r}, "
+                    f"num_tasks=1, ...) or df.coalesce(1)"
+                )
+            if other != task.partition_id:
+                raise UnsupportedFeatureError(
+                    f"primary-key table {table.name}: Spark tasks {other} and {task.partition_id} both "
+                    f"wrote bucket {m.bucket} of partition {partition_values(table.schema, m.partition)}; "
+                    f"nothing was committed - write with lakehouse.spark.write(df, {table.name!r}, ...), "
+                    f"which sends each bucket to one task"
+                )

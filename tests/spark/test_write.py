@@ -1,0 +1,144 @@
+"""Writing through the ``paimon`` data source: one snapshot per write, routing, overwrite, failures."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from lakehouse.bucket.channels import AssignerSplit
+from lakehouse.bucket.dynamic import key_hashes
+from lakehouse.manifest import binary_row
+from lakehouse.schema import new_schema
+from lakehouse.snapshot import CommitKind
+from lakehouse.spark import write
+from lakehouse.spark.routing import assigner_channels, channel_columns, fixed_bucket_ids
+
+from ..conftest import ORDERS, orders, pk_orders_table, rows
+from ..interop import oracle
+
+pytestmark = pytest.mark.spark
+
+DAYS = ["2024-01-01", "2024-01-02", "2024-01-03"]
+
+
+def data_files(root: str) -> list[str]:
+    return [f for _, _, files in os.walk(root) for f in files if f.startswith("data-")]
+
+
+def test_append_is_one_snapshot_and_pypaimon_reads_it(spark, catalog, warehouse):
+    t = catalog.create_table("db.t", ORDERS, partition_keys=["dt"])
+    data = orders(range(30), dt=DAYS * 10)
+    df = spark.createDataFrame(data).repartition(3)
+    df.write.format("paimon").option("warehouse", warehouse).mode("append").save("db.t")
+    assert t.latest_snapshot_id() == 1 and t.snapshot(1).commit_kind == CommitKind.APPEND
+    assert rows(t.read()) == rows(data) == rows(oracle.read(warehouse, "db.t"))
+
+
+def test_primary_key_writes_routed_by_bucket(spark, catalog, warehouse):
+    t = pk_orders_table(catalog, **{"bucket": "3"})
+    write(
+        spark.createDataFrame(orders(range(40), dt=DAYS[:2] * 20)), "db.t", warehouse=warehouse, num_tasks=4
+    )
+    updates = orders(range(0, 40, 3), dt=DAYS[:2] * 7, price=9.0)
+    write(spark.createDataFrame(updates).repartition(5), "db.t", warehouse=warehouse, num_tasks=4)
+    expected = {r["order_id"]: r for r in orders(range(40), dt=DAYS[:2] * 20).to_pylist()}
+    expected.update({r["order_id"]: r for r in updates.to_pylist()})
+    assert rows(t.read()) == sorted(expected.values(), key=lambda r: r["order_id"])
+    assert rows(oracle.read(warehouse, "db.t")) == rows(t.read())
+    assert [t.snapshot(i).commit_kind for i in (1, 2)] == [CommitKind.APPEND] * 2
+
+
+def test_unrouted_primary_key_write_is_refused_without_a_trace(spark, catalog, warehouse):
+    t = pk_orders_table(catalog)
+    df = spark.createDataFrame(orders(range(50))).repartition(3)
+    with pytest.raises(Exception, match=r"lakehouse\.spark\.write\(df, 'db\.t'"):
+        df.write.format("paimon").option("warehouse", warehouse).mode("append").save("db.t")
+    assert t.latest_snapshot_id() is None and data_files(t.paths.root) == []
+    df.coalesce(1).write.format("paimon").option("warehouse", warehouse).mode("append").save("db.t")
+    assert t.read().num_rows == 50
+
+
+def test_overwrite_replaces_written_partitions_or_everything(spark, catalog, warehouse):
+    t = catalog.create_table("db.t", ORDERS, partition_keys=["dt"])
+    t.write(orders(range(6), dt=DAYS[:2] * 3))
+    save = spark.createDataFrame(orders([100, 101], dt=DAYS[0])).write.format("paimon")
+    save.option("warehouse", warehouse).mode("overwrite").save("db.t")
+    assert sorted(r["order_id"] for r in t.read().to_pylist()) == [1, 3, 5, 100, 101]
+    assert t.snapshot(2).commit_kind == CommitKind.OVERWRITE
+    save.option("warehouse", warehouse).option("dynamic-partition-overwrite", "false").mode("overwrite").save(
+        "db.t"
+    )
+    assert sorted(r["order_id"] for r in t.read().to_pylist()) == [100, 101]
+
+
+def test_failed_task_leaves_no_trace(spark, catalog, warehouse):
+    t = catalog.create_table("db.t", ORDERS, partition_keys=["dt"])
+    # the second task gets a null order_id (NOT NULL): it fails, the first one's files are aborted
+    df = spark.range(0, 200, numPartitions=2).selectExpr(
+        "IF(id = 150, NULL, id) AS order_id",
+        "'2024-01-01' AS dt",
+        "CAST(id % 7 AS INT) AS user_id",
+        "1.0D AS price",
+        "'PAID' AS status",
+    )
+    with pytest.raises(Exception, match="NOT NULL column 'order_id' of table db.t received 1 null"):
+        df.write.format("paimon").option("warehouse", warehouse).mode("append").save("db.t")
+    assert t.latest_snapshot_id() is None and data_files(t.paths.root) == []
+
+
+def test_dynamic_bucket_table_written_by_one_task(spark, catalog, warehouse):
+    t = catalog.create_table(
+        "db.t",
+        ORDERS,
+        primary_keys=["order_id", "dt"],
+        partition_keys=["dt"],
+        options={"bucket": "-1", "dynamic-bucket.target-row-num": "20"},
+    )
+    df = spark.createDataFrame(orders(range(100), dt=DAYS[:2] * 50))
+    write(df, "db.t", warehouse=warehouse, num_tasks=1)
+    assert rows(t.read()) == rows(oracle.read(warehouse, "db.t")) and t.read().num_rows == 100
+    assert {e.bucket for e in t.live_entries()} == {0, 1, 2}
+    with pytest.raises(Exception, match=r"dynamic-bucket table db.t: .* write from one task"):
+        write(df, "db.t", warehouse=warehouse, num_tasks=3)
+    assert t.latest_snapshot_id() == 1
+
+
+def test_fixed_bucket_routing_matches_the_buckets_written(catalog):
+    t = pk_orders_table(catalog, bucket="4")
+    data = orders(range(200), dt=DAYS * 66 + DAYS[:2])
+    t.write(data)
+    written = {(e.partition, e.bucket) for e in t.live_entries()}
+    buckets = fixed_bucket_ids(t.schema, *(data.column(k).combine_chunks() for k in t.schema.bucket_keys))
+    partitions = [
+        binary_row.serialize(binary_row.encode_row([d], t.schema.partition_types()), 1) for d in DAYS
+    ]
+    routed = {
+        (partitions[DAYS.index(d)], int(b))
+        for d, b in zip(data.column("dt").to_pylist(), buckets, strict=True)
+    }
+    assert routed == written
+
+
+def test_dynamic_bucket_routing_sends_each_key_to_its_assigner():
+    options = {"bucket": "-1", "dynamic-bucket.initial-buckets": "2"}
+    schema = new_schema("db.dyn", ORDERS, ["order_id", "dt"], ["dt"], options)
+    data = orders(range(600), dt=DAYS * 200)
+    channels = assigner_channels(
+        schema, 3, *(data.column(c).combine_chunks() for c in channel_columns(schema))
+    )
+    keys = key_hashes(data, ["order_id"], [f.type for f in schema.fields_named(["order_id"])])
+    days = np.array(data.column("dt").to_pylist())
+    for day in DAYS:
+        of_day = np.flatnonzero(days == day)
+        partition_hash = int(
+            binary_row.encode_rows([pa.array([day])], schema.partition_types()).hash_codes()[0]
+        )
+        for split in AssignerSplit.tasks(3, 2):  # 3 channels, 2 assigners per partition
+            assert (
+                split.routes_here(partition_hash, keys[of_day]) == (channels[of_day] == split.assign_id)
+            ).all()
+        assert len(set(channels[of_day].tolist())) == 2
+    assert set(channels.tolist()) == {0, 1, 2}
