@@ -285,6 +285,17 @@ class Table:
 
         return remove_orphan_files(self, older_than_ms, dry_run)
 
+    def read_changes(
+        self, start_snapshot_id: int, end_snapshot_id: int | None = None, consumer_id: str | None = None
+    ) -> pa.Table:
+        """Rows changed after ``start_snapshot_id`` up to ``end_snapshot_id`` (default latest) with
+        a ``_row_kind`` column; ``consumer_id`` (default: the ``consumer-id`` option) records the
+        progress so expiration keeps the snapshots the consumer reads next."""
+        from lakehouse.table.changes import read_changes
+
+        consumer_id = consumer_id or self.schema.core_options.get("consumer-id")
+        return read_changes(self, start_snapshot_id, end_snapshot_id, consumer_id)
+
     # ---- schema and options --------------------------------------------------------------
 
     def _change_schema(self, change) -> None:
