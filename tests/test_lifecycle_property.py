@@ -34,6 +34,7 @@ step = st.one_of(
     st.tuples(st.just("untag"), st.integers(0, 3)),
     st.tuples(st.just("expire"), st.integers(1, 4), st.integers(1, 6)),
     st.tuples(st.just("rollback"), st.integers(1, 3)),
+    st.tuples(st.just("rollback_tag"), st.integers(0, 3)),
 )
 
 
@@ -113,6 +114,11 @@ def test_lifecycle_keeps_retained_reads_and_leaves_no_garbage(kind, steps):
                 earliest = t.snapshots.earliest_id()
                 target = max(earliest, latest - args[0])
                 t.rollback_to(snapshot_id=target)
+                tagged = {k: v for k, v in tagged.items() if v <= target}
+                seen = {k: v for k, v in seen.items() if k <= target}
+            elif op == "rollback_tag" and f"t{args[0]}" in tagged:
+                target = tagged[f"t{args[0]}"]
+                t.rollback_to(tag=f"t{args[0]}")
                 tagged = {k: v for k, v in tagged.items() if v <= target}
                 seen = {k: v for k, v in seen.items() if k <= target}
             record()

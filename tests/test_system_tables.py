@@ -144,6 +144,16 @@ def test_snapshots_schemas_and_options(catalog, table):
     assert '"name":"note"' in schemas[2]["fields"] and schemas[0]["primary_keys"] == '["order_id","dt"]'
     options = dict(catalog.get_table("db.t$options").read().to_pylist()[i].values() for i in range(3))
     assert options["snapshot.time-retained"] == "5 h"
+    table.rename_column("note", "remark")
+    table.alter_column_type("user_id", pa.int64())
+    table.drop_column("remark")
+    table.remove_options(["snapshot.time-retained"])
+    schemas = catalog.get_table("db.t$schemas").read().to_pylist()
+    assert [s["schema_id"] for s in schemas] == [0, 1, 2, 3, 4, 5, 6]
+    assert '"name":"remark"' in schemas[3]["fields"] and '"BIGINT"' in schemas[4]["fields"]
+    assert "remark" not in schemas[5]["fields"] and "time-retained" not in schemas[6]["options"]
+    keys = catalog.get_table("db.t$options").read().column("key").to_pylist()
+    assert "snapshot.time-retained" not in keys and "bucket" in keys
 
 
 def test_files_partitions_buckets_follow_the_chosen_snapshot(catalog, table):

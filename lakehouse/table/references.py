@@ -11,7 +11,7 @@ back (a level upgrade keeps the file live). So among consecutive snapshots ``a <
 file referenced by two of them is referenced by every snapshot in between; this gives
 
 - the union of the data files live in ``a..b`` = live(a) plus the ADDs of the deltas of
-  ``a+1..b`` (:meth:`References.of_range`), read without decoding ``b - a`` full file lists;
+  ``a+1..b`` (:meth:`References.of_removed`), read without decoding ``b - a`` full file lists;
 - "referenced by a removed snapshot and by a kept one" = "referenced by the kept boundary
   snapshot", so cleanup only protects the boundary snapshot and the tags (as Paimon's
   ``FileDeletionBase`` skipping sets do).
@@ -60,9 +60,6 @@ class FileRefs:
     def all(self) -> set[str]:
         return self.data | self.changelog | self.index | self.metadata
 
-    def __len__(self) -> int:
-        return len(self.data) + len(self.changelog) + len(self.index) + len(self.metadata)
-
 
 class References:
     """Walks snapshots of one table; bucket directories and index manifests are resolved once."""
@@ -80,21 +77,14 @@ class References:
 
         ``changelog=False`` leaves out changelog files and lists: tags do not keep them (Paimon).
         """
-        return self.of_range([snapshot], changelog)
+        return self._step(snapshot, True, changelog)
 
-    # ---- consecutive snapshots -------------------------------------------------------------
-
-    def of_range(self, snapshots: Sequence[Snapshot], changelog: bool = True) -> FileRefs:
-        """Every file any of ``snapshots`` (consecutive ids, ascending) references."""
-        refs = FileRefs()
-        for i, snap in enumerate(snapshots):
-            refs.update(self._step(snap, i == 0, changelog))
-        return refs
+    # ---- many snapshots --------------------------------------------------------------------
 
     def of_removed(self, snapshots: Sequence[Snapshot], changelog: bool = True) -> FileRefs:
-        """:meth:`of_range` for snapshots being removed, tolerating metadata a crashed cleanup
-        already deleted: such a snapshot is skipped (its own files went first) and the walk
-        restarts from the full file list of the next readable one."""
+        """Every file any of ``snapshots`` (ascending ids) references, tolerating metadata a
+        crashed cleanup already deleted: such a snapshot is skipped (its own files went first)
+        and the walk restarts from the full file list of the next readable one."""
         refs = FileRefs()
         previous: Snapshot | None = None
         for snap in snapshots:
@@ -110,7 +100,7 @@ class References:
         """Files of ``snap``; data files all live ones when ``first``, else only its delta's ADDs
         (the previous snapshot of the walk covers the rest)."""
         if first:
-            data = self._live(snap)
+            data = scan.live_entries(self.table, snap)
         else:
             data = [
                 e
@@ -152,9 +142,6 @@ class References:
                 for e in self.store.read_index_manifest(name)
             }
         return found
-
-    def _live(self, snap: Snapshot) -> list[ManifestEntry]:
-        return scan.live_entries(self.table, snap)
 
     def _changelog_entries(self, snap: Snapshot) -> list[ManifestEntry]:
         if not snap.changelog_manifest_list:
