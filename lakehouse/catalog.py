@@ -18,11 +18,11 @@ from lakehouse.errors import (
     DatabaseNotFoundError,
     TableExistsError,
     TableNotFoundError,
-    UnsupportedFeatureError,
 )
 from lakehouse.io.fs import FileIO, join
 from lakehouse.paths import TablePaths
 from lakehouse.schema import SchemaManager, new_schema
+from lakehouse.system import SYSTEM_DATABASE, SystemTable
 from lakehouse.table.table import Table
 
 DB_SUFFIX = ".db"
@@ -129,9 +129,13 @@ class Catalog:
             raise
         return Table(self.io, path, identifier, table_schema)
 
-    def get_table(self, identifier: str) -> Table:
-        if "$" in identifier:
-            raise UnsupportedFeatureError(f"system table {identifier!r} is not available in this version")
+    def get_table(self, identifier: str, options: Mapping[str, str] | None = None) -> Table | SystemTable:
+        """A table, or a system table (``db.t$snapshots``, ``sys.all_table_options``, ...; see
+        :mod:`lakehouse.system`) whose ``options`` may pick a snapshot (``scan.snapshot-id``)."""
+        if "$" in identifier or identifier.split(".", 1)[0] == SYSTEM_DATABASE:
+            from lakehouse.system import load
+
+            return load(self, identifier, options)
         database, _, path = self._table_path(identifier)
         latest = SchemaManager(self.io, TablePaths(path), identifier).latest()
         if latest is None:

@@ -52,3 +52,11 @@ class CorruptFileError(LakehouseError):
 
 class SnapshotNotFoundError(LakehouseError):
     """Time travel named a snapshot, timestamp or tag the table does not have."""
+
+
+class TagExistsError(LakehouseError):
+    """A tag was created under a name already in use."""
+
+
+class InvalidArgumentError(LakehouseError, ValueError):
+    """A maintenance call got an argument it cannot act on (nothing was changed)."""

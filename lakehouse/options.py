@@ -83,6 +83,10 @@ DEFAULTS: dict[str, str] = {
     "compaction.size-ratio": "1",
     "write-only": "false",
     "deletion-vectors.enabled": "false",
+    "snapshot.num-retained.min": "10",
+    "snapshot.num-retained.max": str(2**31 - 1),
+    "snapshot.time-retained": "1 h",
+    "snapshot.expire.limit": "50",
 }
 
 

@@ -124,7 +124,7 @@ class SnapshotManager:
         return self.io.list_numbered(self.paths.snapshot_dir, "snapshot-")
 
     def latest_id(self) -> int | None:
-        hint = self._read_hint("LATEST")
+        hint = self.read_hint("LATEST")
         if (
             hint is not None
             and hint > 0
@@ -136,13 +136,17 @@ class SnapshotManager:
         return ids[-1] if ids else None
 
     def earliest_id(self) -> int | None:
-        hint = self._read_hint("EARLIEST")
+        hint = self.read_hint("EARLIEST")
         if hint is not None and self.io.exists(self.paths.snapshot(hint)):
             return hint
         ids = self.snapshot_ids()
         return ids[0] if ids else None
 
-    def _read_hint(self, name: str) -> int | None:
+    def exists(self, snapshot_id: int) -> bool:
+        return self.io.exists(self.paths.snapshot(snapshot_id))
+
+    def read_hint(self, name: str) -> int | None:
+        """The ``EARLIEST`` or ``LATEST`` hint (None when absent or unreadable)."""
         try:
             text = self.io.read_bytes(f"{self.paths.snapshot_dir}/{name}").decode("ascii")
         except (FileNotFoundError, UnicodeDecodeError):
@@ -210,6 +214,10 @@ class SnapshotManager:
             return False
         self.write_hint("LATEST", snapshot.id)
         return True
+
+    def delete(self, snapshot_id: int) -> None:
+        """Remove ``snapshot-N`` (expiration, rollback); absent is fine."""
+        self.io.delete(self.paths.snapshot(snapshot_id))
 
     def write_hint(self, name: str, snapshot_id: int) -> None:
         """Best effort: a stale or missing hint only sends readers to a directory listing."""

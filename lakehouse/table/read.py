@@ -58,6 +58,7 @@ class TableRead:
             needed = self.engine.read_columns(needed)
         self.read_fields = [f for f in schema.fields if f.name in needed]
         self.output_schema = pa.schema([arrow_field(n, schema.field(n).type) for n in columns])
+        self.keep_kind = False  # audit_log: also return each row's kind (int8) as _VALUE_KIND
 
     def read(self, splits: list[Split]) -> pa.Table:
         """All rows of ``splits`` in one table (splits read in parallel)."""
@@ -81,7 +82,11 @@ class TableRead:
                 data = drop_retracts(data)
         if self.filter is not None:
             data = data.filter(to_expression(self.filter))
-        return data.select(self.columns).cast(self.output_schema)
+        out = data.select(self.columns).cast(self.output_schema)
+        if self.keep_kind:
+            kind = data.column(parquet.VALUE_KIND) if self.key else pa.array(np.zeros(len(out), np.int8))
+            out = out.append_column(parquet.VALUE_KIND, kind.cast(pa.int8()))
+        return out
 
     def _merge(self, files: list[pa.Table]) -> pa.Table:
         tagged = [

@@ -167,11 +167,20 @@ class Table:
         try:
             writer.write(data)
             messages = writer.prepare_commit()
-            return committer.commit(messages, overwrite=overwrite)
+            snapshot_id = committer.commit(messages, overwrite=overwrite)
         except BaseException:
             writer.abort()
             committer.abort(messages)
             raise
+        self._expire_after_commit()
+        return snapshot_id
+
+    def _expire_after_commit(self) -> None:
+        """Paimon expires snapshots after every commit of a writer that is not ``write-only``;
+        this engine does so only when ``snapshot.expire.after-commit`` is true (default false)."""
+        options = self.schema.core_options
+        if options.get("snapshot.expire.after-commit") == "true" and not options.get_bool("write-only"):
+            self.expire_snapshots()
 
     # ---- reading -------------------------------------------------------------------------
 
@@ -227,6 +236,65 @@ class Table:
         from lakehouse.fileindex.maintenance import verify_file_indexes
 
         return verify_file_indexes(self, snapshot_id)
+
+    # ---- lifecycle -----------------------------------------------------------------------
+
+    def expire_snapshots(
+        self,
+        retain_min: int | None = None,
+        retain_max: int | None = None,
+        older_than_ms: int | None = None,
+        max_deletes: int | None = None,
+    ):
+        """Expire old snapshots and the files only they reference; each argument defaults to the
+        table option (``snapshot.num-retained.min/max``, now minus ``snapshot.time-retained``,
+        ``snapshot.expire.limit``). ``older_than_ms`` is an epoch-millisecond timestamp.
+        Returns an :class:`~lakehouse.table.expire.Expiration`."""
+        from lakehouse.table.expire import expire_snapshots
+
+        return expire_snapshots(self, retain_min, retain_max, older_than_ms, max_deletes)
+
+    def create_tag(self, name: str, snapshot_id: int | None = None):
+        """Pin a snapshot (default: the latest) as tag ``name``; read it with ``read(tag=name)``."""
+        from lakehouse.table.tags import create_tag
+
+        return create_tag(self, name, snapshot_id)
+
+    def delete_tag(self, name: str):
+        """Delete tag ``name`` (and files only it still kept alive); returns what was deleted."""
+        from lakehouse.table.tags import delete_tag
+
+        return delete_tag(self, name)
+
+    def tags(self) -> dict[str, int]:
+        """Tag name -> snapshot id, ordered by snapshot id."""
+        from lakehouse.table.tags import list_tags
+
+        return {t.name: t.snapshot.id for t in list_tags(self)}
+
+    def rollback_to(self, snapshot_id: int | None = None, tag: str | None = None):
+        """Make a snapshot or a tag the latest again; later snapshots, their tags and files go."""
+        from lakehouse.table.rollback import rollback_to
+
+        return rollback_to(self, snapshot_id, tag)
+
+    def remove_orphan_files(self, older_than_ms: int | None = None, dry_run: bool = False):
+        """Delete files no snapshot or tag references, last modified before ``older_than_ms``
+        (epoch millis; default one day ago); ``dry_run`` only lists them."""
+        from lakehouse.table.orphans import remove_orphan_files
+
+        return remove_orphan_files(self, older_than_ms, dry_run)
+
+    def read_changes(
+        self, start_snapshot_id: int, end_snapshot_id: int | None = None, consumer_id: str | None = None
+    ) -> pa.Table:
+        """Rows changed after ``start_snapshot_id`` up to ``end_snapshot_id`` (default latest) with
+        a ``_row_kind`` column; ``consumer_id`` (default: the ``consumer-id`` option) records the
+        progress so expiration keeps the snapshots the consumer reads next."""
+        from lakehouse.table.changes import read_changes
+
+        consumer_id = consumer_id or self.schema.core_options.get("consumer-id")
+        return read_changes(self, start_snapshot_id, end_snapshot_id, consumer_id)
 
     # ---- schema and options --------------------------------------------------------------
 

@@ -1,0 +1,95 @@
+"""System tables over a table's rows: ``$audit_log`` and ``$binlog`` (rows with their kind) and
+``$ro`` (read-optimized: only files that need no merge).
+
+Batch reads, as Paimon's: ``$audit_log`` is the table's rows with a leading ``rowkind`` column
+(``+I``, ``+U``: the kind of the version that won the merge); ``$binlog`` packs every column into
+an array (one element per row in a batch read); ``$ro`` of a primary-key table reads only the
+top level (``num-levels - 1``), i.e. what the last full compaction produced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakehouse.format import parquet
+from lakehouse.system.metadata import selected_snapshot
+from lakehouse.table import scan
+from lakehouse.table.conform import ROW_KINDS
+from lakehouse.table.read import TableRead
+
+if TYPE_CHECKING:
+    from lakehouse.table.table import Table
+
+ROW_KIND = "rowkind"
+
+
+def kind_strings(codes: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Row kind bytes 0..3 as ``+I``, ``-U``, ``+U``, ``-D``."""
+    return pc.take(pa.array(ROW_KINDS), pc.cast(codes, pa.int32()))
+
+
+def _view(table: Table, options: Mapping[str, str]):
+    snap = selected_snapshot(table, options)
+    return snap, table._with_schema(snap.schema_id) if snap is not None else table
+
+
+def audit_log(table: Table, options: Mapping[str, str]) -> pa.Table:
+    snap, view = _view(table, options)
+    reader = TableRead(view)
+    reader.keep_kind = True
+    splits = scan.plan(view, snap).splits
+    if not splits:
+        data = reader.output_schema.empty_table()
+        kinds = pa.array([], pa.string())
+    else:
+        data = pa.concat_tables([reader.read_split(s) for s in splits])
+        kinds = kind_strings(data.column(parquet.VALUE_KIND))
+        data = data.drop_columns([parquet.VALUE_KIND])
+    return data.add_column(0, pa.field(ROW_KIND, pa.string(), nullable=False), [kinds])
+
+
+def binlog(table: Table, options: Mapping[str, str]) -> pa.Table:
+    log = audit_log(table, options)
+    arrays = [log.column(ROW_KIND)]
+    fields = [log.schema.field(ROW_KIND)]
+    for f in log.schema:
+        if f.name == ROW_KIND:
+            continue
+        values = log.column(f.name).combine_chunks()
+        offsets = pa.array(range(len(values) + 1), pa.int32())
+        arrays.append(pa.ListArray.from_arrays(offsets, values))
+        fields.append(pa.field(f.name, pa.list_(f.type)))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def read_optimized(table: Table, options: Mapping[str, str]) -> pa.Table:
+    snap, view = _view(table, options)
+    splits = scan.plan(view, snap).splits
+    if view.schema.primary_keys:
+        top = view.schema.core_options.num_levels - 1
+        splits = [s for s in map(lambda s: _only_level(s, top), splits) if s.files]
+    return TableRead(view).read(splits)
+
+
+def _only_level(split: scan.Split, level: int) -> scan.Split:
+    """``split`` restricted to files of ``level`` (one sorted run: read without merging)."""
+    keep = [i for i, f in enumerate(split.files) if f.level == level]
+
+    def pick(values: tuple) -> tuple:
+        return tuple(values[i] for i in keep) if values else values
+
+    return replace(
+        split,
+        files=pick(split.files),
+        raw_convertible=True,
+        selections=pick(split.selections),
+        deletions=pick(split.deletions),
+    )
+
+
+TABLES = {"audit_log": audit_log, "binlog": binlog, "ro": read_optimized}

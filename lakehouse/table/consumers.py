@@ -1,0 +1,87 @@
+"""Consumers: named readers whose progress (``consumer/consumer-<id>``) protects snapshots.
+
+A consumer file holds ``{"nextSnapshot": N}``: the next snapshot the consumer will read. Snapshot
+expiration keeps every snapshot from the smallest such N on (``ConsumerManager``), and consumers
+not updated for ``consumer.expiration-time`` are dropped so they stop holding snapshots back.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING
+
+from lakehouse.errors import CorruptFileError, InvalidArgumentError
+from lakehouse.io.fs import join
+
+if TYPE_CHECKING:
+    from lakehouse.table.table import Table
+
+PREFIX = "consumer-"
+
+
+def consumer_dir(table: Table) -> str:
+    return join(table.paths.root, "consumer")
+
+
+def _path(table: Table, consumer_id: str) -> str:
+    if not consumer_id or "/" in consumer_id or consumer_id != consumer_id.strip():
+        raise InvalidArgumentError(
+            f"table {table.name}: consumer id {consumer_id!r} must be a non-blank name without '/'"
+        )
+    return join(consumer_dir(table), PREFIX + consumer_id)
+
+
+def consumers(table: Table) -> dict[str, int]:
+    """Consumer id -> next snapshot id, sorted by id."""
+    out = {}
+    for st in table.io.list_dir(consumer_dir(table)):
+        if st.name.startswith(PREFIX) and not st.is_dir:
+            next_snapshot = _read(table, st.path)
+            if next_snapshot is not None:
+                out[st.name[len(PREFIX) :]] = next_snapshot
+    return dict(sorted(out.items()))
+
+
+def _read(table: Table, path: str) -> int | None:
+    try:
+        data = table.io.read_bytes(path)
+    except FileNotFoundError:
+        return None  # dropped concurrently
+    try:
+        return int(json.loads(data)["nextSnapshot"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise CorruptFileError(
+            f"table {table.name}: consumer file {path} is corrupt ({e}); delete it or reset the consumer"
+        ) from None
+
+
+def next_snapshot(table: Table, consumer_id: str) -> int | None:
+    """The next snapshot ``consumer_id`` will read (None: unknown consumer)."""
+    return _read(table, _path(table, consumer_id))
+
+
+def record(table: Table, consumer_id: str, next_snapshot_id: int) -> None:
+    """Record that ``consumer_id`` will read ``next_snapshot_id`` next."""
+    path = _path(table, consumer_id)
+    table.io.write_bytes(path, json.dumps({"nextSnapshot": int(next_snapshot_id)}).encode())
+
+
+def delete(table: Table, consumer_id: str) -> None:
+    table.io.delete(_path(table, consumer_id))
+
+
+def min_next_snapshot(table: Table) -> int | None:
+    """The oldest snapshot any consumer still needs (None: no consumers)."""
+    return min(consumers(table).values(), default=None)
+
+
+def expire(table: Table, max_age_ms: int, now_ms: int | None = None) -> list[str]:
+    """Drop consumers whose file was last written more than ``max_age_ms`` ago; returns their ids."""
+    cutoff = (int(time.time() * 1000) if now_ms is None else now_ms) - max_age_ms
+    dropped = []
+    for st in table.io.list_dir(consumer_dir(table)):
+        if st.name.startswith(PREFIX) and st.mtime_ms < cutoff:
+            table.io.delete(st.path)
+            dropped.append(st.name[len(PREFIX) :])
+    return dropped

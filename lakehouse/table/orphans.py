@@ -1,0 +1,91 @@
+"""Orphan files: files under a table that no snapshot or tag references (``OrphanFilesClean``).
+
+Crashed writers and killed commits leave data files, manifests and index files nothing points
+to. A file is an orphan when it sits where the engine writes files (``manifest/``, ``index/``,
+``statistics/``, bucket directories, stray files in ``snapshot/``), no snapshot or tag references
+it, and it was last modified before ``older_than_ms`` (default: one day ago). The threshold is
+what keeps the files of a writer that has not committed yet; it must lie in the past.
+Files under external data paths are left alone.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lakehouse.errors import InvalidArgumentError
+from lakehouse.io.fs import FileStatus, join
+from lakehouse.io.pool import map_reads
+from lakehouse.table import tags
+from lakehouse.table.references import STATISTICS_DIR, FileRefs, References
+
+if TYPE_CHECKING:
+    from lakehouse.table.table import Table
+
+DEFAULT_AGE_MS = 86_400_000
+_HINTS = {"EARLIEST", "LATEST"}
+
+
+@dataclass(frozen=True)
+class OrphanFiles:
+    """The orphans found (and deleted unless ``dry_run``)."""
+
+    paths: tuple[str, ...]
+    bytes: int
+    dry_run: bool
+
+    @property
+    def files(self) -> int:
+        return len(self.paths)
+
+
+def remove_orphan_files(table: Table, older_than_ms: int | None = None, dry_run: bool = False) -> OrphanFiles:
+    """Delete (or with ``dry_run`` only list) the table's orphan files older than ``older_than_ms``."""
+    now_ms = int(time.time() * 1000)
+    if older_than_ms is None:
+        older_than_ms = now_ms - DEFAULT_AGE_MS
+    elif older_than_ms >= now_ms:
+        raise InvalidArgumentError(
+            f"table {table.name}: older_than_ms ({older_than_ms}) must lie in the past, or files "
+            f"being written right now and not committed yet would be deleted"
+        )
+    used = referenced_files(table).all()
+    found = [st for st in candidate_files(table) if st.mtime_ms < older_than_ms and st.path not in used]
+    if not dry_run:
+        map_reads(table.io.delete, [st.path for st in found], parallel=not table.io.is_local)
+    return OrphanFiles(tuple(sorted(st.path for st in found)), sum(st.size for st in found), dry_run)
+
+
+def referenced_files(table: Table) -> FileRefs:
+    """Every file some snapshot or tag of ``table`` references."""
+    snapshots = table.snapshots
+    refs = References(table)
+    existing = [snapshots.snapshot(sid) for sid in snapshots.snapshot_ids()]
+    used = refs.of_removed(existing)  # tolerant: an expiration may be removing the oldest ones
+    for tagged in tags.tagged_snapshots(table):
+        used.update(refs.of_removed([tagged], changelog=False))
+    return used
+
+
+def candidate_files(table: Table) -> list[FileStatus]:
+    """The files in the directories the engine writes data and metadata files to."""
+    io, paths = table.io, table.paths
+    out = [
+        st
+        for st in io.list_recursive(paths.snapshot_dir)
+        if not st.name.startswith("snapshot-") and st.name not in _HINTS
+    ]
+    for directory in (paths.manifest_dir, paths.index_dir, join(paths.root, STATISTICS_DIR)):
+        out += io.list_recursive(directory)
+    for bucket_dir in _bucket_dirs(table, paths.root, len(table.schema.partition_keys)):
+        out += io.list_recursive(bucket_dir)
+    return out
+
+
+def _bucket_dirs(table: Table, directory: str, levels: int) -> list[str]:
+    """``bucket-N`` directories below ``levels`` levels of ``key=value`` partition directories."""
+    children = [st for st in table.io.list_dir(directory) if st.is_dir]
+    if levels == 0:
+        return [st.path for st in children if st.name.startswith("bucket-")]
+    return [found for st in children if "=" in st.name for found in _bucket_dirs(table, st.path, levels - 1)]

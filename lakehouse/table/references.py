@@ -1,0 +1,194 @@
+"""Which files snapshots reference: the one walker behind expiration, rollback, tag deletion and
+orphan-file cleanup.
+
+A snapshot references its manifest lists (base, delta, changelog), the manifests they list, its
+index manifest and the index files in it, its statistics file, the data files live in it (with
+the files kept next to them, such as file indexes) and the changelog files of its changelog
+manifests.
+
+Files are immutable and uniquely named, and a file that leaves a snapshot's view never comes
+back (a level upgrade keeps the file live). So among consecutive snapshots ``a < ... < b``, a
+file referenced by two of them is referenced by every snapshot in between; this gives
+
+- the union of the data files live in ``a..b`` = live(a) plus the ADDs of the deltas of
+  ``a+1..b`` (:meth:`References.of_removed`), read without decoding ``b - a`` full file lists;
+- "referenced by a removed snapshot and by a kept one" = "referenced by the kept boundary
+  snapshot", so cleanup only protects the boundary snapshot and the tags (as Paimon's
+  ``FileDeletionBase`` skipping sets do).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from lakehouse.errors import CorruptFileError
+from lakehouse.io.fs import FileIO, join
+from lakehouse.io.pool import map_reads
+from lakehouse.manifest.entries import FileKind, ManifestEntry, ManifestFileMeta
+from lakehouse.snapshot import Snapshot
+from lakehouse.table import scan
+
+if TYPE_CHECKING:
+    from lakehouse.table.table import Table
+
+STATISTICS_DIR = "statistics"
+
+
+@dataclass
+class FileRefs:
+    """Absolute paths of referenced files, by the order cleanup deletes them in."""
+
+    data: set[str] = field(default_factory=set)  # data files and the files next to them
+    changelog: set[str] = field(default_factory=set)
+    index: set[str] = field(default_factory=set)  # hash index, deletion vectors
+    metadata: set[str] = field(default_factory=set)  # manifest lists, manifests, index manifests, stats
+
+    def update(self, other: FileRefs) -> FileRefs:
+        self.data |= other.data
+        self.changelog |= other.changelog
+        self.index |= other.index
+        self.metadata |= other.metadata
+        return self
+
+    def minus(self, other: FileRefs) -> FileRefs:
+        """These references without ``other``'s (a file may appear in either role)."""
+        keep = other.all()
+        return FileRefs(self.data - keep, self.changelog - keep, self.index - keep, self.metadata - keep)
+
+    def all(self) -> set[str]:
+        return self.data | self.changelog | self.index | self.metadata
+
+
+class References:
+    """Walks snapshots of one table; bucket directories and index manifests are resolved once."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self.store = table.manifests()
+        self._bucket_paths: dict[tuple[bytes, int], str] = {}
+        self._index_manifests: dict[str, set[str]] = {}
+
+    # ---- one snapshot ----------------------------------------------------------------------
+
+    def of(self, snapshot: Snapshot, changelog: bool = True) -> FileRefs:
+        """Every file ``snapshot`` references; raises ``CorruptFileError`` if its metadata is gone.
+
+        ``changelog=False`` leaves out changelog files and lists: tags do not keep them (Paimon).
+        """
+        return self._step(snapshot, True, changelog)
+
+    # ---- many snapshots --------------------------------------------------------------------
+
+    def of_removed(self, snapshots: Sequence[Snapshot], changelog: bool = True) -> FileRefs:
+        """Every file any of ``snapshots`` (ascending ids) references, tolerating metadata a
+        crashed cleanup already deleted: such a snapshot is skipped (its own files went first)
+        and the walk restarts from the full file list of the next readable one."""
+        refs = FileRefs()
+        previous: Snapshot | None = None
+        for snap in snapshots:
+            chained = previous is not None and previous.id + 1 == snap.id
+            try:
+                refs.update(self._step(snap, not chained, changelog))
+                previous = snap
+            except CorruptFileError:
+                previous = None
+        return refs
+
+    def _step(self, snap: Snapshot, first: bool, changelog: bool) -> FileRefs:
+        """Files of ``snap``; data files all live ones when ``first``, else only its delta's ADDs
+        (the previous snapshot of the walk covers the rest)."""
+        if first:
+            data = scan.live_entries(self.table, snap)
+        else:
+            data = [
+                e
+                for e in self._entries(self.store.read_list(snap.delta_manifest_list))
+                if e.kind == FileKind.ADD
+            ]
+        return FileRefs(
+            data=self._paths(data),
+            changelog=self._paths(self._changelog_entries(snap)) if changelog else set(),
+            index=set(self._index_files(snap)),
+            metadata=self._metadata(snap, changelog),
+        )
+
+    # ---- pieces ----------------------------------------------------------------------------
+
+    def _metadata(self, snap: Snapshot, changelog: bool) -> set[str]:
+        manifest = self.table.paths.manifest
+        lists = [snap.base_manifest_list, snap.delta_manifest_list]
+        if changelog and snap.changelog_manifest_list:
+            lists.append(snap.changelog_manifest_list)
+        out = {manifest(name) for name in lists}
+        for name in lists:
+            out |= {manifest(m.file_name) for m in self.store.read_list(name)}
+        if snap.index_manifest:
+            out.add(manifest(snap.index_manifest))
+        if snap.statistics:
+            out.add(join(self.table.paths.root, STATISTICS_DIR, snap.statistics))
+        return out
+
+    def _index_files(self, snap: Snapshot) -> set[str]:
+        name = snap.index_manifest
+        if not name:
+            return set()
+        found = self._index_manifests.get(name)
+        if found is None:
+            paths = self.table.paths
+            found = self._index_manifests[name] = {
+                paths.index_file(e.index_file.file_name, e.index_file.external_path)
+                for e in self.store.read_index_manifest(name)
+            }
+        return found
+
+    def _changelog_entries(self, snap: Snapshot) -> list[ManifestEntry]:
+        if not snap.changelog_manifest_list:
+            return []
+        return [
+            e
+            for e in self._entries(self.store.read_list(snap.changelog_manifest_list))
+            if e.kind == FileKind.ADD
+        ]
+
+    def _entries(self, manifests: list[ManifestFileMeta]) -> list[ManifestEntry]:
+        return [e for m in manifests for e in self.store.read_manifest(m.file_name)]
+
+    def _paths(self, entries) -> set[str]:
+        out: set[str] = set()
+        paths = self.table.paths
+        for e in entries:
+            key = (e.partition, e.bucket)
+            bucket_path = self._bucket_paths.get(key)
+            if bucket_path is None:
+                bucket_path = self._bucket_paths[key] = self.table.bucket_path(e.partition, e.bucket)
+            out.update(paths.data_files(bucket_path, e.file))
+        return out
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """How many files a cleanup removed, by kind."""
+
+    data_files: int = 0
+    changelog_files: int = 0
+    index_files: int = 0
+    metadata_files: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.data_files + self.changelog_files + self.index_files + self.metadata_files
+
+
+def delete_files(io: FileIO, refs: FileRefs) -> Deleted:
+    """Delete ``refs`` in Paimon's order: data and changelog files first, then index files and
+    metadata, so a cleanup killed half way leaves the metadata through which the next cleanup
+    still finds whatever it did not delete."""
+
+    def remove(paths: set[str]) -> int:
+        return sum(map_reads(io.delete, sorted(paths), parallel=not io.is_local))
+
+    data, changelog = remove(refs.data), remove(refs.changelog)
+    index, metadata = remove(refs.index), remove(refs.metadata)
+    return Deleted(data, changelog, index, metadata)

@@ -1,0 +1,72 @@
+"""Rollback: make an earlier snapshot (or a tag) the latest again.
+
+Snapshots after the target and tags on them go, newest first, so a rollback killed half way
+leaves a shorter but consistent history; then the files only they referenced are deleted (data
+and changelog files, then manifests and index files). Rolling back to a tag whose snapshot already
+expired restores that snapshot file from the tag first and moves ``EARLIEST`` to it, as Paimon's
+``RollbackHelper`` does. Like Paimon's, a rollback must not race writers of the same table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lakehouse.errors import InvalidArgumentError, SnapshotNotFoundError
+from lakehouse.table import tags
+from lakehouse.table.references import Deleted, References, delete_files
+
+if TYPE_CHECKING:
+    from lakehouse.table.table import Table
+
+
+@dataclass(frozen=True)
+class Rollback:
+    """What a rollback did."""
+
+    snapshot_id: int
+    snapshots_removed: int
+    tags_removed: tuple[str, ...]
+    deleted: Deleted = Deleted()
+
+    @property
+    def files_deleted(self) -> int:
+        return self.deleted.total
+
+
+def rollback_to(table: Table, snapshot_id: int | None = None, tag: str | None = None) -> Rollback:
+    """Roll ``table`` back to ``snapshot_id`` or to the snapshot of ``tag`` (exactly one)."""
+    if (snapshot_id is None) == (tag is None):
+        raise InvalidArgumentError(
+            f"table {table.name}: rollback_to needs exactly one of snapshot_id and tag"
+        )
+    snapshots = table.snapshots
+    target = snapshots.tag(tag) if tag is not None else snapshots.snapshot(snapshot_id)
+    latest = snapshots.latest_id()
+    if latest is None or target.id > latest:
+        raise SnapshotNotFoundError(
+            f"table {table.name}: cannot roll back to snapshot {target.id}, which is newer than the "
+            f"latest snapshot {latest}"
+        )
+    earliest = snapshots.earliest_id()
+    if not snapshots.exists(target.id):
+        # a tag older than every snapshot: its snapshot becomes the earliest (and latest) again
+        table.io.try_create(table.paths.snapshot(target.id), target.to_json().encode())
+        snapshots.write_hint("EARLIEST", target.id)
+        earliest = target.id
+    after = range(max(earliest, target.id + 1), latest + 1)
+    removed = [snapshots.snapshot(sid) for sid in after if snapshots.exists(sid)]
+    snapshots.write_hint("LATEST", target.id)
+    for snap in reversed(removed):
+        snapshots.delete(snap.id)
+    dropped = [t for t in tags.list_tags(table) if t.snapshot.id > target.id]
+    for t in reversed(dropped):
+        table.io.delete(tags.tag_path(table, t.name))
+
+    refs = References(table)
+    doomed = refs.of_removed(removed)
+    for t in dropped:
+        doomed.update(refs.of_removed([t.snapshot], changelog=False))
+    # anything a removed snapshot shares with an older snapshot or tag, the target has too
+    deleted = delete_files(table.io, doomed.minus(refs.of(target, changelog=False)))
+    return Rollback(target.id, len(removed), tuple(t.name for t in dropped), deleted)

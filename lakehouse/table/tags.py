@@ -1,0 +1,108 @@
+"""Tags: named, long-lived snapshots (``tag/tag-<name>``), as Paimon's ``TagManager`` keeps them.
+
+A tag file is the JSON of the snapshot it pins (a byte copy of ``snapshot-N``), so the tagged
+snapshot stays readable after its own snapshot file expired; its data files, manifests and index
+files are protected from expiration. Changelog files are not: as in Paimon, a tag is for batch
+reads. Deleting the last tag of an expired snapshot removes the files only it still needed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lakehouse.errors import InvalidArgumentError, SnapshotNotFoundError, TagExistsError
+from lakehouse.io.fs import join
+from lakehouse.snapshot import Snapshot
+from lakehouse.table.references import Deleted, FileRefs, References, delete_files
+
+if TYPE_CHECKING:
+    from lakehouse.table.table import Table
+
+PREFIX = "tag-"
+
+
+@dataclass(frozen=True)
+class Tag:
+    """A tag and the snapshot it pins."""
+
+    name: str
+    snapshot: Snapshot
+
+
+def tag_path(table: Table, name: str) -> str:
+    if not name or not name.strip() or "/" in name or name != name.strip():
+        raise InvalidArgumentError(
+            f"table {table.name}: tag name {name!r} must be a non-blank name without '/' or "
+            f"surrounding spaces"
+        )
+    return join(table.paths.tag_dir, PREFIX + name)
+
+
+def list_tags(table: Table) -> list[Tag]:
+    """Every tag, ordered by snapshot id, then name."""
+    tags = []
+    for st in table.io.list_dir(table.paths.tag_dir):
+        if st.is_dir or not st.name.startswith(PREFIX):
+            continue
+        name = st.name[len(PREFIX) :]
+        try:
+            tags.append(Tag(name, table.snapshots.tag(name)))
+        except SnapshotNotFoundError:
+            continue  # deleted while listing
+    return sorted(tags, key=lambda t: (t.snapshot.id, t.name))
+
+
+def tagged_snapshots(table: Table) -> list[Snapshot]:
+    """The distinct snapshots tags pin, ascending."""
+    return list({t.snapshot.id: t.snapshot for t in list_tags(table)}.values())
+
+
+def create_tag(table: Table, name: str, snapshot_id: int | None = None) -> Tag:
+    """Pin ``snapshot_id`` (default: the latest) under ``name``; a name in use is an error."""
+    path = tag_path(table, name)
+    if snapshot_id is None:
+        snapshot_id = table.latest_snapshot_id()
+        if snapshot_id is None:
+            raise SnapshotNotFoundError(f"table {table.name} has no snapshot to tag yet; write data first")
+    try:
+        data = table.io.read_bytes(table.paths.snapshot(snapshot_id))
+    except FileNotFoundError:
+        table.snapshots.snapshot(snapshot_id)  # raises the descriptive not-found error
+        raise
+    if not table.io.try_create(path, data):
+        raise TagExistsError(
+            f"table {table.name} already has a tag {name!r}; delete it first or choose another name"
+        )
+    return Tag(name, Snapshot.from_json(data.decode("utf-8")))
+
+
+def delete_tag(table: Table, name: str) -> Deleted:
+    """Delete tag ``name``; if its snapshot expired and no other tag pins it, also the files no
+    snapshot or other tag references (``TagManager.deleteTag``)."""
+    path = tag_path(table, name)
+    tag = table.snapshots.tag(name)
+    if table.io.exists(table.paths.snapshot(tag.id)):
+        table.io.delete(path)
+        return Deleted()
+    others = [t for t in list_tags(table) if t.name != name]
+    table.io.delete(path)
+    if any(t.snapshot.id == tag.id for t in others):
+        return Deleted()
+    refs = References(table)
+    # the neighbours suffice: a file of this tag also in a farther snapshot is in the nearer one
+    protected = FileRefs()
+    older = [t.snapshot for t in others if t.snapshot.id < tag.id]
+    newer = [t.snapshot for t in others if t.snapshot.id > tag.id]
+    earliest = table.snapshots.earliest_id()
+    if earliest is not None:
+        newer.append(table.snapshots.snapshot(earliest))
+    neighbours = [max(older, key=_id, default=None), min(newer, key=_id, default=None)]
+    for snap in neighbours:
+        if snap is not None:
+            protected.update(refs.of(snap, changelog=False))
+    return delete_files(table.io, refs.of_removed([tag], changelog=False).minus(protected))
+
+
+def _id(snapshot: Snapshot) -> int:
+    return snapshot.id

@@ -1,0 +1,59 @@
+"""Incremental reads between snapshots, with row kinds, and consumers recording progress."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from lakehouse.errors import InvalidArgumentError, SnapshotNotFoundError
+from lakehouse.table import consumers
+
+from .conftest import ORDERS, orders, pk_orders_table
+
+
+def changes(t, start, end=None, **kw) -> list[tuple]:
+    got = t.read_changes(start, end, **kw)
+    return sorted(zip(*[got.column(c).to_pylist() for c in ("order_id", "price", "_row_kind")], strict=True))
+
+
+def test_upserts_and_deletes_come_back_with_their_kinds(catalog):
+    t = pk_orders_table(catalog)
+    t.write(orders(range(3), price=1.0))
+    t.write(orders([1], price=2.0).append_column("_row_kind", pa.array(["+U"])))
+    t.write(orders([2]).append_column("_row_kind", pa.array(["-D"])))
+    assert changes(t, 0, 1) == [(0, 1.0, "+I"), (1, 1.0, "+I"), (2, 1.0, "+I")]
+    assert changes(t, 1) == [(1, 2.0, "+U"), (2, 1.0, "-D")]
+    assert t.read_changes(3).column_names == [*ORDERS.names, "_row_kind"]
+    assert t.read_changes(3).num_rows == 0
+
+
+def test_compactions_change_nothing_and_appends_are_inserts(catalog):
+    t = pk_orders_table(catalog)
+    t.write(orders(range(4)))
+    t.compact(full=True)
+    assert t.snapshots.latest().commit_kind == "COMPACT"
+    assert changes(t, 1) == []
+    a = catalog.create_table("db.a", ORDERS)
+    a.write(orders([5, 6]))
+    a.write(orders([7]))
+    assert changes(a, 1) == [(7, 1.0, "+I")]
+
+
+def test_consumers_record_progress_and_hold_snapshots(catalog):
+    t = pk_orders_table(catalog, **{"consumer-id": "etl"})
+    for i in range(5):
+        t.write(orders([i]))
+    t.read_changes(0, 2)
+    assert consumers.next_snapshot(t, "etl") == 3
+    t.expire_snapshots(retain_min=1, older_than_ms=2**62)
+    assert t.snapshots.earliest_id() == 3
+    assert changes(t, 2) == [(2, 1.0, "+I"), (3, 1.0, "+I"), (4, 1.0, "+I")]
+
+
+def test_bad_ranges(catalog):
+    t = pk_orders_table(catalog)
+    t.write(orders([1]))
+    with pytest.raises(SnapshotNotFoundError):
+        t.read_changes(0, 5)
+    with pytest.raises(InvalidArgumentError):
+        t.read_changes(1, 0)
