@@ -17,6 +17,7 @@ import tempfile
 import time
 
 import pyarrow as pa
+from core import best_of
 
 from lakehouse import Catalog
 from lakehouse.manifest import files as manifest_files
@@ -33,15 +34,6 @@ def batch(commit: int, partitions: int) -> pa.Table:
         },
         schema=SCHEMA,
     )
-
-
-def best_of(fn, repeat: int = 3) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:
@@ -66,12 +58,12 @@ def main() -> None:
             return t.plan()
 
         plan = t.plan()
-        ours_cold, ours_warm = best_of(cold_plan), best_of(t.plan)
+        ours_cold, ours_warm = best_of(cold_plan)[0], best_of(t.plan)[0]
         from pypaimon import CatalogFactory
 
         theirs_table = CatalogFactory.create({"warehouse": warehouse}).get_table("db.t")
         theirs_splits = theirs_table.new_read_builder().new_scan().plan().splits()
-        theirs = best_of(lambda: theirs_table.new_read_builder().new_scan().plan())
+        theirs = best_of(lambda: theirs_table.new_read_builder().new_scan().plan())[0]
         print(
             f"plan latest ({plan.stats['files_selected']} files; pypaimon {len(theirs_splits)} splits): "
             f"ours cold {ours_cold * 1000:.0f} ms, warm {ours_warm * 1000:.0f} ms, "

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from core import PyPaimon, orders, timed, upserts
+from core import PyPaimon, best_of, orders, timed, upserts
 from hash_index import TARGET_ROW_NUM, assign_all, hashed_batches
 
 from lakehouse import Catalog
@@ -65,11 +65,6 @@ def raw_compact(paths: list[str], out: Path) -> None:
     pq.write_table(rows, out, **ParquetOptions().writer_kwargs(rows.schema))
 
 
-def best(fn, repeat: int) -> tuple[float, object]:
-    runs = [timed(fn) for _ in range(repeat)]
-    return min(t for t, _ in runs), runs[-1][1]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -96,13 +91,13 @@ def main() -> None:
         shape = sorted(set(runs.values()))
         print(f"merge-on-read table: {len(mor.live_entries())} files, sorted runs per bucket {shape}")
         paths = data_files(mor)
-        results["mor: our read"], ours = best(mor.read, args.repeat)
+        results["mor: our read"], ours = best_of(mor.read, args.repeat)
         native = PyPaimon(str(tmp / "wh"), native=True)
-        results["mor: pypaimon-native read"], theirs = best(lambda: native.read("bench.mor"), args.repeat)
-        results["mor: raw parquet read"], _ = best(lambda: raw_read(paths), args.repeat)
+        results["mor: pypaimon-native read"], theirs = best_of(lambda: native.read("bench.mor"), args.repeat)
+        results["mor: raw parquet read"], _ = best_of(lambda: raw_read(paths), args.repeat)
         assert ours.num_rows == theirs.num_rows == args.rows, (ours.num_rows, theirs.num_rows)
 
-        results["raw read+sort+write"], _ = best(lambda: raw_compact(paths, tmp / "raw.parquet"), 1)
+        results["raw read+sort+write"], _ = best_of(lambda: raw_compact(paths, tmp / "raw.parquet"), 1)
         results["full compaction"], _ = timed(lambda: mor.compact(full=True))
         assert mor.read().num_rows == args.rows
 
@@ -111,10 +106,10 @@ def main() -> None:
         vectors = sum(e.index_file.row_count for e in dv.index_entries())
         print(f"deletion-vector table: {len(dv.live_entries())} files, {vectors} deletion vectors")
         dv_paths = data_files(dv)
-        results["dv: our read"], got = best(dv.read, args.repeat)
-        results["dv: raw parquet read"], _ = best(lambda: raw_read(dv_paths), args.repeat)
+        results["dv: our read"], got = best_of(dv.read, args.repeat)
+        results["dv: raw parquet read"], _ = best_of(lambda: raw_read(dv_paths), args.repeat)
         assert got.num_rows == args.rows
-        results["dv: pypaimon-native read"], theirs = best(lambda: native.read("bench.dv"), args.repeat)
+        results["dv: pypaimon-native read"], theirs = best_of(lambda: native.read("bench.dv"), args.repeat)
         assert theirs.num_rows == args.rows
 
         fixed = create(catalog, "bench.fixed", schema, {"bucket": "4"})

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from core import orders
+from core import best_of, orders
 from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse import Catalog, col
@@ -33,15 +32,6 @@ from lakehouse.spark import session
 
 PROBE_DAY, PROBE_USER = "2024-01-02", 4242
 INDEXED = {"file-index.bloom-filter.columns": "user_id", "target-file-size": "1 mb"}
-
-
-def best(repeat: int, fn: Callable[[], object]) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def identity(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -83,21 +73,21 @@ def main() -> None:
     def write_parquet() -> None:
         source.write.mode("overwrite").partitionBy("dt").parquet(str(root / "native"))
 
-    t_native_write = best(args.repeat, write_parquet)
-    t_paimon_write = best(args.repeat, write_paimon)
+    t_native_write = best_of(write_parquet, args.repeat)[0]
+    t_paimon_write = best_of(write_paimon, args.repeat)[0]
 
     name = "bench.orders_0"
     read = spark.read.format("paimon").option("warehouse", catalog.warehouse)
-    t_native_read = best(args.repeat, lambda: consume(spark.read.parquet(str(root / "native"))))
-    t_paimon_read = best(args.repeat, lambda: consume(read.load(name)))
+    t_native_read = best_of(lambda: consume(spark.read.parquet(str(root / "native"))), args.repeat)[0]
+    t_paimon_read = best_of(lambda: consume(read.load(name)), args.repeat)[0]
     native = spark.read.parquet(str(root / "native"))
-    t_round_trip = best(args.repeat, lambda: consume(native.mapInArrow(identity, native.schema)))
+    t_round_trip = best_of(lambda: consume(native.mapInArrow(identity, native.schema)), args.repeat)[0]
 
     where = f"dt = '{PROBE_DAY}' AND user_id = {PROBE_USER}"
     pushed = (
         spark.read.format("paimon").option("warehouse", catalog.warehouse).option("filter-pushdown", "true")
     )
-    selective = best(args.repeat, lambda: pushed.load(name).where(where).collect())
+    selective = best_of(lambda: pushed.load(name).where(where).collect(), args.repeat)[0]
     found = pushed.load(name).where(where).count()
     expected = data.filter(pc.and_(pc.equal(data["dt"], PROBE_DAY), pc.equal(data["user_id"], PROBE_USER)))
     assert found == expected.num_rows, (found, expected.num_rows)

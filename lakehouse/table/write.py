@@ -386,7 +386,7 @@ class TableWrite:
             indexes = self.table.index_entries(latest)
             self._vector_files = by_bucket(indexes, DELETION_VECTORS)
             self._hash_files = [e for e in indexes if e.index_file.index_type == HASH_INDEX]
-            for e in self.table.live_entries(latest):
+            for e in self.table.live_entries(latest) if latest is not None else []:
                 key = (e.partition, e.bucket)
                 self._existing.setdefault(key, []).append(e.file)
                 after = e.file.max_sequence_number + 1
