@@ -115,6 +115,11 @@ class TableSchema:
         return [k for k in self.primary_keys if k not in self.partition_keys]
 
     @property
+    def cross_partition_update(self) -> bool:
+        """Whether the primary key lacks a partition key, so a key can move between partitions."""
+        return bool(self.primary_keys) and any(p not in self.primary_keys for p in self.partition_keys)
+
+    @property
     def bucket_keys(self) -> list[str]:
         """``bucket-key`` if set, else the trimmed primary key (``TableSchema.bucketKeys``)."""
         explicit = self.core_options.names("bucket-key")
@@ -196,22 +201,24 @@ def _option_string(value: Any) -> str:
 
 def check_writable_keys(schema: TableSchema, table: str) -> None:
     """A primary key without every partition key moves rows between partitions (cross-partition
-    upsert): Paimon allows it only with dynamic buckets, and this engine does not write it yet."""
-    from lakehouse.errors import UnsupportedFeatureError
+    upsert): Paimon allows it only with dynamic buckets and without ``sequence.field``."""
+    from lakehouse.errors import InvalidOptionError
 
+    if not schema.cross_partition_update:
+        return
     pk = list(schema.primary_keys)
     missing = [p for p in schema.partition_keys if p not in pk]
-    if not pk or not missing:
-        return
     if schema.core_options.bucket > 0:
         raise SchemaMismatchError(
             f"table {table}: with fixed buckets the primary key {pk} must contain every "
-            f"partition key; add {missing} to it"
+            f"partition key; add {missing} to it, or set 'bucket'='-1' for cross-partition upserts"
         )
-    raise UnsupportedFeatureError(
-        f"table {table}: its primary key {pk} lacks the partition keys {missing} (a cross-partition "
-        f"upsert table), which this engine cannot write yet; add {missing} to the primary key"
-    )
+    if schema.core_options.names("sequence.field"):
+        raise InvalidOptionError(
+            f"table {table}: sequence.field cannot order the rows of a cross-partition upsert table "
+            f"(its primary key {pk} lacks the partition keys {missing}); remove 'sequence.field' or add "
+            f"{missing} to the primary key"
+        )
 
 
 def validate(schema: TableSchema, table: str) -> None:

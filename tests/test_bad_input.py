@@ -13,7 +13,6 @@ from lakehouse.errors import (
     LakehouseError,
     SchemaMismatchError,
     TableNotFoundError,
-    UnsupportedFeatureError,
 )
 
 from .conftest import ORDERS, orders, rows
@@ -155,19 +154,6 @@ def test_corrupt_metadata_and_data_files_are_typed_errors(table, what, damage):
     with pytest.raises(CorruptFileError, match=os.path.basename(path)):
         table.read()
     assert [r["order_id"] for r in rows(table.read(snapshot_id=1))] == [1, 2, 3]
-
-
-def test_cross_partition_upsert_tables_are_refused_for_now(catalog, warehouse):
-    with pytest.raises(UnsupportedFeatureError, match="cross-partition"):
-        catalog.create_table("db.x", ORDERS, primary_keys=["order_id"], partition_keys=["dt"])
-    assert catalog.list_tables("db") == []
-    # one created elsewhere is readable but not writable
-    from .interop import oracle
-
-    oracle.create(warehouse, "db.x", ORDERS, ["order_id"], ["dt"])
-    assert catalog.get_table("db.x").read().num_rows == 0
-    with pytest.raises(UnsupportedFeatureError, match="cross-partition"):
-        catalog.get_table("db.x").write(orders([1]))
 
 
 def test_every_error_is_a_lakehouse_error():

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from lakehouse.errors import CommitConflictError, SchemaMismatchError
+from lakehouse.errors import CommitConflictError, SchemaMismatchError, UnsupportedFeatureError
 from lakehouse.manifest.entries import FileKind, IndexFileMeta, IndexManifestEntry, ManifestEntry
 from lakehouse.manifest.index_manifest import combine
 from lakehouse.manifest.merge import merge_manifests
@@ -86,6 +86,7 @@ class TableCommit:
 
             def changes(latest: Snapshot | None) -> Changes:
                 self._check_replaced(new_indexes, latest)
+                self._check_key_index(messages, latest)
                 if scope is None and not deletes:
                     return adds, new_indexes
                 live = live_entries(self.table, latest) if latest is not None else []
@@ -149,6 +150,21 @@ class TableCommit:
                 f"redo the write"
             )
 
+    def _check_key_index(self, messages: list[CommitMessage], latest: Snapshot | None) -> None:
+        """A cross-partition writer knew where each key lived as of its snapshot; data committed
+        since could hold keys it placed again elsewhere (a key in two partitions)."""
+        bases = [m.key_index_snapshot for m in messages if m.key_index_snapshot is not None]
+        if not bases or latest is None or latest.id <= min(bases):
+            return
+        since = range(min(bases) + 1, latest.id + 1)
+        changed = [i for i in since if self.table.snapshots.snapshot(i).commit_kind != CommitKind.COMPACT]
+        if changed:
+            raise CommitConflictError(
+                f"commit to table {self.table.name}: snapshots {changed} changed its data after this writer "
+                f"read where each primary key lives (a cross-partition upsert table takes one writer at a "
+                f"time); nothing was committed - redo the write"
+            )
+
     def abort(self, messages: list[CommitMessage]) -> None:
         """Delete the files written for messages that will not be committed."""
         self._delete(messages, [(m, m.new_files) for m in messages])
@@ -179,6 +195,12 @@ class TableCommit:
 
     def check_overwrite(self, overwrite: Overwrite) -> None:
         """Validate an overwrite argument before any data is written."""
+        if overwrite not in (None, False, True) and self.table.schema.cross_partition_update:
+            raise UnsupportedFeatureError(
+                f"table {self.table.name} moves primary keys between partitions (its key lacks partition "
+                f"keys), so a partition overwrite cannot tell which keys it replaces; overwrite the whole "
+                f"table with overwrite=True, or write the rows as upserts"
+            )
         if isinstance(overwrite, Mapping):
             partition_spec(self.table.schema, self.table.name, overwrite, "overwrite")
         elif overwrite not in (None, False, True, "dynamic"):

@@ -5,12 +5,16 @@ restricted to some partitions."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakehouse.errors import SchemaMismatchError
 from lakehouse.manifest import binary_row
+from lakehouse.manifest.entries import EMPTY_ROW
 from lakehouse.predicate import literal
 from lakehouse.schema import TableSchema
 
@@ -74,3 +78,37 @@ def in_partitions(
     specs = [partitions] if isinstance(partitions, Mapping) else list(partitions)
     keep = partition_filter(schema, table, specs, what)
     return [e for e in entries if keep(e.partition)]
+
+
+@dataclass(frozen=True)
+class RowPartitions:
+    """The partitions of a batch of rows: a dense id per row, then per partition its serialized
+    BinaryRow, its hash and its values (one row per partition, the partition columns)."""
+
+    ids: np.ndarray
+    partitions: list[bytes]
+    hashes: np.ndarray
+    values: pa.Table
+
+
+def row_partitions(data: pa.Table, schema: TableSchema) -> RowPartitions:
+    """Group the rows of ``data`` by partition, vectorized (dictionary codes per key column)."""
+    keys = list(schema.partition_keys)
+    n = data.num_rows
+    if not keys:
+        hashes = binary_row.encode_rows([], [], 1).hash_codes()
+        return RowPartitions(np.zeros(n, dtype=np.int64), [EMPTY_ROW], hashes, pa.table({}).take([]))
+    if len(keys) == 1:
+        encoded = pc.dictionary_encode(data.column(keys[0]).combine_chunks(), null_encoding="encode")
+        ids, values = np.asarray(encoded.indices, dtype=np.int64), pa.table({keys[0]: encoded.dictionary})
+    else:
+        codes = np.zeros(n, dtype=np.int64)
+        for k in keys:
+            encoded = pc.dictionary_encode(data.column(k).combine_chunks(), null_encoding="encode")
+            codes = codes * len(encoded.dictionary) + np.asarray(encoded.indices, dtype=np.int64)
+            _, codes = np.unique(codes, return_inverse=True)
+        _, first, ids = np.unique(codes, return_index=True, return_inverse=True)
+        values = data.select(keys).take(pa.array(first))
+    rows = binary_row.encode_rows([values.column(k).combine_chunks() for k in keys], schema.partition_types())
+    partitions = [binary_row.serialize(rows.row(i), len(keys)) for i in range(len(rows))]
+    return RowPartitions(ids.astype(np.int64), partitions, rows.hash_codes(), values)

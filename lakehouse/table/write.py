@@ -27,18 +27,20 @@ from lakehouse.fileindex import options as fileindex_options
 from lakehouse.fileindex.build import FileIndexBuilder
 from lakehouse.format import parquet
 from lakehouse.io.pool import map_parallel
-from lakehouse.manifest import binary_row, stats
-from lakehouse.manifest.entries import EMPTY_ROW, DataFileMeta, IndexFileMeta, IndexManifestEntry
+from lakehouse.manifest import stats
+from lakehouse.manifest.entries import DataFileMeta, IndexFileMeta, IndexManifestEntry
 from lakehouse.manifest.index_manifest import by_bucket
 from lakehouse.mergetree.compact import BucketCompactor
 from lakehouse.mergetree.engine import MergeEngine
 from lakehouse.options import parse_memory_size
 from lakehouse.paths import index_file_namer
 from lakehouse.schema import check_writable_keys
-from lakehouse.snapshot import CommitKind
+from lakehouse.snapshot import CommitKind, Snapshot
 from lakehouse.table.conform import INSERT, conform
+from lakehouse.table.cross_partition import KeyLocations
 from lakehouse.table.data_file import BucketWriter, FileLayout, file_metas
 from lakehouse.table.dynamic_buckets import DynamicBuckets
+from lakehouse.table.partitions import row_partitions
 
 if TYPE_CHECKING:
     from lakehouse.table.table import Table
@@ -56,6 +58,8 @@ class CommitMessage:
     ``new_index_files`` (hash index) go with the data, ``compact_index_files`` (deletion
     vectors) with the compaction; each replaces the bucket's previous file of its type, named in
     ``replaced_index_files``, and the commit fails if another commit replaced it first.
+    ``key_index_snapshot``: a cross-partition writer placed keys by the table as of that snapshot,
+    so the commit fails if other data was committed since (it could have placed the same keys).
     """
 
     partition: bytes
@@ -68,6 +72,7 @@ class CommitMessage:
     new_index_files: tuple[IndexFileMeta, ...] = ()
     compact_index_files: tuple[IndexFileMeta, ...] = ()
     replaced_index_files: tuple[IndexFileMeta, ...] = ()  # must still be live when committing
+    key_index_snapshot: int | None = None  # cross-partition: the snapshot its key index was read at
 
 
 class TableWrite:
@@ -116,6 +121,8 @@ class TableWrite:
         self._vector_files: dict[tuple[bytes, int], IndexManifestEntry] = {}
         self._hash_files: list[IndexManifestEntry] = []
         self._dynamic: DynamicBuckets | None = None
+        self._locations: KeyLocations | None = None
+        self._base: Snapshot | None = None
         self._writers: dict[tuple[bytes, int], BucketWriter] = {}
         self._done: list[BucketWriter] = []
         self._next_sequence: dict[tuple[bytes, int], int] | None = None
@@ -173,6 +180,9 @@ class TableWrite:
             for key in self._new_files:
                 self._compactors[key].compact(full=full)
         hashes = self._dynamic.write_changes(self._index_names) if self._dynamic is not None else {}
+        keys_at = None
+        if self._locations is not None and not self.ignore_previous_files:
+            keys_at = self._locations.snapshot_id
         messages = []
         for (part, bucket), c in self._compactors.items():
             vectors, old_vectors = self._changed_vectors(c)
@@ -189,6 +199,7 @@ class TableWrite:
                     new_index_files=(hash_file.new,) if hash_file else (),
                     compact_index_files=(vectors,) if vectors else (),
                     replaced_index_files=tuple(f for f in replaced if f is not None),
+                    key_index_snapshot=keys_at,
                 )
             )
         self._compactors, self._new_files, self._done = {}, {}, []
@@ -240,7 +251,12 @@ class TableWrite:
             data, kinds = self.engine.prepare(data, kinds)
             if data.num_rows == 0:
                 return
-        groups, locations = self._group_ids(data)
+        buckets = None
+        if self.schema.cross_partition_update:
+            data, kinds, buckets = self._key_locations().route(data, kinds)
+            if data.num_rows == 0:
+                return
+        groups, locations = self._group_ids(data, buckets)
         jobs = (
             self._run_jobs(data, kinds, groups, locations)
             if self.primary_key
@@ -284,46 +300,35 @@ class TableWrite:
             )
         return found
 
-    def _group_ids(self, data: pa.Table) -> tuple[np.ndarray, list[tuple[bytes, int]]]:
-        """A dense (partition, bucket) group id per row, and each group's partition and bucket."""
-        part_ids, partitions, partition_hashes = self._partitions(data)
-        if self.bucket_count > 0:
+    def _group_ids(
+        self, data: pa.Table, buckets: np.ndarray | None = None
+    ) -> tuple[np.ndarray, list[tuple[bytes, int]]]:
+        """A dense (partition, bucket) group id per row, and each group's partition and bucket
+        (``buckets``: already assigned, as cross-partition routing does)."""
+        parts = row_partitions(data, self.schema)
+        part_ids, partitions = parts.ids, parts.partitions
+        if buckets is None and self.bucket_count > 0:
             keys = [data.column(k) for k in self.schema.bucket_keys]
             buckets = fixed_buckets(keys, self.bucket_types, self.bucket_count)
-        elif self.primary_key:
-            buckets = self._dynamic_buckets().assign(data, part_ids, partitions, partition_hashes)
-        else:
+        elif buckets is None and self.primary_key:
+            buckets = self._dynamic_buckets().assign(data, part_ids, partitions, parts.hashes)
+        elif buckets is None:
             return part_ids, [(p, 0) for p in partitions]  # bucket-unaware append table
         combined = (part_ids << 32) | np.asarray(buckets, np.int64)
         unique, groups = np.unique(combined, return_inverse=True)
         return groups, [(partitions[int(u) >> 32], int(u) & 0xFFFFFFFF) for u in unique]
+
+    def _key_locations(self) -> KeyLocations:
+        if self._locations is None:
+            self._restore()
+            self._locations = KeyLocations(self.table, self._base)
+        return self._locations
 
     def _dynamic_buckets(self) -> DynamicBuckets:
         if self._dynamic is None:
             self._restore()
             self._dynamic = DynamicBuckets(self.table, self._hash_files)
         return self._dynamic
-
-    def _partitions(self, data: pa.Table) -> tuple[np.ndarray, list[bytes], np.ndarray]:
-        """A dense partition id per row, each partition's serialized BinaryRow and its hash."""
-        keys = self.schema.partition_keys
-        n = data.num_rows
-        if not keys:
-            return np.zeros(n, dtype=np.int64), [EMPTY_ROW], binary_row.encode_rows([], [], 1).hash_codes()
-        if len(keys) == 1:
-            encoded = pc.dictionary_encode(data.column(keys[0]).combine_chunks(), null_encoding="encode")
-            ids, values = np.asarray(encoded.indices, dtype=np.int64), [encoded.dictionary]
-        else:
-            codes = np.zeros(n, dtype=np.int64)
-            for k in keys:
-                encoded = pc.dictionary_encode(data.column(k).combine_chunks(), null_encoding="encode")
-                codes = codes * len(encoded.dictionary) + np.asarray(encoded.indices, dtype=np.int64)
-                _, codes = np.unique(codes, return_inverse=True)
-            _, first, ids = np.unique(codes, return_index=True, return_inverse=True)
-            values = [data.column(k).take(pa.array(first)) for k in keys]
-        rows = binary_row.encode_rows(values, self.partition_types)
-        partitions = [binary_row.serialize(rows.row(i), len(keys)) for i in range(len(rows))]
-        return ids.astype(np.int64), partitions, rows.hash_codes()
 
     # ---- jobs: one per (partition, bucket), run in worker threads --------------------------
 
@@ -382,7 +387,7 @@ class TableWrite:
             return
         self._next_sequence = {}
         if not self.ignore_previous_files:
-            latest = self.table.snapshots.latest()
+            latest = self._base = self.table.snapshots.latest()
             indexes = self.table.index_entries(latest)
             self._vector_files = by_bucket(indexes, DELETION_VECTORS)
             self._hash_files = [e for e in indexes if e.index_file.index_type == HASH_INDEX]
