@@ -3,11 +3,15 @@ of each engine (ignore-delete, remove-record-on-delete, retraction, sequence fie
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pyroaring import BitMap
 
 from lakehouse.errors import InvalidOptionError, SchemaMismatchError
+from lakehouse.types import DataField
 
 
 def _table(catalog, name, columns, options, key=("k",)):
@@ -349,3 +353,42 @@ def test_bad_engine_options(catalog, options):
     with pytest.raises(InvalidOptionError):
         t.set_options(options)
     assert t.schema.id == 0
+
+
+# ---- merge_map and nested_update: the vectorized merge against a one-row-at-a-time fold ---------
+
+_MAPS = st.one_of(st.none(), st.lists(st.tuples(st.sampled_from("abcd"), st.integers(0, 9)), max_size=3))
+_ENTRY = st.fixed_dictionaries({"id": st.integers(0, 3), "v": st.integers(0, 9)})
+_NESTED = st.one_of(st.none(), st.lists(_ENTRY, max_size=3))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    history=st.lists(st.tuples(st.integers(0, 3), _MAPS, _NESTED), min_size=1, max_size=12),
+    keyed=st.booleans(),
+)
+def test_collection_merges_equal_folding_each_key_in_order(history, keyed):
+    from lakehouse.mergetree import aggregate
+    from lakehouse.mergetree.groups import KeyGroups
+    from lakehouse.types import from_arrow
+
+    history = [(k, None if m is None else list(dict(m).items()), n) for k, m, n in history]
+    types = {"m": pa.map_(pa.string(), pa.int32()), "n": pa.list_(pa.struct([("id", INTS), ("v", INTS)]))}
+    data = pa.table(
+        {
+            "k": pa.array([h[0] for h in history], INTS),
+            "m": pa.array([h[1] for h in history], types["m"]),
+            "n": pa.array([h[2] for h in history], types["n"]),
+            "kind": pa.array([0] * len(history), pa.int8()),
+        }
+    )
+    groups = KeyGroups.of(data, ["k"], [], "kind")
+    rows, retract = np.ones(len(history), bool), np.zeros(len(history), bool)
+    functions = (("m", "merge_map", ()), ("n", "nested_update", ("id",) if keyed else ()))
+    for column, function, nested in functions:
+        field = DataField(0, column, from_arrow(types[column]))
+        agg = aggregate.FieldAgg(function, field, nested_key=nested)
+        fold = aggregate._map_fold if function == "merge_map" else aggregate._nested_fold
+        values = groups.column(column)
+        expected = aggregate._folded(fold)(agg, values, groups, rows, retract)
+        assert agg.reduce(values, groups, rows, retract).to_pylist() == expected.to_pylist()

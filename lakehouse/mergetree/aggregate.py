@@ -7,7 +7,7 @@ order; retract rows (-U/-D) subtract where the function supports it (``sum``, ``
 ``nested_update``) and are skipped under ``fields.<f>.ignore-retract``. Reductions run as Arrow
 hash aggregations or numpy ``reduceat``; only the functions whose values are opaque objects
 (roaring bitmaps, theta sketches) or whose retraction is order dependent (``collect``,
-``merge_map``, ``nested_update`` of a key that saw a retract) fold values in Python.
+``merge_map``, ``nested_update`` of rows that hold a retract) fold values in Python.
 
 ``count`` stores partial counts: the writer turns each input value into 1 (see
 :func:`prepare_input`), so merging any mix of raw and already merged rows is a sum.
@@ -323,6 +323,54 @@ def _map_fold(agg, items, retracts):
     return acc
 
 
+def _merge_map(agg, values, groups, rows, retract):
+    if retract[rows].any():
+        return _folded(_map_fold)(agg, values, groups, rows, retract)
+    return _merged_entries(values, groups, rows, lambda entries: [entries.field(0)])
+
+
+def _nested_update(agg, values, groups, rows, retract):
+    if retract[rows].any():
+        return _folded(_nested_fold)(agg, values, groups, rows, retract)
+    keys = agg.nested_key
+    identity = (lambda entries: [entries.field(k) for k in keys]) if keys else None
+    return _merged_entries(values, groups, rows, identity)
+
+
+def _merged_entries(
+    values: pa.Array, groups: KeyGroups, rows: np.ndarray, identity: Callable[[pa.Array], list] | None
+) -> pa.Array:
+    """Lists or maps of each key's rows merged into one: entries whose ``identity`` columns are
+    equal keep the last row's entry, in the place of their first appearance (no ``identity``:
+    all entries, concatenated). Keys whose rows are all null stay null; a key's only row is
+    taken as it is (Paimon merges values only when there are two)."""
+    keep = rows & _valid(values)
+    chosen = values.filter(pa.array(keep))
+    if pa.types.is_map(chosen.type):  # a map is a list of key-value structs
+        chosen = pa.ListArray.from_arrays(chosen.offsets, chosen.values)
+    entries = pc.list_flatten(chosen)
+    owner = groups.group_ids()[keep][np.asarray(pc.list_parent_indices(chosen))]
+    if identity is not None:
+        ids = {f"i{n}": column for n, column in enumerate(identity(entries))}
+        table = pa.table({"g": owner, "pos": np.arange(len(entries)), **ids})
+        merged = table.group_by(["g", *ids], use_threads=False).aggregate([("pos", "min"), ("pos", "max")])
+        merged = merged.sort_by("pos_min")
+        owner = merged.column("g").to_numpy()
+        entries = entries.take(merged.column("pos_max").combine_chunks())
+    offsets = np.zeros(groups.count + 1, np.int32)
+    np.cumsum(np.bincount(owner, minlength=groups.count), out=offsets[1:])
+    null = np.append(groups.last_where(keep) < 0, False)
+    offsets = pa.array(offsets, mask=null)
+    if pa.types.is_map(values.type):
+        merged = pa.MapArray.from_arrays(offsets, entries.field(0), entries.field(1), type=values.type)
+    else:
+        merged = pa.ListArray.from_arrays(offsets, entries, type=values.type)
+    single = np.add.reduceat(rows.astype(np.int64), groups.starts) == 1 if groups.count else np.zeros(0, bool)
+    if not single.any():
+        return merged
+    return pc.if_else(pa.array(single), take_or_null(values, groups.last_where(rows)), merged)
+
+
 def _nested_fold(agg, items, retracts):
     acc = None
     keys = agg.nested_key
@@ -360,8 +408,8 @@ _REDUCERS: dict[str, Callable] = {
     "first_non_null_value": _first_non_null,
     "listagg": _listagg,
     "collect": _collect,
-    "merge_map": _folded(_map_fold),
-    "nested_update": _folded(_nested_fold),
+    "merge_map": _merge_map,
+    "nested_update": _nested_update,
     "rbm32": _folded(_union_bitmaps(BitMap)),
     "rbm64": _folded(_union_bitmaps(BitMap64)),
     "theta_sketch": _folded(_theta_union),
