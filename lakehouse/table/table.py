@@ -237,6 +237,30 @@ class Table:
 
         return verify_file_indexes(self, snapshot_id)
 
+    def verify_deletion_vectors(self, snapshot_id: int | None = None):
+        """Check every deletion vector of a snapshot against its data file."""
+        from lakehouse.table.verify import verify_deletion_vectors
+
+        return verify_deletion_vectors(self, snapshot_id)
+
+    def verify_hash_index(self, snapshot_id: int | None = None):
+        """Check a dynamic-bucket table's HASH files against where each key's rows are."""
+        from lakehouse.table.verify import verify_hash_index
+
+        return verify_hash_index(self, snapshot_id)
+
+    def verify_primary_key(self, snapshot_id: int | None = None):
+        """Check that every primary key is visible once."""
+        from lakehouse.table.verify import verify_primary_key
+
+        return verify_primary_key(self, snapshot_id)
+
+    def lsm_shape(self, snapshot_id: int | None = None):
+        """Per bucket: files per level, sorted runs, size amplification, compaction due."""
+        from lakehouse.mergetree.shape import lsm_shape
+
+        return lsm_shape(self, snapshot_id)
+
     # ---- lifecycle -----------------------------------------------------------------------
 
     def expire_snapshots(
