@@ -4,8 +4,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export LAKEHOUSE_WAREHOUSE ?= $(CURDIR)/warehouse
+export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: demo test lint bench clean
+.PHONY: demo dev test lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -14,7 +15,11 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m lakehouse.demo
+	$(PY) -m assets.demo
+
+dev: $(STAMP)
+	mkdir -p $(DAGSTER_HOME)
+	$(VENV)/bin/dagster dev -w workspace.yaml
 
 test: $(STAMP)
 	$(PY) -m pytest
@@ -26,4 +31,4 @@ bench: $(STAMP)
 	$(PY) bench/core.py
 
 clean:
-	rm -rf $(VENV) warehouse .pytest_cache .ruff_cache
+	rm -rf $(VENV) warehouse .dagster_home .pytest_cache .ruff_cache

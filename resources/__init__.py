@@ -1,5 +1,6 @@
-"""Dagster resources of the lakehouse: the storage engine (and, with the Spark layer, PySpark)."""
+"""Dagster resources of the lakehouse: the storage engine and PySpark."""
 
 from resources.lakehouse import LakehouseResource, default_warehouse
+from resources.spark import SparkResource
 
-__all__ = ["LakehouseResource", "default_warehouse"]
+__all__ = ["LakehouseResource", "SparkResource", "default_warehouse"]

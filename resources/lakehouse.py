@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from dagster import ConfigurableResource
+from pydantic import Field
 
 from lakehouse import Catalog, Table
 
@@ -18,9 +19,10 @@ class LakehouseResource(ConfigurableResource):
     """A warehouse of Paimon tables (local path or ``file://``, ``s3://``, ``hdfs://`` URI)."""
 
     warehouse: str = default_warehouse()
+    catalog_options: dict[str, str] = Field(default_factory=dict)
 
     def catalog(self) -> Catalog:
-        return Catalog(self.warehouse)
+        return Catalog(self.warehouse, self.catalog_options or None)
 
     def table(self, identifier: str) -> Table:
         return self.catalog().get_table(identifier)

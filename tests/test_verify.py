@@ -25,7 +25,7 @@ def dynamic_dv_table(catalog):
 
 def test_healthy_tables_pass_every_check(catalog):
     t = dynamic_dv_table(catalog)
-    for report in (t.verify_deletion_vectors(), t.verify_hash_index(), t.verify_primary_key()):
+    for report in (t.verify_deletion_vectors(), t.verify_buckets(), t.verify_primary_key()):
         assert report.ok and report.problems == [] and report.files_checked > 0
 
 
@@ -55,7 +55,7 @@ def test_a_key_hash_in_the_wrong_bucket_is_found(catalog):
     b[0] = a[0]  # a key of the first bucket indexed in the second, in place of one of its own
     with open(t.paths.index_file(second.index_file.file_name), "wb") as f:
         f.write(hash_index.encode(b))
-    report = t.verify_hash_index()
+    report = t.verify_buckets()
     assert not report.ok
     assert any("not in its HASH file" in p for p in report.problems)
     assert any("two buckets" in p for p in report.problems)
@@ -73,6 +73,9 @@ def test_a_key_written_to_two_buckets_is_found(catalog, monkeypatch):
     report = t.verify_primary_key()
     assert not report.ok and "1 primary keys are visible more than once" in report.problems[0]
     assert "'order_id': 3" in report.problems[0]
+    placement = t.verify_buckets()
+    assert not placement.ok
+    assert "1 rows belong to other buckets, e.g. {'order_id': 3}" in placement.problems[0]
 
 
 def test_lsm_shape_follows_writes_and_compaction(catalog):

@@ -33,6 +33,7 @@ from lakehouse.table.table import Table
 from lakehouse.table.write import CommitMessage
 
 DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
+COMMIT_USER = "commit.user"  # write option: the snapshot's commitUser (default: a fresh UUID)
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class PaimonWriter(DataSourceArrowWriter):
         self.table = table
         self.overwrite = overwrite
         self.mode = overwrite_mode(table, options) if overwrite else None
+        self.commit_user = options.get(COMMIT_USER)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
         """Write this task's rows; on failure its files are deleted before the error surfaces."""
@@ -72,7 +74,7 @@ class PaimonWriter(DataSourceArrowWriter):
         """Commit every task's files as one snapshot, or delete them all if that is impossible."""
         tasks = [m for m in messages if m is not None]
         found = [m for t in tasks for m in t.messages]
-        committer = self.table.new_commit()
+        committer = self.table.new_commit(self.commit_user)
         try:
             check_one_writer_per_bucket(self.table, tasks)
             committer.commit(found, overwrite=self.mode)

@@ -243,11 +243,11 @@ class Table:
 
         return verify_deletion_vectors(self, snapshot_id)
 
-    def verify_hash_index(self, snapshot_id: int | None = None):
-        """Check a dynamic-bucket table's HASH files against where each key's rows are."""
-        from lakehouse.table.verify import verify_hash_index
+    def verify_buckets(self, snapshot_id: int | None = None):
+        """Check that every row is in its bucket (fixed: by hash; dynamic: by the HASH files)."""
+        from lakehouse.table.verify import verify_buckets
 
-        return verify_hash_index(self, snapshot_id)
+        return verify_buckets(self, snapshot_id)
 
     def verify_primary_key(self, snapshot_id: int | None = None):
         """Check that every primary key is visible once."""

@@ -3,8 +3,9 @@
 
 - deletion vectors: every vector belongs to a live data file of its bucket, its cardinality is
   the one the index manifest records, and it deletes only rows the file has;
-- hash index (dynamic buckets): every live key's hash is in the HASH file of the bucket its rows
-  are in, no hash sits in two buckets of a partition, and each file's row count is its size;
+- bucket placement: with fixed buckets every row is in the bucket its bucket key hashes to; with
+  dynamic buckets every live key's hash is in the HASH file of the bucket its rows are in, no
+  hash sits in two buckets of a partition, and each HASH file holds as many hashes as recorded;
 - primary key: no key is visible twice in a read of the table (across buckets and, for
   cross-partition tables, across partitions).
 
@@ -21,13 +22,15 @@ import pyarrow.compute as pc
 
 from lakehouse.bucket import hash_index
 from lakehouse.bucket.dynamic import key_hashes
+from lakehouse.bucket.fixed import fixed_buckets
 from lakehouse.deletionvectors.index_file import DELETION_VECTORS, read_all_vectors
 from lakehouse.errors import CorruptFileError
 from lakehouse.fileindex.maintenance import IndexReport
 from lakehouse.io.pool import map_parallel
-from lakehouse.manifest.entries import IndexManifestEntry
+from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
+from lakehouse.snapshot import Snapshot
 from lakehouse.table.partitions import partition_values
-from lakehouse.table.read import TableRead
+from lakehouse.table.read import TableRead, read_data_file
 from lakehouse.table.scan import Split
 
 if TYPE_CHECKING:
@@ -74,13 +77,47 @@ def verify_deletion_vectors(table: Table, snapshot_id: int | None = None) -> Ind
     return IndexReport(not problems, len(entries), problems)
 
 
-def verify_hash_index(table: Table, snapshot_id: int | None = None) -> IndexReport:
-    """Check the HASH files of a dynamic-bucket table against where each key's rows are."""
+def verify_buckets(table: Table, snapshot_id: int | None = None) -> IndexReport:
+    """Check that every row is in the bucket the table's bucket mode gives it."""
     schema = table.schema
     snapshot = table.snapshot(snapshot_id)
-    dynamic = bool(schema.primary_keys) and schema.core_options.bucket == -1
-    if snapshot is None or not dynamic or schema.cross_partition_update:
-        return IndexReport(True, 0)  # cross-partition tables keep no HASH files
+    if snapshot is None:
+        return IndexReport(True, 0)
+    if schema.core_options.bucket > 0:
+        return _verify_fixed_buckets(table, snapshot)
+    if schema.primary_keys and not schema.cross_partition_update:
+        return _verify_hash_index(table, snapshot)
+    return IndexReport(True, 0)  # unaware append tables and cross-partition tables (no HASH files)
+
+
+def _verify_fixed_buckets(table: Table, snapshot: Snapshot) -> IndexReport:
+    schema = table.schema
+    names = list(schema.bucket_keys)
+    types = [f.type for f in schema.fields_named(names)]
+    count = schema.core_options.bucket
+
+    def check(entry: ManifestEntry) -> list[str]:
+        meta = entry.file
+        if meta.row_count == 0:
+            return []
+        label = f"{table.bucket_path(entry.partition, entry.bucket)}/{meta.file_name}"
+        rows = read_data_file(table, table.bucket_path(entry.partition, entry.bucket), meta,
+                              schema.fields_named(names), [], None)  # fmt: skip
+        buckets = fixed_buckets([rows.column(n) for n in names], types, count)
+        wrong = np.flatnonzero(buckets != entry.bucket)
+        if len(wrong) == 0:
+            return []
+        row, bucket = rows.slice(int(wrong[0]), 1).to_pylist()[0], int(buckets[wrong[0]])
+        return [f"{label}: {len(wrong)} rows belong to other buckets, e.g. {row} to bucket {bucket}"]
+
+    entries = table.live_entries(snapshot)
+    problems = [p for found in map_parallel(check, entries) for p in found]
+    return IndexReport(not problems, len(entries), problems)
+
+
+def _verify_hash_index(table: Table, snapshot: Snapshot) -> IndexReport:
+    """The HASH files of a dynamic-bucket table against where each key's rows are."""
+    schema = table.schema
     hash_files = {
         (e.partition, e.bucket): e.index_file
         for e in table.index_entries(snapshot)

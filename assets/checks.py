@@ -1,0 +1,68 @@
+"""Asset checks: after every write, the table's indexes and keys are proven against its data.
+
+- ``indexes_match_data`` (indexed tables): file indexes (bloom filters without false negatives,
+  bitmap and bit-slice row sets equal to the data), deletion vectors within their files, and
+  every row in its bucket (the dynamic-bucket hash index consistent with where each key's rows
+  are);
+- ``primary_key_unique`` (primary-key tables): no key visible twice.
+
+A failing check carries its problems as metadata; a blocking one stops downstream assets.
+"""
+
+
+from dagster import AssetCheckResult, AssetChecksDefinition, AssetCheckSeverity, MetadataValue, asset_check
+
+from assets.spec import TableSpec
+from lakehouse.fileindex.maintenance import IndexReport
+from resources import LakehouseResource
+
+_PROBLEMS_SHOWN = 50
+
+
+def _result(reports: dict[str, IndexReport]) -> AssetCheckResult:
+    problems = [f"{name}: {p}" for name, report in reports.items() for p in report.problems]
+    metadata = {f"{name}_checked": MetadataValue.int(r.files_checked) for name, r in reports.items()}
+    metadata["problems"] = MetadataValue.json(problems[:_PROBLEMS_SHOWN])
+    metadata["problem_count"] = MetadataValue.int(len(problems))
+    return AssetCheckResult(passed=not problems, severity=AssetCheckSeverity.ERROR, metadata=metadata)
+
+
+def index_check(spec: TableSpec) -> AssetChecksDefinition:
+    @asset_check(
+        asset=spec.key,
+        name="indexes_match_data",
+        blocking=spec.blocking_checks,
+        description="File indexes, deletion vectors and the bucket index agree with the data",
+    )
+    def _check(lakehouse: LakehouseResource) -> AssetCheckResult:
+        table = lakehouse.table(spec.name)
+        return _result(
+            {
+                "file_indexes": table.verify_file_indexes(),
+                "deletion_vectors": table.verify_deletion_vectors(),
+                "buckets": table.verify_buckets(),
+            }
+        )
+
+    return _check
+
+
+def primary_key_check(spec: TableSpec) -> AssetChecksDefinition:
+    @asset_check(
+        asset=spec.key,
+        name="primary_key_unique",
+        blocking=spec.blocking_checks,
+        description="Every primary key is visible once",
+    )
+    def _check(lakehouse: LakehouseResource) -> AssetCheckResult:
+        return _result({"primary_key": lakehouse.table(spec.name).verify_primary_key()})
+
+    return _check
+
+
+def table_checks(spec: TableSpec) -> list[AssetChecksDefinition]:
+    """The checks a table gets from its spec."""
+    return [
+        *([index_check(spec)] if spec.index_checks else []),
+        *([primary_key_check(spec)] if spec.primary_keys else []),
+    ]

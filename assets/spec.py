@@ -1,0 +1,81 @@
+"""A Paimon table declared once: its schema, keys, options, upstream tables and the PySpark
+transformation that fills it. :mod:`assets.factory` turns specs into assets, checks and sensors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+import pyarrow as pa
+from dagster import AssetKey
+
+from lakehouse import Catalog, Table
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+PARTITION_COLUMN = "dt"  # daily partitions of the assets map to this table partition
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a transformation gets: the Spark session, the run's day (None when unpartitioned)
+    and its upstream tables as DataFrames, read through the ``paimon`` data source."""
+
+    spark: SparkSession
+    day: str | None
+    warehouse: str
+
+    def read(self, table: str) -> DataFrame:
+        """An upstream table, only the run's ``dt`` partition when the run has a day."""
+        df = self.spark.read.format("paimon").option("warehouse", self.warehouse).load(table)
+        return df if self.day is None else df.where(df[PARTITION_COLUMN] == self.day)
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One table of the lakehouse and how a materialization writes it.
+
+    ``write``: ``"upsert"`` appends rows (upserts on primary-key tables), ``"overwrite"``
+    replaces the run's partitions (dynamic partition overwrite), which makes reruns idempotent
+    for tables whose merge engine accumulates (aggregation).
+    """
+
+    name: str  # "db.table"
+    schema: pa.Schema
+    transform: Callable[[Inputs], DataFrame]
+    primary_keys: tuple[str, ...] = ()
+    partition_keys: tuple[str, ...] = (PARTITION_COLUMN,)
+    options: Mapping[str, str] = field(default_factory=dict)
+    upstream: tuple[str, ...] = ()
+    write: Literal["upsert", "overwrite"] = "upsert"
+    description: str = ""
+    index_checks: bool = False  # verify file indexes, deletion vectors, hash index after writes
+    blocking_checks: bool = False  # a failed check stops downstream materializations
+
+    @property
+    def key(self) -> AssetKey:
+        return asset_key(self.name)
+
+    @property
+    def daily(self) -> bool:
+        return PARTITION_COLUMN in self.partition_keys
+
+    def ensure(self, catalog: Catalog) -> Table:
+        """The table, created as declared on first use."""
+        database = self.name.split(".")[0]
+        catalog.create_database(database, ignore_if_exists=True)
+        return catalog.create_table(
+            self.name,
+            schema=self.schema,
+            primary_keys=list(self.primary_keys),
+            partition_keys=list(self.partition_keys),
+            options=dict(self.options),
+            ignore_if_exists=True,
+        )
+
+
+def asset_key(table: str) -> AssetKey:
+    """``db.table`` -> the asset key ``["db", "table"]``."""
+    return AssetKey(table.split("."))

@@ -1,0 +1,218 @@
+"""The Dagster layer end to end, in-process on a temp warehouse with the shared SparkSession: the
+definitions load, the example graph materializes with its metadata and checks, reruns are
+idempotent, sensors react to foreign snapshots and LSM pressure, and injected corruption makes
+the right check fail."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+import pytest
+from dagster import DagsterInstance, SensorResult, SkipReason, build_sensor_context, materialize
+
+from assets.checks import index_check
+from assets.definitions import PIPELINE, defs
+from assets.maintenance import compact_job
+from assets.orders import TABLES, order_events
+from lakehouse import Catalog
+from lakehouse.bucket import hash_index
+from lakehouse.fileindex import bitmap, format
+from lakehouse.types import parse_type
+from resources import LakehouseResource, SparkResource
+
+pytestmark = pytest.mark.spark
+
+DAYS = ["2024-01-01", "2024-01-02"]
+SPECS = {s.name: s for s in TABLES}
+
+
+def resources(warehouse: str) -> dict:
+    return {"lakehouse": LakehouseResource(warehouse=warehouse), "spark": SparkResource()}
+
+
+def run_day(warehouse: str, day: str):
+    return materialize([*defs.assets, *defs.asset_checks], resources=resources(warehouse), partition_key=day)
+
+
+@pytest.fixture(scope="module")
+def lakehouse(spark, tmp_path_factory) -> tuple[str, dict]:
+    """The example graph materialized for two days; the warehouse and each day's run result."""
+    warehouse = str(tmp_path_factory.mktemp("lakehouse") / "warehouse")
+    return warehouse, {day: run_day(warehouse, day) for day in DAYS}
+
+
+@pytest.fixture
+def copy(lakehouse, tmp_path) -> str:
+    """A private copy of the materialized warehouse, to change or corrupt."""
+    target = tmp_path / "warehouse"
+    shutil.copytree(lakehouse[0], target)
+    return str(target)
+
+
+def test_definitions_load():
+    repo = defs.get_repository_def()
+    jobs = {j.name for j in repo.get_all_jobs()}
+    assert {PIPELINE, "compact_job", "rewrite_index_job", "expire_job"} <= jobs
+    assert {s.name for s in repo.sensor_defs} == {
+        "compaction_sensor", "ods_orders_snapshots", "dwd_orders_snapshots", "dws_user_daily_snapshots",
+        "dws_order_wide_snapshots",
+    }  # fmt: skip
+    assert {s.name for s in repo.schedule_defs} == {f"{PIPELINE}_schedule", "nightly_expiration"}
+    checks = {(k.asset_key.to_user_string(), k.name) for c in defs.asset_checks for k in c.check_keys}
+    assert ("dwd/orders", "indexes_match_data") in checks
+    assert ("dws/user_daily", "primary_key_unique") in checks
+    assert set(defs.resources) == {"lakehouse", "spark"}
+
+
+def test_the_graph_materializes_with_metadata_and_passing_checks(lakehouse):
+    warehouse, runs = lakehouse
+    for run in runs.values():
+        assert run.success
+        assert all(c.passed for c in run.get_asset_check_evaluations())
+        metadata = {m.asset_key.to_user_string(): m.metadata for m in _materializations(run)}
+        assert set(metadata) == {"ods/orders", "dwd/orders", "dws/user_daily", "dws/order_wide"}
+        for values in metadata.values():
+            assert {"snapshot_id", "rows_written", "total_rows", "data_files", "bytes"} <= set(values)
+    catalog = Catalog(warehouse)
+    events = [order_events(day) for day in DAYS]
+    assert catalog.get_table("ods.orders").read().num_rows == sum(e.num_rows for e in events)
+    # dwd: every order once, in the state of its last event; cancelled orders deleted
+    expected = {}
+    for e in events:
+        for row in e.to_pylist():
+            expected[row["order_id"]] = row
+    live = {k: r for k, r in expected.items() if r["event_type"] != "cancel"}
+    dwd = catalog.get_table("dwd.orders").read().to_pylist()
+    assert {r["order_id"]: (r["status"], r["price"]) for r in dwd} == {
+        k: (r["status"], r["price"]) for k, r in live.items()
+    }
+    # dws.user_daily: the aggregation engine summed one row per order
+    counts, sums = Counter(), Counter()
+    for r in live.values():
+        counts[(r["user_id"], r["dt"])] += 1
+        sums[(r["user_id"], r["dt"])] += r["price"]
+    daily = catalog.get_table("dws.user_daily").read().to_pylist()
+    assert {(r["user_id"], r["dt"]): (r["order_count"], r["total_amount"]) for r in daily} == {
+        k: (counts[k], sums[k]) for k in counts
+    }
+    # dws.order_wide: both streams joined per order by partial update
+    wide = {r["order_id"]: r for r in catalog.get_table("dws.order_wide").read().to_pylist()}
+    assert set(wide) == set(live)
+    paid = {r["order_id"]: r for e in events for r in e.to_pylist() if r["event_type"] == "pay"}
+    for order_id, row in wide.items():
+        assert row["status"] == live[order_id]["status"]
+        assert (row["pay_method"], row["amount_paid"]) == (
+            (paid[order_id]["pay_method"], paid[order_id]["price"]) if order_id in paid else (None, None)
+        )
+
+
+def test_rerunning_a_day_is_idempotent(copy):
+    catalog = Catalog(copy)
+    before = {s: _sorted(catalog.get_table(s).read()) for s in SPECS}
+    assert run_day(copy, DAYS[0]).success
+    assert {s: _sorted(catalog.get_table(s).read()) for s in SPECS} == before
+
+
+def test_snapshot_sensor_reacts_to_foreign_commits_once(copy):
+    sensor = next(s for s in defs.sensors if s.name == "ods_orders_snapshots")
+    table = Catalog(copy).get_table("ods.orders")
+    latest = table.latest_snapshot_id()
+    engine = {"lakehouse": LakehouseResource(warehouse=copy)}
+    context = build_sensor_context(cursor=str(latest), resources=engine)
+    assert isinstance(sensor(context), SkipReason)  # Dagster's own snapshots are not news
+    foreign = table.write(order_events(DAYS[1]).slice(0, 5))  # e.g. another Spark job or pypaimon
+    result = sensor(context)
+    assert isinstance(result, SensorResult) and result.cursor == str(foreign)
+    assert [r.run_key for r in result.run_requests] == [f"ods.orders:{foreign}:{DAYS[1]}"]
+    assert result.run_requests[0].partition_key == DAYS[1]
+    (observation,) = result.asset_events
+    assert observation.metadata["snapshot_id"].value == foreign
+    assert observation.metadata["rows_changed"].value == 5
+
+
+def test_compaction_sensor_requests_exactly_the_partitions_over_threshold(copy):
+    sensor = next(s for s in defs.sensors if s.name == "compaction_sensor")
+    context = build_sensor_context(resources={"lakehouse": LakehouseResource(warehouse=copy)})
+    assert isinstance(sensor(context), SkipReason)  # one sorted run per bucket so far
+    wide = Catalog(copy).get_table("dws.order_wide")
+    rows = wide.read().filter(np.asarray(wide.read().column("dt")) == DAYS[0])
+    for _ in range(2):  # two more sorted runs in every bucket of the first day (write-only table)
+        wide.write(rows)
+    (request,) = sensor(context)
+    config = request.run_config["ops"]["compact_table"]["config"]
+    assert config == {"table": "dws.order_wide", "partitions": [{"dt": DAYS[0]}], "full": False}
+    with DagsterInstance.ephemeral() as instance:
+        done = compact_job.execute_in_process(run_config=request.run_config, instance=instance,
+                                              resources=resources(copy))  # fmt: skip
+    assert done.success
+    assert isinstance(sensor(context), SkipReason)
+    assert not any(s.needs_compaction for s in wide.refresh().lsm_shape())
+
+
+# ---- injected corruption: the index check of dwd.orders fails, naming the problem ---------------
+
+
+def _index_container(table, nth: int = 0) -> tuple[Path, dict]:
+    entry = table.live_entries()[nth]
+    directory = Path(table.paths.root) / table.bucket_path(entry.partition, entry.bucket)
+    path = directory / entry.file.extra_files[0]
+    return path, format.read(path.read_bytes())
+
+
+def _check(copy: str):
+    result = index_check(SPECS["dwd.orders"])(lakehouse=LakehouseResource(warehouse=copy))
+    return result.passed, result.metadata["problems"].value
+
+
+def test_a_zeroed_bloom_filter_fails_the_index_check(copy):
+    assert _check(copy)[0]
+    path, container = _index_container(Catalog(copy).get_table("dwd.orders"))
+    stored = container["user_id"]["bloom-filter"]
+    container["user_id"]["bloom-filter"] = stored[:4] + bytes(len(stored) - 4)  # keep the hash count
+    path.write_bytes(format.write(container))
+    passed, problems = _check(copy)
+    assert not passed and any("bloom" in p and "user_id" in p for p in problems)
+
+
+def test_an_edited_bitmap_fails_the_index_check(copy):
+    table = Catalog(copy).get_table("dwd.orders")
+    path, container = _index_container(table, 1)
+    import pyarrow.parquet as pq
+
+    statuses = pq.ParquetFile(str(path).removesuffix(".index")).read(columns=["status"]).column("status")
+    edited = statuses.to_pylist()
+    edited[0] = "CANCELLED"
+    container["status"]["bitmap"] = bitmap.build(__import__("pyarrow").array(edited), parse_type("STRING"))
+    path.write_bytes(format.write(container))
+    passed, problems = _check(copy)
+    assert not passed and any("bitmap" in p and "status" in p for p in problems)
+
+
+def test_a_key_in_the_wrong_bucket_fails_the_index_check(copy):
+    table = Catalog(copy).get_table("dwd.orders")
+    first, second = [e for e in table.index_entries() if e.index_file.index_type == hash_index.HASH_INDEX][:2]
+    a, b = (hash_index.read(table.io, table.paths, e.index_file) for e in (first, second))
+    a[0], b[0] = b[0], a[0]  # each bucket's index now claims a key of the other
+    for entry, hashes in ((first, a), (second, b)):
+        Path(table.paths.index_file(entry.index_file.file_name)).write_bytes(hash_index.encode(hashes))
+    passed, problems = _check(copy)
+    assert not passed and any("not in its HASH file" in p for p in problems)
+
+
+def _materializations(run):
+    return [e.event_specific_data.materialization for e in run.get_asset_materialization_events()]
+
+
+def _sorted(table) -> list[dict]:
+    rows = table.to_pylist()
+    return sorted(rows, key=lambda r: tuple(str(v) for v in r.values()))
+
+
+def test_generator_is_deterministic():
+    assert order_events(DAYS[0]).equals(order_events(DAYS[0]))
+    assert order_events(DAYS[0]).column("price").type.scale == 2
+    assert all(isinstance(v, Decimal) for v in order_events(DAYS[0]).column("price").to_pylist()[:3])
