@@ -195,7 +195,7 @@ class _Accumulator:
         pieces, seqs, kinds = zip(*self._pending, strict=True)
         self._pending, self._pending_bytes = [], 0
         piece = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
-        lo, hi = (v.as_py() for v in pc.min_max(pa.chunked_array(seqs)).values())
+        lo, hi = (v.as_py() for v in pc.min_max(_chunked(seqs)).values())
         self.min_seq = lo if self.rows == 0 else min(self.min_seq, lo)
         self.max_seq = hi if self.rows == 0 else max(self.max_seq, hi)
         self.rows += piece.num_rows
@@ -210,7 +210,7 @@ class _Accumulator:
         if self.first_key is None:
             self.first_key = [c[0].as_py() for c in ends]
         self.last_key = [c[-1].as_py() for c in ends]
-        all_kinds = pa.chunked_array(kinds).to_numpy()
+        all_kinds = _chunked(kinds).to_numpy()
         self.deletes += int(np.isin(all_kinds, RETRACT_KINDS).sum())
 
     def file_index(self) -> bytes | None:
@@ -276,3 +276,10 @@ def file_metas(layout: FileLayout, files: list[WrittenFile]) -> list[DataFileMet
         )
         for i, f in enumerate(files)
     ]
+
+
+def _chunked(parts: tuple[pa.Array | pa.ChunkedArray, ...]) -> pa.ChunkedArray:
+    """Arrays and chunked arrays as one chunked array, without converting values (``pa.chunked_array``
+    would turn a chunked array into Python objects, value by value)."""
+    chunks = [c for p in parts for c in (p.chunks if isinstance(p, pa.ChunkedArray) else [p])]
+    return pa.chunked_array(chunks, type=parts[0].type)
