@@ -4,34 +4,39 @@
   insert and four commits upserting 10% of the keys: five sorted runs per bucket. Our full read
   against pypaimon with its native add-on reading the same table, and against a raw
   ``pyarrow.parquet`` read of the same data files (no merge);
-- full compaction of that table against a raw read + sort by key + write of the same files
-  (same Parquet settings as the table's data files);
+- full compaction of that table (best of --repeat, each on a fresh copy) against a raw pyarrow
+  read + sort + latest row per key + write of each bucket's files (same threads, same rows out,
+  same Parquet settings);
 - merge-on-write: the same history into a ``deletion-vectors.enabled`` table (each write compacts
   with lookups and deletion vectors); its read against a raw read of its live data files;
 - dynamic buckets: the same history into a ``bucket = -1`` table, write time against bucket 4;
   and the assigner alone on 10,000,000 distinct keys: keys/s and bytes held per key.
 
-    .venv/bin/python bench/lsm.py [--rows N] [--keys N] [--only compaction]
+    .venv/bin/python bench/lsm.py [--rows N] [--keys N] [--repeat N] [--only compaction]
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from core import PyPaimon, best_of, orders, timed, upserts
 from hash_index import TARGET_ROW_NUM, assign_all, hashed_batches
 
 from lakehouse import Catalog
 from lakehouse.bucket.dynamic import DynamicBucketOptions, HashBucketAssigner
-from lakehouse.format.parquet import ParquetOptions
+from lakehouse.format import parquet
+from lakehouse.io.pool import map_parallel
 
 KEY = ["order_id", "dt"]
+KEY_COLUMN = parquet.KEY_PREFIX + "order_id"  # dt is the partition: the key within a bucket
 
 
 def create(catalog: Catalog, name: str, schema: pa.Schema, options: dict[str, str]):
@@ -46,30 +51,62 @@ def history(table, data: pa.Table, rounds: list[pa.Table]) -> float:
     return time.perf_counter() - start
 
 
-def data_files(table) -> list[str]:
-    paths = table.paths
-    return [
-        paths.data_file(table.bucket_path(e.partition, e.bucket), e.file.file_name)
-        for e in table.live_entries()
-    ]
-
-
 def raw_read(paths: list[str]) -> pa.Table:
     return pa.concat_tables([pq.ParquetFile(p).read() for p in paths])
 
 
-def raw_compact(paths: list[str], out: Path) -> None:
-    """What a full compaction must at least do: read every file, sort by key, write the rows
-    (with the Parquet settings of the table's data files: zstd level 1, dictionaries for strings)."""
-    rows = raw_read(paths).sort_by([("order_id", "ascending"), ("dt", "ascending")])
-    pq.write_table(rows, out, **ParquetOptions().writer_kwargs(rows.schema))
+def bucket_files(table) -> list[list[str]]:
+    """The data files of each (partition, bucket)."""
+    buckets: dict[tuple[bytes, int], list[str]] = {}
+    for e in table.live_entries():
+        path = table.paths.data_file(table.bucket_path(e.partition, e.bucket), e.file.file_name)
+        buckets.setdefault((e.partition, e.bucket), []).append(path)
+    return list(buckets.values())
+
+
+def data_files(table) -> list[str]:
+    return [path for bucket in bucket_files(table) for path in bucket]
+
+
+def raw_compact(buckets: list[list[str]], out: Path) -> int:
+    """What a full compaction must at least do, with pyarrow alone and on the same threads as the
+    engine (one per core, a bucket each): read a bucket's files, sort by key and sequence number,
+    keep every key's latest row (the rows the compaction writes) and write them as one file (the
+    engine rolls at 128 MB, more than a bucket holds) with the Parquet settings of the table's
+    data files: zstd level 1, dictionaries for strings. Returns the rows written."""
+
+    def one(job: tuple[int, list[str]]) -> int:
+        i, paths = job
+        rows = raw_read(paths).sort_by([(KEY_COLUMN, "ascending"), (parquet.SEQUENCE_NUMBER, "ascending")])
+        keys = rows.column(KEY_COLUMN).combine_chunks()
+        latest = np.append(np.asarray(pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1))), True)
+        rows = rows.filter(pa.array(latest))
+        pq.write_table(rows, out / f"{i}.parquet", **parquet.ParquetOptions().writer_kwargs(rows.schema))
+        return rows.num_rows
+
+    out.mkdir(exist_ok=True)
+    return sum(map_parallel(one, list(enumerate(buckets))))
+
+
+def full_compactions(warehouse: Path, repeat: int, rows: int) -> float:
+    """Best of ``repeat`` full compactions of ``bench.mor``, each of a fresh copy (copy not timed)."""
+    times = []
+    for i in range(repeat):
+        copy = warehouse.with_name(f"compacted-{i}")
+        shutil.copytree(warehouse, copy)
+        table = Catalog(str(copy)).get_table("bench.mor")
+        seconds, _ = timed(lambda table=table: table.compact(full=True))
+        assert table.read().num_rows == rows
+        times.append(seconds)
+        shutil.rmtree(copy)
+    return min(times)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--keys", type=int, default=10_000_000, help="keys for the assigner alone")
-    parser.add_argument("--repeat", type=int, default=3, help="best of N for reads")
+    parser.add_argument("--repeat", type=int, default=3, help="best of N for reads and compactions")
     parser.add_argument(
         "--only", choices=["compaction"], help="only build the merge-on-read table and time its compaction"
     )
@@ -103,9 +140,12 @@ def main() -> None:
             results["mor: raw parquet read"], _ = best_of(lambda: raw_read(paths), args.repeat)
             assert ours.num_rows == theirs.num_rows == args.rows, (ours.num_rows, theirs.num_rows)
 
-        results["raw read+sort+write"], _ = best_of(lambda: raw_compact(paths, tmp / "raw.parquet"), 1)
-        results["full compaction"], _ = timed(lambda: mor.compact(full=True))
-        assert mor.read().num_rows == args.rows
+        buckets = bucket_files(mor)
+        results["raw read+sort+write"], written = best_of(
+            lambda: raw_compact(buckets, tmp / "raw"), args.repeat
+        )
+        assert written == args.rows, written
+        results["full compaction"] = full_compactions(tmp / "wh", args.repeat, args.rows)
         if not args.only:
             others(args, catalog, schema, data, rounds, native, results)
     if not args.only:
