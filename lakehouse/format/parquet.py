@@ -129,8 +129,11 @@ class ParquetFileWriter:
         self._io = io
         self._ctx = io.open_output(path)
         self._sink = self._ctx.__enter__()
+        self._footer: list[pq.FileMetaData] = []
         try:
-            self._writer = pq.ParquetWriter(self._sink, schema, **options.writer_kwargs(schema))
+            self._writer = pq.ParquetWriter(
+                self._sink, schema, metadata_collector=self._footer, **options.writer_kwargs(schema)
+            )
         except BaseException:
             self._ctx.__exit__(None, None, None)
             raise
@@ -151,6 +154,11 @@ class ParquetFileWriter:
     def bytes_written(self) -> int:
         self._wait()
         return self._sink.tell()
+
+    @property
+    def metadata(self) -> pq.FileMetaData:
+        """The footer of the closed file: row groups and the column statistics computed while encoding."""
+        return self._footer[0]
 
     def close(self) -> int:
         """Finish the file and return its size."""

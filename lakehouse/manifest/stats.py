@@ -1,4 +1,4 @@
-"""Column statistics of data files: collection from Arrow, Paimon's stats modes, SimpleStats bytes.
+"""Column statistics of data files: read from Parquet footers, Paimon's stats modes, SimpleStats bytes.
 
 Modes (``metadata.stats-mode``, per column ``fields.<col>.stats-mode``): ``none``, ``counts``
 (null count only), ``full``, ``truncate(N)`` (strings and binaries cut to N code points/bytes; a
@@ -11,16 +11,26 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
-import pyarrow as pa
-import pyarrow.compute as pc
+from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from lakehouse.errors import InvalidOptionError
 from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import SimpleStats
 from lakehouse.options import CoreOptions
 from lakehouse.predicate import ColumnStats
-from lakehouse.types import BINARY_ROOTS, STRING_ROOTS, AtomicType, DataField, DataType
+from lakehouse.types import (
+    BINARY_ROOTS,
+    STRING_ROOTS,
+    TIMESTAMP_ROOTS,
+    AtomicType,
+    DataField,
+    DataType,
+    timestamp_unit,
+)
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 _TRUNCATE = re.compile(r"^truncate\((\d+)\)$")
 KEY_STATS_MODE = "truncate(128)"  # system and key columns (StatsCollectorFactories)
@@ -53,28 +63,56 @@ def value_modes(fields: list[DataField], options: CoreOptions) -> list[StatsMode
     ]
 
 
-def collect(table: pa.Table, fields: list[DataField], modes: list[StatsMode]) -> list[ColumnStats]:
-    """Stats of ``fields`` (columns of ``table`` by name) under their modes, vectorized per column."""
-    return [_column_stats(table.column(f.name), f.type, m) for f, m in zip(fields, modes, strict=True)]
+def from_parquet(
+    metadata: pq.FileMetaData, fields: list[DataField], modes: list[StatsMode]
+) -> list[ColumnStats]:
+    """Stats of ``fields`` (top-level columns by name) under their modes, from the min/max and
+    null counts the Parquet writer computed while encoding (``ParquetSimpleStatsExtractor``),
+    folded over the file's row groups: no pass over the rows of their own."""
+    rows = metadata.num_rows
+    groups = [metadata.row_group(i) for i in range(metadata.num_row_groups)]
+    where = {groups[0].column(j).path_in_schema: j for j in range(metadata.num_columns)} if groups else {}
+    return [
+        _footer_stats([g.column(where[f.name]).statistics for g in groups], f.type, m, rows)
+        if has_stats(f.type, m) and f.name in where
+        else ColumnStats(None, None, None, rows)
+        for f, m in zip(fields, modes, strict=True)
+    ]
 
 
-def _column_stats(column: pa.ChunkedArray, dtype: DataType, mode: StatsMode) -> ColumnStats:
-    rows = len(column)
-    if not has_stats(dtype, mode):
+def _footer_stats(
+    groups: list[pq.Statistics | None], dtype: DataType, mode: StatsMode, rows: int
+) -> ColumnStats:
+    if any(s is None or not s.has_null_count for s in groups):
         return ColumnStats(None, None, None, rows)
-    nulls = column.null_count
+    nulls = sum(s.null_count for s in groups)
     if mode.kind == "counts" or nulls == rows:
         return ColumnStats(None, None, nulls, rows)
-    physical = binary_row.physical_array(column.combine_chunks(), dtype)
-    mm = pc.min_max(physical)
-    lo, hi = mm["min"].as_py(), mm["max"].as_py()
-    if dtype.root in ("FLOAT", "DOUBLE") and (lo is None or hi is None or lo > hi):
-        return ColumnStats(None, None, nulls, rows)  # only NaNs: no usable bounds
+    bounded = [s for s in groups if s.has_min_max]
+    # values without bounds: NaNs only (which bounds skip), or bounds the writer found too long
+    unknown = any(s.num_values and not s.has_min_max for s in groups)
+    if not bounded or (unknown and dtype.root not in ("FLOAT", "DOUBLE")):
+        return ColumnStats(None, None, nulls, rows)
+    lo = _physical(min(s.min_raw for s in bounded), dtype)
+    hi = _physical(max(s.max_raw for s in bounded), dtype)
     if mode.kind == "truncate" and dtype.root in STRING_ROOTS + BINARY_ROOTS:
         lo, hi = truncate_min(lo, mode.length), truncate_max(hi, mode.length)
         if hi is None:
             return ColumnStats(None, None, nulls, rows)
     return ColumnStats(lo, hi, nulls, rows)
+
+
+def _physical(raw: object, dtype: DataType) -> object:
+    """A Parquet footer bound (physical Parquet value) as the physical value Paimon's stats hold."""
+    root = dtype.root
+    if root in STRING_ROOTS:
+        return raw.decode()
+    if root == "DECIMAL":
+        unscaled = raw if isinstance(raw, int) else int.from_bytes(raw, "big", signed=True)
+        return Decimal(unscaled).scaleb(-dtype.scale)
+    if root in TIMESTAMP_ROOTS and timestamp_unit(dtype.precision) == "s":
+        return raw // 1000  # Parquet has no seconds: Arrow writes them as millis
+    return raw
 
 
 def truncate_min(value: str | bytes, length: int) -> str | bytes:
@@ -143,25 +181,3 @@ def decode(
         ColumnStats(a, b, counts[p] if p < len(counts) else None, row_count)
         for p, a, b in zip(positions, lo, hi, strict=True)
     ]
-
-
-def merge(a: ColumnStats | None, b: ColumnStats) -> ColumnStats:
-    """Stats of the concatenation of two slices of one column."""
-    if a is None:
-        return b
-    rows = a.row_count + b.row_count
-    if a.null_count is None or b.null_count is None:
-        return ColumnStats(None, None, None, rows)
-    nulls = a.null_count + b.null_count
-
-    def bound(x, y, pick):
-        x_has, y_has = a.null_count < a.row_count, b.null_count < b.row_count
-        if (x_has and x is None) or (y_has and y is None):
-            return None  # a slice with values but no bound (counts mode, NaNs, failed truncation)
-        if not x_has:
-            return y
-        if not y_has:
-            return x
-        return pick(x, y)
-
-    return ColumnStats(bound(a.min, b.min, min), bound(a.max, b.max, max), nulls, rows)

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from lakehouse.table.table import Table
 
 BATCH_ROWS = 64 * 1024  # rows read per run and step of a streaming merge
+ROW_GROUP_BYTES = 64 << 20  # merged rows gathered into one write (one Parquet row group)
 
 
 @dataclass
@@ -228,15 +229,9 @@ class CompactTask:
             source=FileSource.COMPACT,
         )
         try:
-            for section in candidate:
-                for merged in merge_runs([self._read_run(run) for run in section], bucket.engine):
-                    if self.lookup is not None:
-                        merged = self.lookup.resolve(merged)
-                    if self.drop_delete:
-                        merged = drop_retracts(merged)
-                    if merged.num_rows:
-                        seq, kinds = merged.column(parquet.SEQUENCE_NUMBER), merged.column(parquet.VALUE_KIND)
-                        writer.write(bucket.layout.file_rows(merged), seq, kinds)
+            for rows in self._gathered(candidate, min(ROW_GROUP_BYTES, bucket.layout.target_size)):
+                seq, kinds = rows.column(parquet.SEQUENCE_NUMBER), rows.column(parquet.VALUE_KIND)
+                writer.write(bucket.layout.file_rows(rows), seq, kinds)
             written = file_metas(bucket.layout, writer.close())
         except BaseException:
             writer.abort()
@@ -244,6 +239,26 @@ class CompactTask:
         bucket.written.update(f.file_name for f in written)
         result.before.extend(f for section in candidate for run in section for f in run.files)
         result.after.extend(written)
+
+    def _gathered(self, candidate: list[list[SortedRun]], size: int) -> Iterator[pa.Table]:
+        """The merged rows of the candidate sections, in pieces of at least ``size`` bytes (but
+        the last): merge steps can be small, and each write becomes a Parquet row group."""
+        pending: list[pa.Table] = []
+        pending_bytes = 0
+        for section in candidate:
+            for merged in merge_runs([self._read_run(run) for run in section], self.bucket.engine):
+                if self.lookup is not None:
+                    merged = self.lookup.resolve(merged)
+                if self.drop_delete:
+                    merged = drop_retracts(merged)
+                if merged.num_rows:
+                    pending.append(merged)
+                    pending_bytes += merged.nbytes
+                if pending_bytes >= size:
+                    yield pa.concat_tables(pending)
+                    pending, pending_bytes = [], 0
+        if pending:
+            yield pa.concat_tables(pending)
 
     def _read_run(self, run: SortedRun) -> Iterator[pa.Table]:
         bucket = self.bucket

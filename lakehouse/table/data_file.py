@@ -1,9 +1,9 @@
 """Data files of one bucket: rolling Parquet writers and the manifest metadata of what they wrote.
 
 A :class:`BucketWriter` appends Arrow rows to ``data-<uuid>-<n>.parquet`` files, rolling at
-``target-file-size``, and keeps per file the column stats, key range, sequence range and retract
-count its ``DataFileMeta`` needs. Stats stay as Python values until :func:`file_metas` encodes
-every file's BinaryRows in one vectorized pass.
+``target-file-size``, and keeps per file the column stats (from its Parquet footer), key range,
+sequence range and retract count its ``DataFileMeta`` needs. Stats stay as Python values until
+:func:`file_metas` encodes every file's BinaryRows in one vectorized pass.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from lakehouse.fileindex.build import INDEX_SUFFIX, FileIndexBuilder
 from lakehouse.format import parquet
@@ -24,8 +25,6 @@ from lakehouse.mergetree.groups import RETRACT_KINDS
 from lakehouse.paths import FileNamer
 from lakehouse.predicate import ColumnStats
 from lakehouse.types import DataField
-
-_FOLD_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -129,11 +128,10 @@ class BucketWriter:
             )
 
     def _roll(self) -> None:
-        # stats and indexes are worked out while the last piece may still be encoding
-        written = self._acc.finish(self._file.path.rsplit("/", 1)[-1])
+        index = self._acc.file_index()  # built while the last piece may still be encoding
+        size = self._file.close()
+        written = self._acc.finish(self._file.path.rsplit("/", 1)[-1], size, self._file.metadata)
         written.level, written.source = self.level, self.source
-        index = self._acc.file_index()
-        written.size = self._file.close()
         if index is not None and len(index) > self.layout.index_threshold:
             name = written.name + INDEX_SUFFIX  # too big for the manifest: a file next to the data
             self.layout.io.publish(f"{self.directory}/{name}", index)
@@ -161,57 +159,33 @@ class BucketWriter:
 
 
 class _Accumulator:
-    """Stats, key range, sequence range and retracts of one file.
-
-    Pieces are folded into stats lazily - when the file is finished, or once they hold
-    ``_FOLD_BYTES`` - so writer threads spend their time in Parquet encoding, not in Python.
-    """
+    """Row count, key range, sequence range and retracts of one file, a piece at a time; its
+    column stats come from the Parquet footer once the file is closed."""
 
     def __init__(self, layout: FileLayout) -> None:
         self.layout = layout
         self.rows = 0
-        self.values: list[ColumnStats | None] = [None] * len(layout.value_fields)
-        self.keys: list[ColumnStats | None] = [None] * len(layout.key_fields)
         self.first_key: list | None = None
         self.last_key: list | None = None
         self.min_seq = self.max_seq = 0
         self.deletes = 0
-        self._pending: list[tuple[pa.Table, pa.Array, pa.Array | None]] = []
-        self._pending_bytes = 0
         self._index_columns: list[pa.Table] = []
 
-    def add(self, piece: pa.Table, seq: pa.Array, kinds: pa.Array | None) -> None:
-        if self.layout.indexes:
-            self._index_columns.append(piece.select(self.layout.indexes.columns))
-        self._pending.append((piece, seq, kinds))
-        self._pending_bytes += piece.nbytes
-        if self._pending_bytes >= _FOLD_BYTES:
-            self._fold()
-
-    def _fold(self) -> None:
-        if not self._pending:
-            return
+    def add(self, piece: pa.Table, seq: pa.Array | pa.ChunkedArray, kinds: pa.Array | None) -> None:
         layout = self.layout
-        pieces, seqs, kinds = zip(*self._pending, strict=True)
-        self._pending, self._pending_bytes = [], 0
-        piece = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
-        lo, hi = (v.as_py() for v in pc.min_max(pa.chunked_array(seqs)).values())
+        if layout.indexes:
+            self._index_columns.append(piece.select(layout.indexes.columns))
+        lo, hi = (v.as_py() for v in pc.min_max(seq).values())
         self.min_seq = lo if self.rows == 0 else min(self.min_seq, lo)
         self.max_seq = hi if self.rows == 0 else max(self.max_seq, hi)
         self.rows += piece.num_rows
-        new = stats.collect(piece, layout.value_fields, layout.value_modes)
-        self.values = [stats.merge(a, b) for a, b in zip(self.values, new, strict=True)]
-        if kinds[0] is None:
+        if kinds is None:
             return
-        key_stats = stats.collect(piece, layout.key_fields, [layout.key_mode] * len(layout.key_fields))
-        self.keys = [stats.merge(a, b) for a, b in zip(self.keys, key_stats, strict=True)]
         # rows arrive sorted by key: the file's key range is its first and last row
-        ends = [binary_row.physical_array(piece.column(f.name), f.type) for f in layout.key_fields]
         if self.first_key is None:
-            self.first_key = [c[0].as_py() for c in ends]
-        self.last_key = [c[-1].as_py() for c in ends]
-        all_kinds = pa.chunked_array(kinds).to_numpy()
-        self.deletes += int(np.isin(all_kinds, RETRACT_KINDS).sum())
+            self.first_key = _key_at(piece, layout.key_fields, 0)
+        self.last_key = _key_at(piece, layout.key_fields, piece.num_rows - 1)
+        self.deletes += int(np.isin(np.asarray(kinds), RETRACT_KINDS).sum())
 
     def file_index(self) -> bytes | None:
         """The file-index container over every row of the file (None: no index configured)."""
@@ -221,15 +195,16 @@ class _Accumulator:
         self._index_columns = []
         return self.layout.indexes.build(columns)
 
-    def finish(self, name: str) -> WrittenFile:
-        """The file's metadata; its size is filled in once the Parquet file is closed."""
-        self._fold()
+    def finish(self, name: str, size: int, footer: pq.FileMetaData) -> WrittenFile:
+        """The metadata of the closed file, its column stats read from its ``footer``."""
+        layout = self.layout
+        keys = layout.key_fields
         return WrittenFile(
             name,
-            0,
+            size,
             self.rows,
-            self.values,
-            self.keys,
+            stats.from_parquet(footer, layout.value_fields, layout.value_modes),
+            stats.from_parquet(footer, keys, [layout.key_mode] * len(keys)),
             self.first_key,
             self.last_key,
             self.min_seq,
@@ -237,6 +212,11 @@ class _Accumulator:
             self.deletes,
             creation_time_millis(),
         )
+
+
+def _key_at(rows: pa.Table, fields: list[DataField], i: int) -> list:
+    """The physical key values of row ``i``."""
+    return [binary_row.physical_array(rows.column(f.name).slice(i, 1), f.type)[0].as_py() for f in fields]
 
 
 def file_metas(layout: FileLayout, files: list[WrittenFile]) -> list[DataFileMeta]:
