@@ -132,18 +132,19 @@ def _one(per_file: tuple, i: int) -> tuple:
     return () if not per_file or per_file[i] is None else (per_file[i],)
 
 
-def read_system_table(warehouse: str, name: str) -> pa.Table:
-    """A system table (``db.t$snapshots``...) as the engine's catalog serves it."""
-    return Catalog(warehouse).get_table(name).read()
+def read_system_table(options: Mapping[str, str]) -> pa.Table:
+    """The system table a read names (``db.t$snapshots``, ``sys.all_table_options``...) as the
+    engine's catalog serves it, with the read's options (``scan.snapshot-id``, ``scan.tag-name``)."""
+    scan = {k: v for k, v in options.items() if k not in ("path", "warehouse")}
+    return Catalog(options["warehouse"]).get_table(options["path"], scan).read()
 
 
 class SystemTableReader(DataSourceReader):
     """Reads a (small) system table in one task."""
 
-    def __init__(self, warehouse: str, name: str, schema: StructType) -> None:
-        self.warehouse = warehouse
-        self.name = name
+    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        self.options = dict(options)
         self.layout = arrow_layout(schema)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        yield from to_spark_batches(read_system_table(self.warehouse, self.name), self.layout)
+        yield from to_spark_batches(read_system_table(self.options), self.layout)

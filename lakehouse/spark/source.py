@@ -1,8 +1,9 @@
 """The Python data source ``paimon``: which table a read or write addresses, and its schema.
 
 Spark instantiates :class:`PaimonDataSource` from the options of ``spark.read``/``df.write``:
-``load("db.table")`` with ``option("warehouse", ...)`` names a catalog table (``db.t$snapshots``
-a system table), a path without a warehouse names the table stored there. Time travel takes
+``load("db.table")`` with ``option("warehouse", ...)`` names a catalog table (``db.t$snapshots``,
+``sys.all_table_options`` a system table, read in one task with the read's ``scan.snapshot-id``
+or ``scan.tag-name``), a path without a warehouse names the table stored there. Time travel takes
 Paimon's scan options ``scan.snapshot-id``, ``scan.timestamp-millis`` or ``scan.tag-name``.
 """
 
@@ -19,6 +20,7 @@ from lakehouse.errors import InvalidOptionError
 from lakehouse.spark.reader import PaimonReader, ScanOptions, SystemTableReader, read_system_table
 from lakehouse.spark.types import spark_schema, spark_schema_of_arrow
 from lakehouse.spark.writer import PaimonWriter
+from lakehouse.system import is_system_name
 from lakehouse.table.table import Table
 
 NAME = "paimon"
@@ -40,7 +42,10 @@ def open_table(options: Mapping[str, str]) -> Table:
             "or the table's path"
         )
     warehouse = options.get("warehouse")
-    return Catalog(warehouse).get_table(path) if warehouse else table_at(path)
+    table = Catalog(warehouse).get_table(path) if warehouse else table_at(path)
+    if not isinstance(table, Table):
+        raise InvalidOptionError(f"{path} is a system table: it can be read, not written or maintained")
+    return table
 
 
 class PaimonDataSource(DataSource):
@@ -52,17 +57,16 @@ class PaimonDataSource(DataSource):
 
     @property
     def _system_table(self) -> bool:
-        return "$" in self.options.get("path", "") and bool(self.options.get("warehouse"))
+        return is_system_name(self.options.get("path", "")) and bool(self.options.get("warehouse"))
 
     def schema(self) -> StructType:
         if self._system_table:
-            rows = read_system_table(self.options["warehouse"], self.options["path"])
-            return spark_schema_of_arrow(rows.schema)
+            return spark_schema_of_arrow(read_system_table(self.options).schema)
         return spark_schema(ScanOptions.parse(self.options).schema(open_table(self.options)).fields)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         if self._system_table:
-            return SystemTableReader(self.options["warehouse"], self.options["path"], schema)
+            return SystemTableReader(self.options, schema)
         return PaimonReader(open_table(self.options), ScanOptions.parse(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:

@@ -11,10 +11,10 @@ from pyspark.sql import datasource as sf
 
 import lakehouse
 from lakehouse import col
-from lakehouse.errors import UnsupportedFeatureError
 from lakehouse.spark.reader import file_by_file
 from lakehouse.spark.source import PaimonDataSource
 from lakehouse.spark.types import spark_schema
+from lakehouse.system import table_system_names
 
 from ..conftest import ORDERS, orders, rows
 
@@ -159,14 +159,23 @@ def test_time_travel_reads_the_snapshot_with_its_schema(spark, catalog, warehous
 
 
 def test_system_tables_by_name(spark, catalog, warehouse):
-    t = catalog.create_table("db.t", ORDERS)
+    t = catalog.create_table("db.t", ORDERS, primary_keys=["order_id"], options={"bucket": "2"})
     t.write(orders(range(3)))
-    try:
-        expected = catalog.get_table("db.t$snapshots").read()
-    except UnsupportedFeatureError:
-        pytest.skip("the engine does not serve system tables yet")
-    got = spark.read.format("paimon").option("warehouse", warehouse).load("db.t$snapshots").toArrow()
-    assert got.num_rows == expected.num_rows == 1
+    t.write(orders(range(2, 6), price=2.0))
+    t.create_tag("v1", 1)
+    load = spark.read.format("paimon").option("warehouse", warehouse)
+    names = [f"db.t${name}" for name in table_system_names()] + ["sys.all_table_options"]
+    for name in names:
+        assert load.load(name).toArrow().to_pylist() == catalog.get_table(name).read().to_pylist(), name
+    assert load.load("db.t$snapshots").count() == 2 and load.load("db.t$tags").count() == 1
+    assert load.load("db.t$audit_log").count() == 6
+    at_first = spark.read.format("paimon").option("warehouse", warehouse).option("scan.snapshot-id", "1")
+    old = at_first.load("db.t$files").toArrow()
+    assert old.to_pylist() == catalog.get_table("db.t$files", {"scan.snapshot-id": "1"}).read().to_pylist()
+    assert old.num_rows == 2 < load.load("db.t$files").count()
+    save = spark.createDataFrame(orders([9])).write.format("paimon").option("warehouse", warehouse)
+    with pytest.raises(Exception, match=r"db.t\$snapshots is a system table: it can be read, not written"):
+        save.mode("append").save("db.t$snapshots")
 
 
 def test_empty_table_and_workers_running_this_checkout(spark, catalog, warehouse):
