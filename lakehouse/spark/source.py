@@ -25,12 +25,21 @@ from lakehouse.table.table import Table
 
 NAME = "paimon"
 FILTER_PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
+LEAF_PARALLELISM = "spark.sql.leafNodeDefaultParallelism"
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``paimon`` data source with ``spark`` and enable filter pushdown for it."""
+    """Register the ``paimon`` data source with ``spark`` and enable filter pushdown for it.
+
+    The registered class carries the session's default parallelism (Python data sources are
+    planned in worker processes that cannot ask the session), which sizes the input partitions.
+    """
     spark.conf.set(FILTER_PUSHDOWN, "true")
-    spark.dataSource.register(PaimonDataSource)
+    leaf = spark.conf.get(LEAF_PARALLELISM, None)
+    parallelism = int(leaf) if leaf else spark.sparkContext.defaultParallelism
+    spark.dataSource.register(
+        type(PaimonDataSource.__name__, (PaimonDataSource,), {"parallelism": parallelism})
+    )
 
 
 def open_table(options: Mapping[str, str]) -> Table:
@@ -51,6 +60,8 @@ def open_table(options: Mapping[str, str]) -> Table:
 class PaimonDataSource(DataSource):
     """Paimon tables for Spark: distributed reads per split, writes committed by the driver."""
 
+    parallelism: int | None = None  # set on the class :func:`register` registers
+
     @classmethod
     def name(cls) -> str:
         return NAME
@@ -67,7 +78,9 @@ class PaimonDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         if self._system_table:
             return SystemTableReader(self.options, schema)
-        return PaimonReader(open_table(self.options), ScanOptions.parse(self.options), schema)
+        return PaimonReader(
+            open_table(self.options), ScanOptions.parse(self.options), schema, self.parallelism
+        )
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         return PaimonWriter(open_table(self.options), schema, overwrite, dict(self.options))
