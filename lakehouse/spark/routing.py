@@ -105,7 +105,7 @@ def routed(df: DataFrame, table: Table, num_tasks: int) -> DataFrame:
     if schema.core_options.bucket > 0:
         route = _route_udf(functools.partial(fixed_bucket_ids, schema))(*map(F.col, schema.bucket_keys))
         keys = [F.col(p) for p in schema.partition_keys]
-    elif schema.primary_keys:
+    elif schema.dynamic_buckets:
         channels = functools.partial(
             _channel_partition_keys, schema, num_tasks, hash_partition_keys(num_tasks)
         )
@@ -138,7 +138,7 @@ def write(
     register(spark)
     given = {**(options or {}), **({"warehouse": warehouse} if warehouse else {})}
     target = open_table({**given, "path": table})
-    if target.schema.core_options.bucket == -1 and target.primary_keys:
+    if target.schema.dynamic_buckets:
         tasks = num_tasks or assigner_parallelism(target, given)
         given[ASSIGNER_PARALLELISM] = str(tasks)
     else:

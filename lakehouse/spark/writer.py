@@ -57,8 +57,7 @@ class PaimonWriter(DataSourceArrowWriter):
         self.table = table
         self.overwrite = overwrite
         self.mode = overwrite_mode(table, options) if overwrite else None
-        dynamic = table.schema.core_options.bucket == -1 and bool(table.primary_keys)
-        self.assigners = assigner_parallelism(table, options) if dynamic else None
+        self.assigners = assigner_parallelism(table, options) if table.schema.dynamic_buckets else None
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
         """Write this task's rows; on failure its files are deleted before the error surfaces."""
@@ -68,7 +67,8 @@ class PaimonWriter(DataSourceArrowWriter):
         try:
             for batch in iterator:
                 if batch.num_rows:
-                    writer = writer or self._table_write(context.partitionId())
+                    if writer is None:
+                        writer = self._table_write(context.partitionId())
                     writer.write(batch)
             messages = writer.prepare_commit() if writer is not None else []
         except MisroutedRowsError as e:

@@ -86,7 +86,7 @@ class TableWrite:
         schema = table.schema
         self.schema = schema
         options = schema.core_options
-        if assigner is not None and (options.bucket != -1 or not schema.primary_keys):
+        if assigner is not None and not schema.dynamic_buckets:
             raise InvalidOptionError(
                 f"table {table.name} has no dynamic buckets (bucket = -1 with a primary key): "
                 f"its writers take no assigner split"
