@@ -58,7 +58,8 @@ def open_table(options: Mapping[str, str]) -> Table:
 
 
 class PaimonDataSource(DataSource):
-    """Paimon tables for Spark: distributed reads per split, writes committed by the driver."""
+    """Paimon tables for Spark: reads planned on the driver and run in tasks, writes written in
+    tasks and committed by the driver."""
 
     parallelism: int | None = None  # set on the class :func:`register` registers
 

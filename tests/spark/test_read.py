@@ -184,10 +184,11 @@ def test_empty_table_and_workers_running_this_checkout(spark, catalog, warehouse
     assert files == [lakehouse.__file__]
 
 
-def test_input_partitions_are_sized_for_the_parallelism(catalog, warehouse):
+def test_input_partitions_are_sized_for_the_parallelism(spark, catalog, warehouse):
     t = catalog.create_table("db.t", ORDERS, partition_keys=["dt"])
-    for start in range(0, 60, 10):  # six files of one bucket per day
-        t.write(orders(range(start, start + 10), dt=["2024-01-01", "2024-01-02"] * 5))
+    days = ["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"]
+    for start in range(0, 36, 12):  # three files of one bucket per day
+        t.write(orders(range(start, start + 12), dt=days * 3))
     pk = catalog.create_table("db.pk", ORDERS, primary_keys=["order_id"], options={"bucket": "2"})
     pk.write(orders(range(10)))
     pk.write(orders(range(5)))  # two runs per bucket: both buckets merge
@@ -201,7 +202,9 @@ def test_input_partitions_are_sized_for_the_parallelism(catalog, warehouse):
     [merged, _] = partitions
     assert not merged.splits[0].raw_convertible and len(merged.splits[0].files) == 2
     unsized = reader(warehouse)
-    assert [len(p.splits) for p in unsized.partitions()] == [6, 6]  # one per split, file by file
+    assert [len(p.splits) for p in unsized.partitions()] == [3, 3, 3, 3]  # one per split, file by file
+    # the registered data source carries the session's parallelism (2)
+    assert spark.read.format("paimon").option("warehouse", warehouse).load("db.t").rdd.getNumPartitions() == 2
 
 
 def test_append_splits_are_read_file_by_file(catalog):
