@@ -117,6 +117,17 @@ def test_dynamic_bucket_table_written_by_several_tasks(spark, catalog, warehouse
     hashes = stored_hashes(t)
     assert set(hashes) == {(e.partition, e.bucket) for e in t.live_entries()}
     assert sum(len(h) for h in hashes.values()) == len(expected)
+    # overwriting a partition: its keys are assigned afresh, again by three tasks
+    day = orders(range(300, 390), dt=DAYS[0], price=4.0)
+    write(spark.createDataFrame(day), "db.t", mode="overwrite", warehouse=warehouse)
+    kept = [r for r in got if r["dt"] != DAYS[0]]
+    now = rows(pa.Table.from_pylist(kept + day.to_pylist(), schema=ORDERS), ["order_id", "dt"])
+    assert (
+        rows(t.read(), ["order_id", "dt"]) == rows(oracle.read(warehouse, "db.t"), ["order_id", "dt"]) == now
+    )
+    assert sum(len(h) for h in stored_hashes(t).values()) == len(now)
+    first_day = binary_row.serialize(binary_row.encode_row([DAYS[0]], t.schema.partition_types()), 1)
+    assert {e.bucket % 3 for e in t.live_entries() if e.partition == first_day} == {0, 1, 2}
 
 
 def test_unrouted_dynamic_bucket_write_is_refused_without_a_trace(spark, catalog, warehouse):
