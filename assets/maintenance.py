@@ -4,6 +4,7 @@ orphan-file cleanup. Each op reports what it did as metadata and records an obse
 table's asset."""
 
 
+import time
 from typing import Any
 
 from dagster import AssetObservation, Config, MetadataValue, OpExecutionContext, Output, job, op
@@ -24,7 +25,7 @@ class CompactConfig(TableConfig):
 
 class ExpireConfig(Config):
     tables: list[str] | None = None  # None: every table of the warehouse
-    orphan_older_than_ms: int | None = None  # orphan files younger than this stay (default one day)
+    orphan_min_age_ms: int | None = None  # orphan files younger than this stay (default one day)
 
 
 def _observe(context: OpExecutionContext, lakehouse: LakehouseResource, table: str, did: dict[str, Any]):
@@ -70,15 +71,20 @@ def rewrite_file_index(context: OpExecutionContext, config: TableConfig, lakehou
     return Output(did, metadata=did)
 
 
-@op(description="Expire old snapshots and delete orphan files of every table")
-def expire_and_clean(context: OpExecutionContext, config: ExpireConfig, lakehouse: LakehouseResource):
+@op(description="Expire old snapshots and delete orphan files of every table, as Spark jobs")
+def expire_and_clean(context: OpExecutionContext, config: ExpireConfig, lakehouse: LakehouseResource,
+                     spark: SparkResource):  # fmt: skip
+    from lakehouse.spark import expire_snapshots, remove_orphan_files
+
     catalog = lakehouse.catalog()
     names = config.tables or [f"{db}.{t}" for db in catalog.list_databases() for t in catalog.list_tables(db)]
     totals = {"snapshots_expired": 0, "files_deleted": 0, "orphan_files_deleted": 0}
+    session, warehouse = spark.spark_session, lakehouse.warehouse
+    age = config.orphan_min_age_ms
+    older = None if age is None else int(time.time() * 1000) - age
     for name in names:
-        table = catalog.get_table(name)
-        expired = table.expire_snapshots()
-        orphans = table.remove_orphan_files(older_than_ms=config.orphan_older_than_ms)
+        expired = expire_snapshots(session, name, warehouse=warehouse)
+        orphans = remove_orphan_files(session, name, older_than_ms=older, warehouse=warehouse)
         did = {
             "snapshots_expired": MetadataValue.int(expired.snapshots_expired),
             "files_deleted": MetadataValue.int(expired.files_deleted),

@@ -22,7 +22,7 @@ from lakehouse.errors import (
 from lakehouse.io.fs import FileIO, join
 from lakehouse.paths import TablePaths
 from lakehouse.schema import SchemaManager, new_schema
-from lakehouse.system import SYSTEM_DATABASE, SystemTable
+from lakehouse.system import SystemTable, is_system_name
 from lakehouse.table.table import Table
 
 DB_SUFFIX = ".db"
@@ -132,7 +132,7 @@ class Catalog:
     def get_table(self, identifier: str, options: Mapping[str, str] | None = None) -> Table | SystemTable:
         """A table, or a system table (``db.t$snapshots``, ``sys.all_table_options``, ...; see
         :mod:`lakehouse.system`) whose ``options`` may pick a snapshot (``scan.snapshot-id``)."""
-        if "$" in identifier or identifier.split(".", 1)[0] == SYSTEM_DATABASE:
+        if is_system_name(identifier):
             from lakehouse.system import load
 
             return load(self, identifier, options)

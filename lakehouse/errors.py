@@ -42,6 +42,10 @@ class UnsupportedFeatureError(LakehouseError):
     """A valid Paimon feature this engine does not implement (yet)."""
 
 
+class MisroutedRowsError(LakehouseError, ValueError):
+    """Rows reached a writer that does not serve their bucket assigner (they were not routed)."""
+
+
 class CommitConflictError(LakehouseError):
     """A commit lost a race that retrying cannot fix (e.g. a file it deletes is already gone)."""
 

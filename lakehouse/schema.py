@@ -126,6 +126,12 @@ class TableSchema:
         return explicit or self.trimmed_primary_keys
 
     @property
+    def dynamic_buckets(self) -> bool:
+        """Whether keys get their buckets from the dynamic-bucket assigner (``bucket = -1`` with
+        a primary key)."""
+        return self.core_options.bucket == -1 and bool(self.primary_keys) and not self.cross_partition_update
+
+    @property
     def arrow_schema(self) -> pa.Schema:
         return arrow_schema(self.fields)
 

@@ -9,6 +9,8 @@ import pyarrow as pa
 import pytest
 
 from lakehouse import Catalog
+from lakehouse.bucket import hash_index
+from lakehouse.manifest.index_manifest import by_bucket
 
 GOLDEN = Path(__file__).resolve().parent / "golden"  # vectors produced by Apache Paimon (Java)
 
@@ -86,6 +88,14 @@ def orders(ids, dt="2024-01-01", price=1.0, status="PAID") -> pa.Table:
         },
         schema=ORDERS,
     )
+
+
+def stored_hashes(table) -> dict[tuple[bytes, int], set[int]]:
+    """The key hashes of each (partition, bucket)'s HASH index file of a dynamic-bucket table."""
+    return {
+        key: set(hash_index.read(table.io, table.paths, e.index_file).tolist())
+        for key, e in by_bucket(table.index_entries(), hash_index.HASH_INDEX).items()
+    }
 
 
 def rows(table: pa.Table, key: str | list[str] = "order_id") -> list[dict]:

@@ -23,7 +23,7 @@ from lakehouse.bucket.dynamic import (
     key_hashes,
 )
 from lakehouse.bucket.partition_index import PartitionIndex, _loaded_order
-from lakehouse.errors import CorruptFileError, InvalidOptionError
+from lakehouse.errors import CorruptFileError, InvalidOptionError, MisroutedRowsError
 from lakehouse.fileindex.java_hashmap import JavaHashMap
 from lakehouse.io.fs import FileIO
 from lakehouse.options import CoreOptions
@@ -267,7 +267,7 @@ def test_foreign_hashes_survive_in_rewritten_files():
     index = PartitionIndex.load([(0, np.array([1, 2, 3, 4], np.int32))], 0, 10, split=split)
     assert index.assign(np.array([6, 2], np.int32)).tolist() == [0, 0]
     assert index.take_changes()[0].tolist() == [1, 2, 3, 4, 6]
-    with pytest.raises(ValueError, match="routed to another assigner"):
+    with pytest.raises(MisroutedRowsError, match="routed to another assigner"):
         HashBucketAssigner(DynamicBucketOptions(), split).assign("p", 0, np.array([1], np.int32))
 
 
@@ -393,22 +393,15 @@ def test_reloading_from_written_files_continues_as_if_never_reloaded(
 # ---- dynamic-bucket tables: writes, reads, index manifest --------------------------------------
 
 from lakehouse.errors import CommitConflictError  # noqa: E402
-from lakehouse.manifest.index_manifest import by_bucket  # noqa: E402
+from lakehouse.table.dynamic_buckets import assigner_channels, assigner_splits  # noqa: E402
 
-from .conftest import ORDERS, orders, rows  # noqa: E402
+from .conftest import ORDERS, orders, rows, stored_hashes  # noqa: E402
 
 
-def dynamic_table(catalog, **options):
+def dynamic_table(catalog, name="db.d", **options):
     return catalog.create_table(
-        "db.d", ORDERS, primary_keys=["order_id", "dt"], partition_keys=["dt"], options=options
+        name, ORDERS, primary_keys=["order_id", "dt"], partition_keys=["dt"], options=options
     )
-
-
-def stored_hashes(t) -> dict[tuple[bytes, int], set[int]]:
-    return {
-        key: set(hash_index.read(t.io, t.paths, e.index_file).tolist())
-        for key, e in by_bucket(t.index_entries(), hash_index.HASH_INDEX).items()
-    }
 
 
 def test_dynamic_bucket_table_spreads_keys_and_keeps_them_in_their_bucket(catalog):
@@ -472,3 +465,82 @@ def test_overwrite_rebuilds_the_partitions_hash_index(catalog):
     assert sum(len(h) for h in hashes.values()) == 15
     t.write(orders(range(5), dt="2024-01-01", price=3.0))
     assert len(rows(t.read(), ["dt", "order_id"])) == 15
+
+
+# ---- split writers: one assigner each, one commit ----------------------------------------------
+
+
+def split_write(t, data: pa.Table, writers: int) -> list:
+    """``data`` written by ``writers`` split writers, each handed the rows of its assigner channel;
+    returns their commit messages."""
+    channels = assigner_channels(t.schema, data, writers)
+    messages = []
+    for split in assigner_splits(t.schema, writers):
+        writer = t.new_write(assigner=split)
+        writer.write(data.filter(pa.array(channels == split.assign_id)))
+        messages += writer.prepare_commit()
+    return messages
+
+
+def key_layout(t) -> dict[tuple[bytes, int], list[int]]:
+    """The order ids of each (partition, bucket)."""
+    out: dict[tuple[bytes, int], list[int]] = {}
+    for split in t.plan().splits:
+        out[(split.partition, split.bucket)] = sorted(
+            t.new_read().read_split(split).column("order_id").to_pylist()
+        )
+    return out
+
+
+DAYS = ["2024-01-01", "2024-01-02", "2024-01-03"]
+
+
+@pytest.mark.parametrize("writers, initial", [(3, None), (4, "2")])
+def test_split_writers_bucket_keys_like_one_writer_running_every_assigner(catalog, writers, initial):
+    options = {"dynamic-bucket.target-row-num": "12", "dynamic-bucket.assigner-parallelism": str(writers)}
+    if initial:
+        options["dynamic-bucket.initial-buckets"] = initial
+    group, split = (
+        dynamic_table(catalog, "db.group", **options),
+        dynamic_table(catalog, "db.split", **options),
+    )
+    for ids, price in ((range(150), 1.0), (range(0, 240, 4), 2.0), (range(7, 300, 9), 3.0)):
+        ids = list(ids)
+        data = orders(ids, dt=[DAYS[i % 3] for i in ids], price=price)
+        group.write(data)
+        split.new_commit().commit(split_write(split, data, writers))
+    assert key_layout(split) == key_layout(group)
+    assert len({b for _, b in key_layout(split)}) > writers  # every writer created buckets
+    assert stored_hashes(split) == stored_hashes(group)
+    got = rows(split.read(), ["order_id", "dt"])
+    assert got == rows(group.read(), ["order_id", "dt"]) and len(got) == len({r["order_id"] for r in got})
+
+
+def test_split_writers_refuse_rows_they_cannot_write_alone(catalog):
+    t = dynamic_table(catalog, **{"dynamic-bucket.target-row-num": "1000"})
+    t.write(orders(range(40)))  # one assigner: every key in bucket 0
+    first, second = assigner_splits(t.schema, 2)
+    data = orders(range(40, 80))
+    channels = assigner_channels(t.schema, data, 2)
+    misrouted = t.new_write(assigner=first)
+    misrouted.write(data.filter(pa.array(channels == 1)))
+    with pytest.raises(MisroutedRowsError, match="routed to another assigner reached assigner 0"):
+        misrouted.prepare_commit()
+    misrouted.abort()
+    # keys of assigner 1 live in bucket 0, which assigner 0 of two owns
+    update = orders(range(40), price=2.0)
+    writer = t.new_write(assigner=second)
+    writer.write(update.filter(pa.array(assigner_channels(t.schema, update, 2) == 1)))
+    with pytest.raises(InvalidOptionError, match=r"live in buckets \[0\], which other assigners own"):
+        writer.prepare_commit()
+    writer.abort()
+    t.new_commit().commit(split_write(t, data, 2))  # new keys only: fine
+    assert sorted(t.read().column("order_id").to_pylist()) == list(range(80))
+    shared = dynamic_table(catalog, "db.shared", **{"dynamic-bucket.initial-buckets": "2"})
+    writer = shared.new_write(assigner=assigner_splits(shared.schema, 3)[0])
+    writer.write(orders([0]))
+    with pytest.raises(InvalidOptionError, match="3 writers with 2 assigners per partition would share"):
+        writer.prepare_commit()
+    fixed = catalog.create_table("db.fixed", ORDERS, primary_keys=["order_id"], options={"bucket": "2"})
+    with pytest.raises(InvalidOptionError, match="its writers take no assigner split"):
+        fixed.new_write(assigner=first)

@@ -6,7 +6,9 @@ channel ``abs(partitionHash % channels)`` and a key adds ``abs(keyHash % assigne
 channels. Task ``assign_id`` only creates buckets ``b`` with ``b % assigners == assign_id % assigners``,
 so each of a partition's assigners fills its own bucket ids. ``num_assigners`` is
 ``min(dynamic-bucket.initial-buckets, channels)``: that many buckets start filling at once in a new
-partition.
+partition. When ``num_channels`` is a multiple of ``num_assigners``, a partition's assigners own
+distinct bucket ids; otherwise two of them can own the same ones (the writers behind them then
+share buckets).
 """
 
 from __future__ import annotations
@@ -19,12 +21,23 @@ from lakehouse.errors import InvalidOptionError
 
 
 def assigner_channel(
-    partition_hash: int, key_hashes: np.ndarray, num_channels: int, num_assigners: int
+    partition_hash: int | np.ndarray, key_hashes: np.ndarray, num_channels: int, num_assigners: int
 ) -> np.ndarray:
-    """``computeAssigner``: the assigner task of each key of a partition (Java's truncating ``%``)."""
-    start = abs(int(np.fmod(partition_hash, num_channels)))
+    """``computeAssigner``: the assigner task of each key (Java's truncating ``%``), given the hash
+    of its partition (one for all keys, or one per key)."""
+    start = np.abs(np.fmod(np.asarray(partition_hash, dtype=np.int64), num_channels))
     offset = np.abs(np.fmod(key_hashes.astype(np.int64), num_assigners))
     return (start + offset) % num_channels
+
+
+def assigners_per_partition(parallelism: int, initial_buckets: int | None) -> int:
+    """How many of ``parallelism`` assigner tasks serve one partition."""
+    if parallelism < 1 or (initial_buckets is not None and initial_buckets < 1):
+        raise InvalidOptionError(
+            f"dynamic bucket assigners: parallelism {parallelism} and initial-buckets "
+            f"{initial_buckets} must be positive"
+        )
+    return min(initial_buckets or parallelism, parallelism)
 
 
 @dataclass(frozen=True)
@@ -46,13 +59,13 @@ class AssignerSplit:
     @classmethod
     def tasks(cls, parallelism: int, initial_buckets: int | None = None) -> list[AssignerSplit]:
         """The splits of ``parallelism`` assigner tasks, as Flink and Spark writers configure them."""
-        if parallelism < 1 or (initial_buckets is not None and initial_buckets < 1):
-            raise InvalidOptionError(
-                f"dynamic bucket assigners: parallelism {parallelism} and initial-buckets "
-                f"{initial_buckets} must be positive"
-            )
-        assigners = min(initial_buckets or parallelism, parallelism)
+        assigners = assigners_per_partition(parallelism, initial_buckets)
         return [cls(parallelism, assigners, task) for task in range(parallelism)]
+
+    @property
+    def owns_exclusively(self) -> bool:
+        """Whether no other assigner serving a partition with this one owns its bucket ids."""
+        return self.num_channels % self.num_assigners == 0
 
     def owns(self, buckets: np.ndarray) -> np.ndarray:
         """``isMyBucket``: whether this task may create each bucket id."""

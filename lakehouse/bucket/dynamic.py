@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from lakehouse.bucket.channels import AssignerSplit, assigner_channel
 from lakehouse.bucket.partition_index import ID_LIMIT, UNLIMITED, PartitionIndex
-from lakehouse.errors import InvalidOptionError
+from lakehouse.errors import InvalidOptionError, MisroutedRowsError
 from lakehouse.manifest import binary_row
 from lakehouse.options import CoreOptions
 from lakehouse.types import DataType
@@ -114,10 +114,11 @@ class HashBucketAssigner:
         tasks); every key must be routed to this task, as Java checks.
         """
         hashes = _int32(key_hashes)
-        if not self.split.routes_here(partition_hash, hashes).all():
-            raise ValueError(
-                f"keys routed to another assigner reached assigner {self.split.assign_id}; "
-                f"split batches with assigner_channel() first"
+        misrouted = int((~self.split.routes_here(partition_hash, hashes)).sum())
+        if misrouted:
+            raise MisroutedRowsError(
+                f"{misrouted} keys routed to another assigner reached assigner {self.split.assign_id} "
+                f"(of {self.split.num_channels}); send each key to the writer of its assigner_channel()"
             )
         index = self._partitions.get(partition)
         if index is None:

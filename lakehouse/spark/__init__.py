@@ -1,8 +1,16 @@
 """Spark for Paimon tables: the ``paimon`` Python data source, routed writes, maintenance jobs."""
 
-from lakehouse.spark.maintenance import compact, rewrite_file_index
+from lakehouse.spark.maintenance import compact, expire_snapshots, remove_orphan_files, rewrite_file_index
 from lakehouse.spark.routing import write
 from lakehouse.spark.session import session
 from lakehouse.spark.source import register
 
-__all__ = ["compact", "register", "rewrite_file_index", "session", "write"]
+__all__ = [
+    "compact",
+    "expire_snapshots",
+    "register",
+    "remove_orphan_files",
+    "rewrite_file_index",
+    "session",
+    "write",
+]

@@ -1,15 +1,21 @@
-"""Table maintenance as Spark jobs: per-bucket or per-file work in tasks, one commit on the driver.
+"""Table maintenance as Spark jobs: per-bucket or per-file work in tasks, the last step on the driver.
 
 Each job lists its units of work on the driver, spreads them over Spark tasks that run the
-engine's own per-unit functions and return commit messages, and commits them with the engine's
-committer: results are those of ``table.compact`` / ``table.rewrite_file_index``. A failed task
-deletes what it wrote; a failed commit deletes what every task wrote.
+engine's own per-unit functions, and finishes on the driver with the engine's last step:
+
+- compaction and index rewrite: tasks return commit messages, the driver commits them with the
+  engine's committer (results are those of ``table.compact`` / ``table.rewrite_file_index``); a
+  failed task deletes what it wrote, a failed commit what every task wrote;
+- snapshot expiration: the driver plans it, tasks delete the data, changelog and index files in
+  chunks, then the driver deletes the metadata and snapshot files and moves ``EARLIEST``, in the
+  engine's order (``table.expire_snapshots``); orphan files: found on the driver, deleted by tasks.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from pyspark.sql import SparkSession
@@ -20,13 +26,18 @@ from lakehouse.fileindex.maintenance import (
     index_rewrite_entries,
     rewrite_indexes,
 )
+from lakehouse.io.fs import FileIO
 from lakehouse.spark.source import open_table
 from lakehouse.table.compaction import Compaction, commit_compaction, compact_buckets, compaction_buckets
+from lakehouse.table.expire import Expiration, finish_expiration, plan_expiration
+from lakehouse.table.orphans import OrphanFiles, find_orphan_files
+from lakehouse.table.references import Deleted, FileRefs, delete_files, delete_paths
 from lakehouse.table.table import Table
 
 Partitions = Mapping[str, Any] | Iterable[Mapping[str, Any]] | None
 Unit = TypeVar("Unit")
 Result = TypeVar("Result")
+DELETE_CHUNK = 1000  # files per unit of a deletion job
 
 
 def compact(
@@ -52,6 +63,45 @@ def rewrite_file_index(
     entries = index_rewrite_entries(target, partitions)
     changes = _run(spark, entries, functools.partial(rewrite_indexes, target))
     return commit_index_rewrite(target, changes, len(entries))
+
+
+def expire_snapshots(
+    spark: SparkSession,
+    table: str,
+    *,
+    retain_min: int | None = None,
+    retain_max: int | None = None,
+    older_than_ms: int | None = None,
+    max_deletes: int | None = None,
+    warehouse: str | None = None,
+) -> Expiration:
+    """``Table.expire_snapshots`` with the expired snapshots' data files deleted by Spark tasks."""
+    target = _table(table, warehouse)
+    plan = plan_expiration(target, retain_min, retain_max, older_than_ms, max_deletes)
+    pieces = plan.files.content().chunks(DELETE_CHUNK)
+    deleted = _run(spark, pieces, functools.partial(_delete_pieces, target.io))
+    return finish_expiration(target, plan, sum(deleted, Deleted()))
+
+
+def remove_orphan_files(
+    spark: SparkSession,
+    table: str,
+    *,
+    older_than_ms: int | None = None,
+    dry_run: bool = False,
+    warehouse: str | None = None,
+) -> OrphanFiles:
+    """``Table.remove_orphan_files`` with the orphans deleted by Spark tasks."""
+    target = _table(table, warehouse)
+    found = find_orphan_files(target, older_than_ms)
+    if dry_run:
+        return found
+    _run(spark, found.paths, functools.partial(delete_paths, target.io))
+    return replace(found, dry_run=False)
+
+
+def _delete_pieces(io: FileIO, pieces: list[FileRefs]) -> Deleted:
+    return delete_files(io, functools.reduce(FileRefs.update, pieces, FileRefs()))
 
 
 def _table(table: str, warehouse: str | None) -> Table:

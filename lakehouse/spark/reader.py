@@ -1,4 +1,8 @@
-"""Distributed reads: one Spark input partition per split of the engine's plan, Arrow batches out.
+"""Distributed reads: the splits of the engine's plan in Spark input partitions, Arrow batches out.
+
+Input partitions are sized for the session's default parallelism like Spark's own file sources
+(few tasks: each one costs a Python worker round trip); a task reads its splits one after the
+other, files of splits that need no key merge one by one.
 
 Spark calls ``pushFilters`` then ``partitions`` on the driver and ``read`` in its tasks, on a
 pickled copy of the reader made *before* ``partitions`` runs: everything a task needs travels in
@@ -8,8 +12,7 @@ Filter pushdown is opt-in per read (``option("filter-pushdown", "true")``). Spar
 the read plan of the last pushdown on the data source instance that every query of one DataFrame
 shares, and a later query without pushable filters reuses it: with pushdown on, ``df.filter(c)``
 followed by ``df.count()`` would count only the rows matching ``c``. Enable it for DataFrames
-loaded for one query each (or one filter), e.g. ``spark.read...load(t).filter(c)``.
-"""
+loaded for one query each (or one filter), e.g. ``spark.read...load(t).filter(c)``."""
 
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from lakehouse.predicate import Predicate
 from lakehouse.schema import TableSchema
 from lakehouse.spark.filters import to_predicate
 from lakehouse.spark.types import arrow_layout, to_spark_batches
-from lakehouse.table.scan import Plan, Split
+from lakehouse.table.scan import Plan, Split, pack_ordered
 from lakehouse.table.table import Table
 
 FILTER_PUSHDOWN = "filter-pushdown"
@@ -77,19 +80,24 @@ class ScanOptions:
 
 @dataclass(frozen=True)
 class SplitPartition(InputPartition):
-    """One split and the schema version its plan was made with."""
+    """Splits one task reads one after the other, and the schema version their plan was made with."""
 
-    split: Split
+    splits: tuple[Split, ...]
     schema_id: int
 
 
 class PaimonReader(DataSourceReader):
-    """Plans a table scan with the pushed filters and reads its splits in Spark tasks."""
+    """Plans a table scan with the pushed filters and reads its splits in Spark tasks.
 
-    def __init__(self, table: Table, scan: ScanOptions, schema: StructType) -> None:
+    ``parallelism``: the session's default parallelism, which the input partitions are sized for
+    (None: one input partition per split).
+    """
+
+    def __init__(self, table: Table, scan: ScanOptions, schema: StructType, parallelism: int | None = None):
         self.table = table
         self.scan = scan
         self.layout = arrow_layout(schema)
+        self.parallelism = parallelism
         self.filter: Predicate | None = None
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:  # noqa: N802 (Spark's name)
@@ -106,14 +114,30 @@ class PaimonReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         plan = self.plan()
-        return [SplitPartition(split, plan.schema_id) for split in plan.splits]
+        if self.parallelism is None:
+            return [SplitPartition(tuple(file_by_file(split)), plan.schema_id) for split in plan.splits]
+        return [SplitPartition(tuple(splits), plan.schema_id) for splits in self.packed(plan.splits)]
+
+    def packed(self, splits: list[Split]) -> list[list[Split]]:
+        """The splits of each input partition, as Spark's file sources and Paimon's connector size
+        them: the files of raw-convertible splits packed in order into partitions of at most
+        ``min(source.split.target-size, max(open cost, total / parallelism))`` bytes (each file
+        weighing at least the open cost), every split that merges keys in a partition of its own."""
+        options = self.table.schema.core_options
+        target = options.memory("source.split.target-size")
+        open_cost = options.memory("source.split.open-file-cost")
+        files = [part for split in splits if split.raw_convertible for part in file_by_file(split)]
+        weights = [max(part.files[0].file_size, open_cost) for part in files]
+        size = min(target, max(open_cost, sum(weights) // (self.parallelism or 1)))
+        merging = [[split] for split in splits if not split.raw_convertible]
+        return pack_ordered(files, weights, size) + merging
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, SplitPartition):
             return  # an empty table: Spark reads one placeholder partition
         reader = self.table.new_read(filter=self.filter, schema_id=partition.schema_id)
-        for part in file_by_file(partition.split):
-            yield from to_spark_batches(reader.read_split(part), self.layout)
+        for split in partition.splits:
+            yield from to_spark_batches(reader.read_split(split), self.layout)
 
 
 def file_by_file(split: Split) -> list[Split]:
@@ -132,18 +156,19 @@ def _one(per_file: tuple, i: int) -> tuple:
     return () if not per_file or per_file[i] is None else (per_file[i],)
 
 
-def read_system_table(warehouse: str, name: str) -> pa.Table:
-    """A system table (``db.t$snapshots``...) as the engine's catalog serves it."""
-    return Catalog(warehouse).get_table(name).read()
+def read_system_table(options: Mapping[str, str]) -> pa.Table:
+    """The system table a read names (``db.t$snapshots``, ``sys.all_table_options``...) as the
+    engine's catalog serves it, with the read's options (``scan.snapshot-id``, ``scan.tag-name``)."""
+    scan = {k: v for k, v in options.items() if k not in ("path", "warehouse")}
+    return Catalog(options["warehouse"]).get_table(options["path"], scan).read()
 
 
 class SystemTableReader(DataSourceReader):
     """Reads a (small) system table in one task."""
 
-    def __init__(self, warehouse: str, name: str, schema: StructType) -> None:
-        self.warehouse = warehouse
-        self.name = name
+    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        self.options = dict(options)
         self.layout = arrow_layout(schema)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        yield from to_spark_batches(read_system_table(self.warehouse, self.name), self.layout)
+        yield from to_spark_batches(read_system_table(self.options), self.layout)

@@ -9,9 +9,9 @@ before handing it to the ``paimon`` data source:
   files);
 - dynamic buckets (``bucket = -1`` with a primary key): by assigner channel, the way Paimon's
   ``BucketAssigner.computeAssigner`` splits keys between assigner tasks (partition hash picks the
-  first channel, key hash the offset among ``num_assigners``), so each assigner - and the buckets
-  it owns - lives in one task. The engine's writer does not take its task's assigner yet (it runs
-  all assigners itself), so the data source accepts such writes from one task only;
+  first channel, key hash the offset among ``num_assigners``); channel ``c`` goes to Spark
+  partition ``c`` exactly, whose task writes as assigner ``c`` (it creates and writes only the
+  buckets that assigner owns);
 - bucket-unaware append tables: no shuffle.
 
 The bucket or channel of a row is computed by an Arrow UDF over only the key columns.
@@ -29,12 +29,13 @@ from pyspark.sql import functions as F
 from pyspark.sql.functions import arrow_udf
 from pyspark.sql.types import IntegerType
 
-from lakehouse.bucket.channels import AssignerSplit, assigner_channel
-from lakehouse.bucket.dynamic import ASSIGNER_PARALLELISM, INITIAL_BUCKETS, key_hashes
+from lakehouse.bucket.dynamic import ASSIGNER_PARALLELISM
 from lakehouse.bucket.fixed import fixed_buckets
-from lakehouse.manifest import binary_row
+from lakehouse.murmur import murmur_hash
 from lakehouse.schema import TableSchema
 from lakehouse.spark.source import open_table, register
+from lakehouse.spark.writer import assigner_parallelism
+from lakehouse.table.dynamic_buckets import assigner_channels
 from lakehouse.table.table import Table
 
 ROUTE = "__lakehouse_route"
@@ -47,42 +48,46 @@ def fixed_bucket_ids(schema: TableSchema, *columns: pa.Array) -> np.ndarray:
     return fixed_buckets(arrays, [f.type for f in fields], schema.core_options.bucket)
 
 
-def assigner_channels(schema: TableSchema, num_channels: int, *columns: pa.Array) -> np.ndarray:
-    """The dynamic-bucket assigner task (0..num_channels-1) of each row, from its partition columns
-    then its trimmed primary-key columns (the order of :func:`channel_columns`)."""
-    parts, keys = schema.partition_keys, schema.trimmed_primary_keys
-    named = {n: _as_column(c, schema, n) for n, c in zip([*parts, *keys], columns, strict=True)}
-    rows = len(columns[0]) if columns else 0
-    assigners = AssignerSplit.tasks(num_channels, initial_buckets(schema))[0].num_assigners
-    key_types = [f.type for f in schema.fields_named(keys)]
-    hashes = key_hashes(pa.table({k: named[k] for k in keys}), keys, key_types)
-    partition_hashes = binary_row.encode_rows(
-        [named[p] for p in parts], schema.partition_types(), rows
-    ).hash_codes()
-    distinct, inverse = np.unique(partition_hashes, return_inverse=True)
-    order = np.argsort(inverse, kind="stable")
-    bounds = np.searchsorted(inverse[order], np.arange(len(distinct) + 1))
-    channels = np.empty(rows, dtype=np.int64)
-    for partition_hash, start, end in zip(distinct.tolist(), bounds[:-1], bounds[1:], strict=True):
-        of = order[start:end]  # the rows of one partition
-        channels[of] = assigner_channel(partition_hash, hashes[of], num_channels, assigners)
-    return channels
-
-
-def initial_buckets(schema: TableSchema) -> int | None:
-    options = schema.core_options
-    return None if options.get(INITIAL_BUCKETS) is None else options.get_int(INITIAL_BUCKETS)
-
-
 def channel_columns(schema: TableSchema) -> list[str]:
-    """The columns :func:`assigner_channels` reads, in its argument order."""
+    """The columns :func:`channel_ids` reads, in its argument order."""
     return [*schema.partition_keys, *schema.trimmed_primary_keys]
+
+
+def channel_ids(schema: TableSchema, num_channels: int, *columns: pa.Array) -> np.ndarray:
+    """The dynamic-bucket assigner channel (0..num_channels-1) of each row, from the columns of
+    :func:`channel_columns`."""
+    names = channel_columns(schema)
+    data = pa.table({n: _as_column(c, schema, n) for n, c in zip(names, columns, strict=True)})
+    return assigner_channels(schema, data, num_channels)
+
+
+def hash_partition_keys(num_partitions: int) -> np.ndarray:
+    """For each Spark partition ``p``, an int that ``repartition(num_partitions, column)`` sends to
+    ``p``: Spark puts a row into ``pmod(murmur3(value), num_partitions)``, where an int's murmur3 is
+    Paimon's MurmurHash (seed 42) of its 4 little-endian bytes."""
+    keys = np.full(num_partitions, -1, dtype=np.int64)
+    start, batch = 0, 64 * num_partitions
+    while (keys < 0).any():
+        candidates = np.arange(start, start + batch, dtype="<i4")
+        hashes = murmur_hash(candidates.view(np.uint8), np.arange(0, 4 * batch + 1, 4))
+        partitions, first = np.unique(np.mod(hashes.astype(np.int64), num_partitions), return_index=True)
+        missing = keys[partitions] < 0
+        keys[partitions[missing]] = candidates[first[missing]]
+        start += batch
+    return keys.astype(np.int32)
 
 
 def _as_column(array: pa.Array, schema: TableSchema, name: str) -> pa.Array:
     """A column as the table stores it (Spark may hand a wider or differently laid out type)."""
     target = schema.arrow_types()[name]
     return array if array.type == target else array.cast(target)
+
+
+def _channel_partition_keys(
+    schema: TableSchema, num_channels: int, partition_keys: np.ndarray, *columns: pa.Array
+) -> np.ndarray:
+    """Per row, the int that sends it to the Spark partition numbered like its channel."""
+    return partition_keys[channel_ids(schema, num_channels, *columns)]
 
 
 def _route_udf(route: Callable[..., np.ndarray]) -> Callable[..., Column]:
@@ -100,10 +105,14 @@ def routed(df: DataFrame, table: Table, num_tasks: int) -> DataFrame:
     if schema.core_options.bucket > 0:
         route = _route_udf(functools.partial(fixed_bucket_ids, schema))(*map(F.col, schema.bucket_keys))
         keys = [F.col(p) for p in schema.partition_keys]
-    elif schema.primary_keys:
-        channels = functools.partial(assigner_channels, schema, num_tasks)
+    elif schema.dynamic_buckets:
+        channels = functools.partial(
+            _channel_partition_keys, schema, num_tasks, hash_partition_keys(num_tasks)
+        )
         route = _route_udf(channels)(*map(F.col, channel_columns(schema)))
         keys = []
+    elif schema.cross_partition_update:
+        return df.repartition(1)  # one writer knows where every key lives
     else:
         return df
     return df.withColumn(ROUTE, route).repartition(num_tasks, *keys, F.col(ROUTE)).drop(ROUTE)
@@ -119,13 +128,24 @@ def write(
     num_tasks: int | None = None,
 ) -> None:
     """Write ``df`` into ``table`` ("db.table" with ``warehouse``, or a table path) through the
-    ``paimon`` data source, each bucket by one of ``num_tasks`` tasks (default: Spark's default
-    parallelism; ``dynamic-bucket.assigner-parallelism`` for dynamic-bucket tables)."""
+    ``paimon`` data source, each bucket by one of ``num_tasks`` tasks.
+
+    ``num_tasks`` defaults to Spark's default parallelism; for dynamic-bucket tables to the
+    table's ``dynamic-bucket.assigner-parallelism`` (default 1, as the engine's own writer), so
+    that every writer of the table spreads keys over the same assigners. A dynamic-bucket write
+    with another number of tasks than the table was written with is refused when it updates a
+    key living in a bucket another task's assigner owns. Cross-partition upsert tables are
+    written from one task.
+    """
     spark = df.sparkSession
     register(spark)
     given = {**(options or {}), **({"warehouse": warehouse} if warehouse else {})}
     target = open_table({**given, "path": table})
-    dynamic = target.schema.core_options.bucket == -1 and target.primary_keys
-    assigners = target.options.get(ASSIGNER_PARALLELISM) if dynamic else None
-    tasks = num_tasks or (int(assigners) if assigners else spark.sparkContext.defaultParallelism)
+    if target.schema.dynamic_buckets:
+        tasks = num_tasks or assigner_parallelism(target, given)
+        given[ASSIGNER_PARALLELISM] = str(tasks)
+    elif target.schema.cross_partition_update:
+        tasks = 1
+    else:
+        tasks = num_tasks or spark.sparkContext.defaultParallelism
     routed(df, target, tasks).write.format("paimon").options(**given).mode(mode).save(table)

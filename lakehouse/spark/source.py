@@ -1,8 +1,9 @@
 """The Python data source ``paimon``: which table a read or write addresses, and its schema.
 
 Spark instantiates :class:`PaimonDataSource` from the options of ``spark.read``/``df.write``:
-``load("db.table")`` with ``option("warehouse", ...)`` names a catalog table (``db.t$snapshots``
-a system table), a path without a warehouse names the table stored there. Time travel takes
+``load("db.table")`` with ``option("warehouse", ...)`` names a catalog table (``db.t$snapshots``,
+``sys.all_table_options`` a system table, read in one task with the read's ``scan.snapshot-id``
+or ``scan.tag-name``), a path without a warehouse names the table stored there. Time travel takes
 Paimon's scan options ``scan.snapshot-id``, ``scan.timestamp-millis`` or ``scan.tag-name``.
 """
 
@@ -19,16 +20,26 @@ from lakehouse.errors import InvalidOptionError
 from lakehouse.spark.reader import PaimonReader, ScanOptions, SystemTableReader, read_system_table
 from lakehouse.spark.types import spark_schema, spark_schema_of_arrow
 from lakehouse.spark.writer import PaimonWriter
+from lakehouse.system import is_system_name
 from lakehouse.table.table import Table
 
 NAME = "paimon"
 FILTER_PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
+LEAF_PARALLELISM = "spark.sql.leafNodeDefaultParallelism"
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``paimon`` data source with ``spark`` and enable filter pushdown for it."""
+    """Register the ``paimon`` data source with ``spark`` and enable filter pushdown for it.
+
+    The registered class carries the session's default parallelism (Python data sources are
+    planned in worker processes that cannot ask the session), which sizes the input partitions.
+    """
     spark.conf.set(FILTER_PUSHDOWN, "true")
-    spark.dataSource.register(PaimonDataSource)
+    leaf = spark.conf.get(LEAF_PARALLELISM, None)
+    parallelism = int(leaf) if leaf else spark.sparkContext.defaultParallelism
+    spark.dataSource.register(
+        type(PaimonDataSource.__name__, (PaimonDataSource,), {"parallelism": parallelism})
+    )
 
 
 def open_table(options: Mapping[str, str]) -> Table:
@@ -40,11 +51,17 @@ def open_table(options: Mapping[str, str]) -> Table:
             "or the table's path"
         )
     warehouse = options.get("warehouse")
-    return Catalog(warehouse).get_table(path) if warehouse else table_at(path)
+    table = Catalog(warehouse).get_table(path) if warehouse else table_at(path)
+    if not isinstance(table, Table):
+        raise InvalidOptionError(f"{path} is a system table: it can be read, not written or maintained")
+    return table
 
 
 class PaimonDataSource(DataSource):
-    """Paimon tables for Spark: distributed reads per split, writes committed by the driver."""
+    """Paimon tables for Spark: reads planned on the driver and run in tasks, writes written in
+    tasks and committed by the driver."""
+
+    parallelism: int | None = None  # set on the class :func:`register` registers
 
     @classmethod
     def name(cls) -> str:
@@ -52,18 +69,19 @@ class PaimonDataSource(DataSource):
 
     @property
     def _system_table(self) -> bool:
-        return "$" in self.options.get("path", "") and bool(self.options.get("warehouse"))
+        return is_system_name(self.options.get("path", "")) and bool(self.options.get("warehouse"))
 
     def schema(self) -> StructType:
         if self._system_table:
-            rows = read_system_table(self.options["warehouse"], self.options["path"])
-            return spark_schema_of_arrow(rows.schema)
+            return spark_schema_of_arrow(read_system_table(self.options).schema)
         return spark_schema(ScanOptions.parse(self.options).schema(open_table(self.options)).fields)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         if self._system_table:
-            return SystemTableReader(self.options["warehouse"], self.options["path"], schema)
-        return PaimonReader(open_table(self.options), ScanOptions.parse(self.options), schema)
+            return SystemTableReader(self.options, schema)
+        return PaimonReader(
+            open_table(self.options), ScanOptions.parse(self.options), schema, self.parallelism
+        )
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         return PaimonWriter(open_table(self.options), schema, overwrite, dict(self.options))

@@ -10,7 +10,10 @@ to another (speculation) is not reported, and its files stay unreferenced until 
 
 Primary-key tables need every bucket written by one task, which numbers the bucket's rows in
 order (``lakehouse.spark.write`` shuffles rows so); a write in which two tasks wrote the same
-bucket is refused before anything is committed.
+bucket is refused before anything is committed. Dynamic-bucket tables are written by
+``dynamic-bucket.assigner-parallelism`` tasks (write option, else table option, else 1): task
+``c`` writes as assigner ``c`` of the engine's split writers and refuses rows of another
+assigner's channel, so one channel's rows reaching several tasks fail the write.
 """
 
 from __future__ import annotations
@@ -23,14 +26,16 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from lakehouse.errors import UnsupportedFeatureError
+from lakehouse.bucket.dynamic import ASSIGNER_PARALLELISM
+from lakehouse.errors import InvalidOptionError, MisroutedRowsError, UnsupportedFeatureError
 from lakehouse.options import parse_bool
 from lakehouse.spark.types import arrow_layout
 from lakehouse.table.commit import Overwrite
 from lakehouse.table.conform import conform
+from lakehouse.table.dynamic_buckets import assigner_splits
 from lakehouse.table.partitions import partition_values
 from lakehouse.table.table import Table
-from lakehouse.table.write import CommitMessage
+from lakehouse.table.write import CommitMessage, TableWrite
 
 DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
 COMMIT_USER = "commit.user"  # write option: the snapshot's commitUser (default: a fresh UUID)
@@ -54,21 +59,47 @@ class PaimonWriter(DataSourceArrowWriter):
         self.overwrite = overwrite
         self.mode = overwrite_mode(table, options) if overwrite else None
         self.commit_user = options.get(COMMIT_USER)
+        self.assigners = assigner_parallelism(table, options) if table.schema.dynamic_buckets else None
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
         """Write this task's rows; on failure its files are deleted before the error surfaces."""
-        writer = self.table.new_write(overwrite=self.overwrite)
+        context = TaskContext.get()
+        writer: TableWrite | None = None
         messages: list[CommitMessage] = []
         try:
             for batch in iterator:
-                writer.write(batch)
-            messages = writer.prepare_commit()
+                if batch.num_rows:
+                    if writer is None:
+                        writer = self._table_write(context.partitionId())
+                    writer.write(batch)
+            messages = writer.prepare_commit() if writer is not None else []
+        except MisroutedRowsError as e:
+            self._abort(writer, messages)
+            raise MisroutedRowsError(
+                f"dynamic-bucket table {self.table.name}: Spark task {context.partitionId()} received rows "
+                f"of another task's bucket assigner (of {self.assigners}); nothing was committed - write "
+                f"with lakehouse.spark.write(df, {self.table.name!r}, ...), which sends each assigner's "
+                f"keys to its task"
+            ) from e
         except BaseException:
-            writer.abort()
-            self.table.new_commit().abort(messages)
+            self._abort(writer, messages)
             raise
-        context = TaskContext.get()
         return TaskCommit(context.partitionId(), context.attemptNumber(), tuple(messages))
+
+    def _table_write(self, task: int) -> TableWrite:
+        """The engine's writer of this task: for dynamic-bucket tables, as assigner ``task``."""
+        if self.assigners is None:
+            return self.table.new_write(overwrite=self.overwrite)
+        if task >= self.assigners:
+            raise MisroutedRowsError(f"task {task} has no assigner among {self.assigners}")
+        split = assigner_splits(self.table.schema, self.assigners)[task]
+        return self.table.new_write(overwrite=self.overwrite, assigner=split)
+
+    def _abort(self, writer: TableWrite | None, messages: list[CommitMessage]) -> None:
+        """Delete the files of a failed task."""
+        if writer is not None:
+            writer.abort()
+        self.table.new_commit().abort(messages)
 
     def commit(self, messages: list[TaskCommit | None]) -> None:
         """Commit every task's files as one snapshot, or delete them all if that is impossible."""
@@ -95,22 +126,36 @@ def overwrite_mode(table: Table, options: Mapping[str, str]) -> Overwrite:
     return "dynamic" if dynamic and table.partition_keys else True
 
 
+def assigner_parallelism(table: Table, options: Mapping[str, str]) -> int:
+    """How many tasks write a dynamic-bucket table, each as one assigner: the write option
+    ``dynamic-bucket.assigner-parallelism``, else the table's, else 1."""
+    value = options.get(ASSIGNER_PARALLELISM) or table.options.get(ASSIGNER_PARALLELISM) or "1"
+    try:
+        parallelism = int(value)
+    except ValueError:
+        parallelism = 0
+    if parallelism < 1:
+        raise InvalidOptionError(f"{ASSIGNER_PARALLELISM}={value!r} must be a positive integer")
+    return parallelism
+
+
 def check_one_writer_per_bucket(table: Table, tasks: list[TaskCommit]) -> None:
     """Refuse a primary-key write in which two tasks wrote one bucket: their sequence numbers
-    overlap, so no reader could tell which version of a key is the newest."""
+    overlap, so no reader could tell which version of a key is the newest. A cross-partition
+    upsert table takes one writing task (each would place keys the others do not know)."""
     if not table.primary_keys:
         return
+    writing = sorted({t.partition_id for t in tasks if t.messages})
+    if table.schema.cross_partition_update and len(writing) > 1:
+        raise UnsupportedFeatureError(
+            f"cross-partition upsert table {table.name}: Spark tasks {writing} all wrote rows, but where "
+            f"each key lives is known to one writer only; nothing was committed - write with "
+            f"lakehouse.spark.write(df, {table.name!r}, ...), which writes such tables from one task"
+        )
     writers: dict[tuple[bytes, int], int] = {}
     for task in tasks:
         for m in task.messages:
             other = writers.setdefault((m.partition, m.bucket), task.partition_id)
-            if other != task.partition_id and table.schema.core_options.bucket == -1:
-                raise UnsupportedFeatureError(
-                    f"dynamic-bucket table {table.name}: Spark tasks {other} and {task.partition_id} "
-                    f"both created bucket {m.bucket}; nothing was committed - each writer assigns buckets "
-                    f"on its own, so write from one task: lakehouse.spark.write(df, {table.name!r}, "
-                    f"num_tasks=1, ...) or df.coalesce(1)"
-                )
             if other != task.partition_id:
                 raise UnsupportedFeatureError(
                     f"primary-key table {table.name}: Spark tasks {other} and {task.partition_id} both "

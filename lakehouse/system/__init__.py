@@ -38,6 +38,11 @@ class SystemTable:
         return self.build(self.options)
 
 
+def is_system_name(identifier: str) -> bool:
+    """Whether ``identifier`` names a system table (``db.t$name`` or ``sys.name``)."""
+    return "$" in identifier or identifier.split(".", 1)[0] == SYSTEM_DATABASE
+
+
 def table_system_names() -> list[str]:
     return sorted(_table_builders())
 

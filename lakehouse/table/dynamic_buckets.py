@@ -1,10 +1,17 @@
 """Dynamic buckets (``bucket = -1``) for one write: each key's bucket, and the HASH files to commit.
 
-The assigner group (:mod:`lakehouse.bucket.dynamic`) loads a partition's HASH files from the
-snapshot the writer started from the first time a batch touches the partition. At commit
-preparation every bucket that received new keys gets a new HASH file holding all its key
-hashes; the commit replaces the bucket's previous file with it, and fails with a conflict if
-another writer replaced that file first (its keys would otherwise be lost from the index).
+A writer runs either every assigner of the table's ``dynamic-bucket.assigner-parallelism``
+(:class:`~lakehouse.bucket.dynamic.BucketAssignerGroup`), or one assigner split of a job whose
+writers each receive the rows of their own assigner channel (:func:`assigner_channels`) and write
+only the buckets that assigner owns - Paimon's assigner tasks with the bucket writers in the same
+task. Such writers never write a common bucket, so their commit messages go into one commit.
+
+An assigner loads a partition's HASH files from the snapshot the writer started from the first
+time a batch touches the partition (all of them, as Java's ``loadIndex``: a key of this assigner
+may sit in a bucket a writer with another parallelism created). At commit preparation every
+bucket that received new keys gets a new HASH file holding all its key hashes; the commit
+replaces the bucket's previous file with it, and fails with a conflict if another writer
+replaced that file first (its keys would otherwise be lost from the index).
 """
 
 from __future__ import annotations
@@ -16,9 +23,19 @@ import numpy as np
 import pyarrow as pa
 
 from lakehouse.bucket import hash_index
-from lakehouse.bucket.dynamic import BucketAssignerGroup, DynamicBucketOptions, key_hashes
+from lakehouse.bucket.channels import AssignerSplit, assigner_channel, assigners_per_partition
+from lakehouse.bucket.dynamic import (
+    BucketAssignerGroup,
+    DynamicBucketOptions,
+    HashBucketAssigner,
+    key_hashes,
+)
+from lakehouse.errors import InvalidOptionError
+from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import IndexFileMeta, IndexManifestEntry
 from lakehouse.paths import FileNamer
+from lakehouse.schema import TableSchema
+from lakehouse.table.partitions import partition_values
 
 if TYPE_CHECKING:
     from lakehouse.table.table import Table
@@ -33,9 +50,12 @@ class HashFileChange:
 
 
 class DynamicBuckets:
-    """Assigns buckets to the keys a writer receives, partition by partition."""
+    """Assigns buckets to the keys a writer receives, partition by partition; with a ``split``,
+    only to the keys of that assigner, and only buckets it owns."""
 
-    def __init__(self, table: Table, hash_files: list[IndexManifestEntry]) -> None:
+    def __init__(
+        self, table: Table, hash_files: list[IndexManifestEntry], split: AssignerSplit | None = None
+    ) -> None:
         self.table = table
         schema = table.schema
         self.key = list(schema.trimmed_primary_keys)
@@ -43,7 +63,19 @@ class DynamicBuckets:
         self.files: dict[tuple[bytes, int], IndexFileMeta] = {
             (e.partition, e.bucket): e.index_file for e in hash_files
         }
-        self.assigner = BucketAssignerGroup(DynamicBucketOptions.from_table(schema.core_options), self._load)
+        options = DynamicBucketOptions.from_table(schema.core_options)
+        self.split = split
+        self.assigner: BucketAssignerGroup | HashBucketAssigner
+        if split is None:
+            self.assigner = BucketAssignerGroup(options, self._load)
+        elif not split.owns_exclusively:
+            raise InvalidOptionError(
+                f"table {table.name}: {split.num_channels} writers with {split.num_assigners} assigners per "
+                f"partition would share bucket ids; use a multiple of {split.num_assigners} writers "
+                f"(dynamic-bucket.initial-buckets), or one"
+            )
+        else:
+            self.assigner = HashBucketAssigner(options, split, self._load)
 
     def _load(self, partition: bytes) -> list[tuple[int, np.ndarray]]:
         """(bucket, key hashes) of every HASH file of ``partition``, in index-manifest order."""
@@ -57,13 +89,31 @@ class DynamicBuckets:
         """The bucket of every row (int32); rows of one partition are assigned as one batch."""
         hashes = key_hashes(data, self.key, self.key_types)
         if len(partitions) == 1:
-            return self.assigner.assign(partitions[0], int(partition_hashes[0]), hashes)
+            return self._assign(partitions[0], int(partition_hashes[0]), hashes)
         buckets = np.empty(data.num_rows, np.int32)
         order = np.argsort(part_ids, kind="stable")
         bounds = np.searchsorted(part_ids[order], np.arange(len(partitions) + 1))
         for p, (start, end) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)):
             rows = order[start:end]
-            buckets[rows] = self.assigner.assign(partitions[p], int(partition_hashes[p]), hashes[rows])
+            buckets[rows] = self._assign(partitions[p], int(partition_hashes[p]), hashes[rows])
+        return buckets
+
+    def _assign(self, partition: bytes, partition_hash: int, hashes: np.ndarray) -> np.ndarray:
+        """The buckets of one partition's keys; a split writer refuses a key living in a bucket
+        another assigner owns (that assigner's writer may write the bucket too)."""
+        buckets = self.assigner.assign(partition, partition_hash, hashes)
+        if self.split is None:
+            return buckets
+        foreign = np.unique(buckets[~self.split.owns(buckets)])
+        if len(foreign):
+            schema = self.table.schema
+            raise InvalidOptionError(
+                f"table {self.table.name}, partition {partition_values(schema, partition)}: keys of assigner "
+                f"{self.split.assign_id} (of {self.split.num_channels}) live in buckets {foreign.tolist()}, "
+                f"which other assigners own - the table's keys were bucketed with another "
+                f"dynamic-bucket.assigner-parallelism or initial-buckets; write with the parallelism the "
+                f"table was written with, or with one writer"
+            )
         return buckets
 
     def write_changes(self, names: FileNamer) -> dict[tuple[bytes, int], HashFileChange]:
@@ -75,3 +125,24 @@ class DynamicBuckets:
             )
             for u in self.assigner.take_changes()
         }
+
+
+def assigner_splits(schema: TableSchema, num_writers: int) -> list[AssignerSplit]:
+    """The assigner split of each of ``num_writers`` writers of a dynamic-bucket table."""
+    return AssignerSplit.tasks(
+        num_writers, DynamicBucketOptions.from_table(schema.core_options).initial_buckets
+    )
+
+
+def assigner_channels(schema: TableSchema, data: pa.Table, num_writers: int) -> np.ndarray:
+    """The writer (0..num_writers-1) whose assigner split serves each row, from the row's partition
+    and trimmed primary-key columns (``BucketAssigner.computeAssigner``)."""
+    options = DynamicBucketOptions.from_table(schema.core_options)
+    assigners = assigners_per_partition(num_writers, options.initial_buckets)
+    keys = list(schema.trimmed_primary_keys)
+    hashes = key_hashes(data, keys, [f.type for f in schema.fields_named(keys)])
+    partitions = [data.column(p).combine_chunks() for p in schema.partition_keys]
+    partition_hashes = binary_row.encode_rows(
+        partitions, schema.partition_types(), data.num_rows
+    ).hash_codes()
+    return assigner_channel(partition_hashes, hashes, num_writers, assigners)

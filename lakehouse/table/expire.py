@@ -15,17 +15,22 @@ deleted: data and changelog files first, then manifests and index files, then th
 (oldest first), then the ``EARLIEST`` hint. A run killed at any point leaves a readable table and
 the next run finishes the job. New files of a concurrent writer are never candidates: candidates
 come from the expired snapshots' manifests only.
+
+The work comes in three units, so that other processes can delete the files:
+:func:`plan_expiration` (which snapshots and files go), ``delete_files`` over
+``plan.files.content()`` (in any number of pieces), :func:`finish_expiration` (metadata,
+snapshot files, hint).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from lakehouse.errors import InvalidArgumentError
 from lakehouse.table import consumers, tags
-from lakehouse.table.references import Deleted, References, delete_files
+from lakehouse.table.references import Deleted, FileRefs, References, delete_files
 
 if TYPE_CHECKING:
     from lakehouse.table.table import Table
@@ -51,6 +56,17 @@ class Expiration:
         return self.deleted.total
 
 
+@dataclass(frozen=True)
+class ExpirationPlan:
+    """Snapshots ``earliest .. end-1`` expire (those of ``snapshot_ids`` still exist), with the
+    files only they reference; ``earliest`` and ``end`` are None when the table has no snapshot."""
+
+    earliest: int | None
+    end: int | None
+    snapshot_ids: tuple[int, ...] = ()
+    files: FileRefs = field(default_factory=FileRefs)
+
+
 def expire_snapshots(
     table: Table,
     retain_min: int | None = None,
@@ -62,6 +78,19 @@ def expire_snapshots(
 
     ``older_than_ms`` is an epoch-millisecond timestamp (Paimon's ``older_than``).
     """
+    plan = plan_expiration(table, retain_min, retain_max, older_than_ms, max_deletes)
+    return finish_expiration(table, plan, delete_files(table.io, plan.files.content()))
+
+
+def plan_expiration(
+    table: Table,
+    retain_min: int | None = None,
+    retain_max: int | None = None,
+    older_than_ms: int | None = None,
+    max_deletes: int | None = None,
+) -> ExpirationPlan:
+    """Which snapshots :func:`expire_snapshots` expires and which files go with them (deletes
+    nothing but expired consumers)."""
     options = table.refresh().schema.core_options
 
     def option(given: int | None, key: str) -> int:
@@ -87,7 +116,7 @@ def expire_snapshots(
     snapshots = table.snapshots
     latest, earliest = snapshots.latest_id(), snapshots.earliest_id()
     if latest is None or earliest is None:
-        return Expiration(0, None)
+        return ExpirationPlan(None, None)
     first = max(latest - retain_max + 1, earliest)
     end = latest - retain_min + 1
     needed = consumers.min_next_snapshot(table)
@@ -98,27 +127,37 @@ def expire_snapshots(
         if snapshots.exists(sid + 1) and older_than_ms <= snapshots.snapshot(sid + 1).time_millis:
             end = sid
             break
-    return expire_until(table, earliest, end)
+    return plan_expiration_until(table, earliest, end)
 
 
-def expire_until(table: Table, earliest: int, end: int) -> Expiration:
+def plan_expiration_until(table: Table, earliest: int, end: int) -> ExpirationPlan:
     """Expire snapshots ``earliest .. end-1``; snapshot ``end`` must exist and is kept."""
-    snapshots = table.snapshots
     if end <= earliest:
-        if snapshots.read_hint("EARLIEST") != earliest:
-            snapshots.write_hint("EARLIEST", earliest)
-        return Expiration(0, earliest)
+        return ExpirationPlan(earliest, earliest)
+    snapshots = table.snapshots
     boundary = snapshots.snapshot(end)
     expired = [snapshots.snapshot(sid) for sid in range(earliest, end) if snapshots.exists(sid)]
     refs = References(table)
     protected = refs.of(boundary)
     for tagged in protecting_tags(tags.tagged_snapshots(table), earliest, end):
         protected.update(refs.of(tagged, changelog=False))
-    deleted = delete_files(table.io, refs.of_removed(expired).minus(protected))
-    for snap in expired:
-        snapshots.delete(snap.id)
-    snapshots.write_hint("EARLIEST", end)
-    return Expiration(len(expired), end, deleted)
+    files = refs.of_removed(expired).minus(protected)
+    return ExpirationPlan(earliest, end, tuple(s.id for s in expired), files)
+
+
+def finish_expiration(table: Table, plan: ExpirationPlan, deleted: Deleted) -> Expiration:
+    """The last steps of an expiration whose data, changelog and index files are deleted
+    (``deleted`` counts them): its metadata files, then its snapshot files oldest first, then the
+    ``EARLIEST`` hint."""
+    if plan.end is None:
+        return Expiration(0, None)
+    snapshots = table.snapshots
+    deleted = deleted + delete_files(table.io, plan.files.metadata_refs())
+    for sid in plan.snapshot_ids:
+        snapshots.delete(sid)
+    if plan.end > plan.earliest or snapshots.read_hint("EARLIEST") != plan.end:
+        snapshots.write_hint("EARLIEST", plan.end)
+    return Expiration(len(plan.snapshot_ids), plan.end, deleted)
 
 
 def protecting_tags(tagged: list, earliest: int, end: int) -> list:

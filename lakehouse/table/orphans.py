@@ -11,14 +11,13 @@ Files under external data paths are left alone.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from lakehouse.errors import InvalidArgumentError
 from lakehouse.io.fs import FileStatus, join
-from lakehouse.io.pool import map_reads
 from lakehouse.table import tags
-from lakehouse.table.references import STATISTICS_DIR, FileRefs, References
+from lakehouse.table.references import STATISTICS_DIR, FileRefs, References, delete_paths
 
 if TYPE_CHECKING:
     from lakehouse.table.table import Table
@@ -42,6 +41,15 @@ class OrphanFiles:
 
 def remove_orphan_files(table: Table, older_than_ms: int | None = None, dry_run: bool = False) -> OrphanFiles:
     """Delete (or with ``dry_run`` only list) the table's orphan files older than ``older_than_ms``."""
+    found = find_orphan_files(table, older_than_ms)
+    if dry_run:
+        return found
+    delete_paths(table.io, found.paths)
+    return replace(found, dry_run=False)
+
+
+def find_orphan_files(table: Table, older_than_ms: int | None = None) -> OrphanFiles:
+    """The orphan files :func:`remove_orphan_files` deletes, only listed (a dry run)."""
     now_ms = int(time.time() * 1000)
     if older_than_ms is None:
         older_than_ms = now_ms - DEFAULT_AGE_MS
@@ -52,9 +60,7 @@ def remove_orphan_files(table: Table, older_than_ms: int | None = None, dry_run:
         )
     used = referenced_files(table).all()
     found = [st for st in candidate_files(table) if st.mtime_ms < older_than_ms and st.path not in used]
-    if not dry_run:
-        map_reads(table.io.delete, [st.path for st in found], parallel=not table.io.is_local)
-    return OrphanFiles(tuple(sorted(st.path for st in found)), sum(st.size for st in found), dry_run)
+    return OrphanFiles(tuple(sorted(st.path for st in found)), sum(st.size for st in found), dry_run=True)
 
 
 def referenced_files(table: Table) -> FileRefs:

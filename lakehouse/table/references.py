@@ -19,7 +19,7 @@ file referenced by two of them is referenced by every snapshot in between; this 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -59,6 +59,24 @@ class FileRefs:
 
     def all(self) -> set[str]:
         return self.data | self.changelog | self.index | self.metadata
+
+    def content(self) -> FileRefs:
+        """The data, changelog and index files: what the metadata files lead to."""
+        return FileRefs(set(self.data), set(self.changelog), set(self.index))
+
+    def metadata_refs(self) -> FileRefs:
+        """Only the metadata files (manifest lists, manifests, index manifests, statistics)."""
+        return FileRefs(metadata=set(self.metadata))
+
+    def chunks(self, size: int) -> list[FileRefs]:
+        """These references in pieces of at most ``size`` files, each kind's paths in sorted order."""
+        pieces: list[FileRefs] = []
+        kinds = ("data", "changelog", "index", "metadata")
+        for kind in kinds:
+            paths = sorted(getattr(self, kind))
+            for start in range(0, len(paths), size):
+                pieces.append(FileRefs(**{kind: set(paths[start : start + size])}))
+        return pieces
 
 
 class References:
@@ -180,15 +198,25 @@ class Deleted:
     def total(self) -> int:
         return self.data_files + self.changelog_files + self.index_files + self.metadata_files
 
+    def __add__(self, other: Deleted) -> Deleted:
+        return Deleted(
+            self.data_files + other.data_files,
+            self.changelog_files + other.changelog_files,
+            self.index_files + other.index_files,
+            self.metadata_files + other.metadata_files,
+        )
+
 
 def delete_files(io: FileIO, refs: FileRefs) -> Deleted:
     """Delete ``refs`` in Paimon's order: data and changelog files first, then index files and
     metadata, so a cleanup killed half way leaves the metadata through which the next cleanup
-    still finds whatever it did not delete."""
-
-    def remove(paths: set[str]) -> int:
-        return sum(map_reads(io.delete, sorted(paths), parallel=not io.is_local))
-
-    data, changelog = remove(refs.data), remove(refs.changelog)
-    index, metadata = remove(refs.index), remove(refs.metadata)
+    still finds whatever it did not delete. Work split over processes keeps that order by
+    deleting ``refs.content()`` everywhere before ``refs.metadata_refs()``."""
+    data, changelog = delete_paths(io, refs.data), delete_paths(io, refs.changelog)
+    index, metadata = delete_paths(io, refs.index), delete_paths(io, refs.metadata)
     return Deleted(data, changelog, index, metadata)
+
+
+def delete_paths(io: FileIO, paths: Iterable[str]) -> int:
+    """Delete files (in parallel on remote storage); how many existed."""
+    return sum(map_reads(io.delete, sorted(paths), parallel=not io.is_local))

@@ -15,8 +15,9 @@ as in append tables, and each split carries its files' deletion vectors.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 
@@ -36,6 +37,8 @@ from lakehouse.mergetree.levels import level0_invisible
 from lakehouse.predicate import ColumnStats, Predicate, bind, may_match, only_columns
 from lakehouse.snapshot import Snapshot
 from lakehouse.types import TIMESTAMP_ROOTS, DataType, timestamp_unit
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from lakehouse.table.table import Table
@@ -337,7 +340,7 @@ def _splits(
             splits.append(Split(snapshot_id, partition, bucket, path, tuple(files), raw))
             continue
         files.sort(key=lambda f: f.min_sequence_number)
-        for pack in _pack(files, target, open_cost):
+        for pack in pack_ordered(files, [max(f.file_size, open_cost) for f in files], target):
             chosen = tuple(selections.get(f.file_name) for f in pack)
             vectors = tuple(deletions.get(f.file_name) for f in pack)
             splits.append(
@@ -355,17 +358,17 @@ def _splits(
     return splits
 
 
-def _pack(files: list[DataFileMeta], target: int, open_cost: int) -> list[list[DataFileMeta]]:
-    """BinPacking.packForOrdered: close a bin when the next file would overflow it."""
-    bins: list[list[DataFileMeta]] = []
-    current: list[DataFileMeta] = []
+def pack_ordered(items: Sequence[T], weights: Sequence[int], target: int) -> list[list[T]]:
+    """``BinPacking.packForOrdered``: items in order into bins, a bin closed when the next item's
+    weight would take it past ``target``."""
+    bins: list[list[T]] = []
+    current: list[T] = []
     weight = 0
-    for f in files:
-        w = max(f.file_size, open_cost)
+    for item, w in zip(items, weights, strict=True):
         if current and weight + w > target:
             bins.append(current)
             current, weight = [], 0
-        current.append(f)
+        current.append(item)
         weight += w
     if current:
         bins.append(current)

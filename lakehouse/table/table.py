@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from lakehouse import schema as schemas
+from lakehouse.bucket.channels import AssignerSplit
 from lakehouse.io.fs import FileIO
 from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
@@ -146,9 +147,10 @@ class Table:
 
     # ---- writing -------------------------------------------------------------------------
 
-    def new_write(self, *, overwrite: bool = False) -> TableWrite:
-        """A writer for data files (phase one of a write); usable in any process."""
-        return TableWrite(self, overwrite=overwrite)
+    def new_write(self, *, overwrite: bool = False, assigner: AssignerSplit | None = None) -> TableWrite:
+        """A writer for data files (phase one of a write); usable in any process. ``assigner``:
+        this writer's split of a dynamic-bucket write by several writers (see ``TableWrite``)."""
+        return TableWrite(self, overwrite=overwrite, assigner=assigner)
 
     def new_commit(self, commit_user: str | None = None) -> TableCommit:
         """A committer turning writers' messages into snapshots (phase two)."""

@@ -18,11 +18,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakehouse.bucket.channels import AssignerSplit
 from lakehouse.bucket.fixed import fixed_buckets
 from lakehouse.bucket.hash_index import HASH_INDEX
 from lakehouse.deletionvectors.index_file import DELETION_VECTORS
 from lakehouse.deletionvectors.maintainer import BucketDeletionVectors
-from lakehouse.errors import SchemaMismatchError
+from lakehouse.errors import InvalidOptionError, SchemaMismatchError
 from lakehouse.fileindex import options as fileindex_options
 from lakehouse.fileindex.build import FileIndexBuilder
 from lakehouse.format import parquet
@@ -76,13 +77,26 @@ class CommitMessage:
 
 
 class TableWrite:
-    """Writes data files for one table; ``prepare_commit`` returns what the committer needs."""
+    """Writes data files for one table; ``prepare_commit`` returns what the committer needs.
 
-    def __init__(self, table: Table, *, overwrite: bool = False) -> None:
+    ``assigner``: for dynamic-bucket tables written by several writers at once, the split of this
+    writer (see :mod:`lakehouse.table.dynamic_buckets`); it must receive exactly the rows
+    ``assigner_channels`` sends to it.
+    """
+
+    def __init__(
+        self, table: Table, *, overwrite: bool = False, assigner: AssignerSplit | None = None
+    ) -> None:
         self.table = table
         schema = table.schema
         self.schema = schema
         options = schema.core_options
+        if assigner is not None and not schema.dynamic_buckets:
+            raise InvalidOptionError(
+                f"table {table.name} has no dynamic buckets (bucket = -1 with a primary key): "
+                f"its writers take no assigner split"
+            )
+        self.assigner = assigner
         self.primary_key = list(schema.trimmed_primary_keys) if schema.primary_keys else []
         self.bucket_count = options.bucket
         self.engine = MergeEngine(schema, table.name) if schema.primary_keys else None
@@ -327,7 +341,7 @@ class TableWrite:
     def _dynamic_buckets(self) -> DynamicBuckets:
         if self._dynamic is None:
             self._restore()
-            self._dynamic = DynamicBuckets(self.table, self._hash_files)
+            self._dynamic = DynamicBuckets(self.table, self._hash_files, self.assigner)
         return self._dynamic
 
     # ---- jobs: one per (partition, bucket), run in worker threads --------------------------

@@ -16,7 +16,7 @@ from dagster import DagsterInstance, SensorResult, SkipReason, build_sensor_cont
 
 from assets.checks import index_check
 from assets.definitions import PIPELINE, defs
-from assets.maintenance import compact_job
+from assets.maintenance import compact_job, expire_job
 from assets.orders import TABLES, order_events
 from lakehouse import Catalog
 from lakehouse.bucket import hash_index
@@ -151,6 +151,23 @@ def test_compaction_sensor_requests_exactly_the_partitions_over_threshold(copy):
     assert done.success
     assert isinstance(sensor(context), SkipReason)
     assert not any(s.needs_compaction for s in wide.refresh().lsm_shape())
+
+
+def test_expire_job_expires_snapshots_and_removes_orphans(copy):
+    table = Catalog(copy).get_table("dwd.orders")
+    bucket = table.bucket_path(table.live_entries()[0].partition, 0)
+    orphan = Path(table.paths.root) / bucket / "data-orphan.parquet"
+    orphan.write_bytes(b"left by a crashed writer")
+    config = {"ops": {"expire_and_clean": {"config": {"tables": ["dwd.orders"], "orphan_min_age_ms": 0}}}}
+    table.set_options({"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"})
+    with DagsterInstance.ephemeral() as instance:
+        done = expire_job.execute_in_process(run_config=config, instance=instance, resources=resources(copy))
+    assert done.success and not orphan.exists()
+    totals = done.output_for_node("expire_and_clean")
+    assert totals["snapshots_expired"] > 0 and totals["orphan_files_deleted"] == 1
+    assert len(table.refresh().snapshots.snapshot_ids()) == 1
+    observed = [e for e in done.all_events if e.event_type_value == "ASSET_OBSERVATION"]
+    assert len(observed) == 1
 
 
 # ---- injected corruption: the index check of dwd.orders fails, naming the problem ---------------

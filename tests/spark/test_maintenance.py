@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import os
+import time
+from pathlib import Path
+
 import pytest
 
 from lakehouse import col
 from lakehouse import spark as lakespark
 from lakehouse.snapshot import CommitKind
+from lakehouse.table.expire import Expiration
+from lakehouse.table.orphans import candidate_files, referenced_files
 
 from ..conftest import ORDERS, orders, rows
 
 pytestmark = pytest.mark.spark
 
 DAYS = ["2024-01-01", "2024-01-02"]
+FUTURE = 2**62  # an older_than_ms every snapshot is older than
 
 
 def twins(catalog, **options: str):
@@ -78,3 +85,56 @@ def test_index_rewrite_job_matches_table_rewrite_file_index(spark, catalog, ware
     flt = col("order_id") == 39
     assert distributed.plan(filter=flt).stats == engine.plan(filter=flt).stats
     assert lakespark.rewrite_file_index(spark, "db.spark", warehouse=warehouse).snapshot_id is None
+
+
+def file_kinds(table) -> dict[str, int]:
+    """How many files each kind of directory of the table holds."""
+    counts: dict[str, int] = {}
+    for st in candidate_files(table):
+        kind = st.name.split("-")[0]
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def test_expiration_job_matches_table_expire_snapshots(spark, catalog, warehouse):
+    engine, distributed = twins(catalog, bucket="-1")  # dynamic buckets: new keys replace HASH files
+    for t in (engine, distributed):
+        t.create_tag("kept", 2)
+        t.compact(full=True)
+        for first in (100, 105):
+            t.write(orders(range(first, first + 5), dt=DAYS[0], price=7.0))
+    expected = engine.expire_snapshots(retain_min=2, older_than_ms=FUTURE)
+    got = lakespark.expire_snapshots(
+        spark, "db.spark", retain_min=2, older_than_ms=FUTURE, warehouse=warehouse
+    )
+    assert got == expected and got.snapshots_expired == 6
+    assert got.deleted.data_files > 0 and got.deleted.index_files > 0 and got.deleted.metadata_files > 0
+    assert distributed.snapshots.snapshot_ids() == engine.snapshots.snapshot_ids() == [7, 8]
+    assert distributed.snapshots.read_hint("EARLIEST") == 7
+    assert file_kinds(distributed) == file_kinds(engine)
+    assert {st.path for st in candidate_files(distributed)} == referenced_files(distributed).all()
+    assert rows(distributed.read(tag="kept")) == rows(engine.read(tag="kept"))
+    assert rows(distributed.read()) == rows(engine.read())
+    again = lakespark.expire_snapshots(
+        spark, "db.spark", retain_min=2, older_than_ms=FUTURE, warehouse=warehouse
+    )
+    assert again == engine.expire_snapshots(retain_min=2, older_than_ms=FUTURE) == Expiration(0, 7)
+
+
+def test_orphan_file_job_deletes_what_table_remove_orphan_files_would(spark, catalog, warehouse):
+    t = catalog.create_table("db.t", ORDERS, partition_keys=["dt"])
+    t.write(orders(range(10), dt=DAYS[0]))
+    bucket = os.path.dirname(t.paths.data_file(t.bucket_path(t.live_entries()[0].partition, 0), "x"))
+    orphans = [os.path.join(bucket, f"data-crashed-{i}.parquet") for i in range(5)]
+    for path in orphans:
+        Path(path).write_bytes(b"junk")
+        os.utime(path, (time.time() - 7200, time.time() - 7200))
+    hour_ago = int(time.time() * 1000) - 3_600_000
+    dry = lakespark.remove_orphan_files(
+        spark, "db.t", older_than_ms=hour_ago, dry_run=True, warehouse=warehouse
+    )
+    assert dry == t.remove_orphan_files(older_than_ms=hour_ago, dry_run=True)
+    assert dry.paths == tuple(sorted(orphans)) and all(os.path.exists(p) for p in orphans)
+    done = lakespark.remove_orphan_files(spark, "db.t", older_than_ms=hour_ago, warehouse=warehouse)
+    assert done.files == 5 and not done.dry_run and not any(os.path.exists(p) for p in orphans)
+    assert t.read().num_rows == 10

@@ -11,10 +11,10 @@ from pyspark.sql import datasource as sf
 
 import lakehouse
 from lakehouse import col
-from lakehouse.errors import UnsupportedFeatureError
-from lakehouse.spark.reader import file_by_file
+from lakehouse.spark.reader import PaimonReader, ScanOptions, file_by_file
 from lakehouse.spark.source import PaimonDataSource
 from lakehouse.spark.types import spark_schema
+from lakehouse.system import table_system_names
 
 from ..conftest import ORDERS, orders, rows
 
@@ -127,7 +127,6 @@ def test_pushed_filters_prune_by_partition_stats_and_index(spark, catalog, wareh
     pushed, plain = query("true"), query("false")
     expected = t.read(filter=(col("dt") == "2024-01-01") & (col("order_id") >= 100))
     assert rows(pushed.toArrow()) == rows(plain.toArrow()) == rows(expected) and expected.num_rows == 14
-    assert pushed.rdd.getNumPartitions() == 1 and plain.rdd.getNumPartitions() == 2
     assert list(reader(warehouse).pushFilters(exact)) == exact  # off unless asked for
     # without pushdown a DataFrame serves later queries with other filters correctly (with it,
     # Spark 4.3 would reuse the filtered read plan for the unfiltered count)
@@ -159,14 +158,23 @@ def test_time_travel_reads_the_snapshot_with_its_schema(spark, catalog, warehous
 
 
 def test_system_tables_by_name(spark, catalog, warehouse):
-    t = catalog.create_table("db.t", ORDERS)
+    t = catalog.create_table("db.t", ORDERS, primary_keys=["order_id"], options={"bucket": "2"})
     t.write(orders(range(3)))
-    try:
-        expected = catalog.get_table("db.t$snapshots").read()
-    except UnsupportedFeatureError:
-        pytest.skip("the engine does not serve system tables yet")
-    got = spark.read.format("paimon").option("warehouse", warehouse).load("db.t$snapshots").toArrow()
-    assert got.num_rows == expected.num_rows == 1
+    t.write(orders(range(2, 6), price=2.0))
+    t.create_tag("v1", 1)
+    load = spark.read.format("paimon").option("warehouse", warehouse)
+    names = [f"db.t${name}" for name in table_system_names()] + ["sys.all_table_options"]
+    for name in names:
+        assert load.load(name).toArrow().to_pylist() == catalog.get_table(name).read().to_pylist(), name
+    assert load.load("db.t$snapshots").count() == 2 and load.load("db.t$tags").count() == 1
+    assert load.load("db.t$audit_log").count() == 6
+    at_first = spark.read.format("paimon").option("warehouse", warehouse).option("scan.snapshot-id", "1")
+    old = at_first.load("db.t$files").toArrow()
+    assert old.to_pylist() == catalog.get_table("db.t$files", {"scan.snapshot-id": "1"}).read().to_pylist()
+    assert old.num_rows == 2 < load.load("db.t$files").count()
+    save = spark.createDataFrame(orders([9])).write.format("paimon").option("warehouse", warehouse)
+    with pytest.raises(Exception, match=r"db.t\$snapshots is a system table: it can be read, not written"):
+        save.mode("append").save("db.t$snapshots")
 
 
 def test_empty_table_and_workers_running_this_checkout(spark, catalog, warehouse):
@@ -174,6 +182,29 @@ def test_empty_table_and_workers_running_this_checkout(spark, catalog, warehouse
     assert spark.read.format("paimon").option("warehouse", warehouse).load("db.t").count() == 0
     files = spark.sparkContext.parallelize([0], 1).map(lambda _: lakehouse.__file__).collect()
     assert files == [lakehouse.__file__]
+
+
+def test_input_partitions_are_sized_for_the_parallelism(spark, catalog, warehouse):
+    t = catalog.create_table("db.t", ORDERS, partition_keys=["dt"])
+    days = ["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"]
+    for start in range(0, 36, 12):  # three files of one bucket per day
+        t.write(orders(range(start, start + 12), dt=days * 3))
+    pk = catalog.create_table("db.pk", ORDERS, primary_keys=["order_id"], options={"bucket": "2"})
+    pk.write(orders(range(10)))
+    pk.write(orders(range(5)))  # two runs per bucket: both buckets merge
+    for name, parallelism, sizes in (("db.t", 2, [6, 6]), ("db.t", 3, [4, 4, 4]), ("db.pk", 2, [1, 1])):
+        table = catalog.get_table(name)
+        read = PaimonReader(table, ScanOptions(), spark_schema(table.schema.fields), parallelism)
+        partitions = read.partitions()
+        assert [len(p.splits) for p in partitions] == sizes
+        files = [f.file_name for p in partitions for s in p.splits for f in s.files]
+        assert sorted(files) == sorted(f.file_name for s in table.plan().splits for f in s.files)
+    [merged, _] = partitions
+    assert not merged.splits[0].raw_convertible and len(merged.splits[0].files) == 2
+    unsized = reader(warehouse)
+    assert [len(p.splits) for p in unsized.partitions()] == [3, 3, 3, 3]  # one per split, file by file
+    # the registered data source carries the session's parallelism (2)
+    assert spark.read.format("paimon").option("warehouse", warehouse).load("db.t").rdd.getNumPartitions() == 2
 
 
 def test_append_splits_are_read_file_by_file(catalog):

@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pyarrow as pa
 import pytest
+from pyspark.sql import functions as F
 
 from lakehouse.bucket.channels import AssignerSplit
 from lakehouse.bucket.dynamic import key_hashes
@@ -14,9 +15,9 @@ from lakehouse.manifest import binary_row
 from lakehouse.schema import new_schema
 from lakehouse.snapshot import CommitKind
 from lakehouse.spark import write
-from lakehouse.spark.routing import assigner_channels, channel_columns, fixed_bucket_ids
+from lakehouse.spark.routing import channel_columns, channel_ids, fixed_bucket_ids, hash_partition_keys
 
-from ..conftest import ORDERS, orders, pk_orders_table, rows
+from ..conftest import ORDERS, orders, pk_orders_table, rows, stored_hashes
 from ..interop import oracle
 
 pytestmark = pytest.mark.spark
@@ -89,21 +90,63 @@ def test_failed_task_leaves_no_trace(spark, catalog, warehouse):
     assert t.latest_snapshot_id() is None and data_files(t.paths.root) == []
 
 
-def test_dynamic_bucket_table_written_by_one_task(spark, catalog, warehouse):
-    t = catalog.create_table(
+def dynamic_orders(catalog, **options: str):
+    return catalog.create_table(
         "db.t",
         ORDERS,
         primary_keys=["order_id", "dt"],
         partition_keys=["dt"],
-        options={"bucket": "-1", "dynamic-bucket.target-row-num": "20"},
+        options={"bucket": "-1", "dynamic-bucket.target-row-num": "20", **options},
     )
-    df = spark.createDataFrame(orders(range(100), dt=DAYS[:2] * 50))
-    write(df, "db.t", warehouse=warehouse, num_tasks=1)
-    assert rows(t.read()) == rows(oracle.read(warehouse, "db.t")) and t.read().num_rows == 100
-    assert {e.bucket for e in t.live_entries()} == {0, 1, 2}
-    with pytest.raises(Exception, match=r"dynamic-bucket table db.t: .* write from one task"):
-        write(df, "db.t", warehouse=warehouse, num_tasks=3)
-    assert t.latest_snapshot_id() == 1
+
+
+def test_dynamic_bucket_table_written_by_several_tasks(spark, catalog, warehouse):
+    t = dynamic_orders(catalog, **{"dynamic-bucket.assigner-parallelism": "3"})
+    expected: dict[tuple[int, str], dict] = {}
+    for ids, price in ((range(120), 1.0), (range(0, 180, 4), 2.0), (range(5, 240, 7), 3.0)):
+        ids = list(ids)
+        data = orders(ids, dt=[DAYS[i % 2] for i in ids], price=price)
+        write(spark.createDataFrame(data).repartition(4), "db.t", warehouse=warehouse)
+        expected.update({(r["order_id"], r["dt"]): r for r in data.to_pylist()})
+    got = rows(t.read(), ["order_id", "dt"])
+    assert got == [expected[k] for k in sorted(expected)]  # every key once, at its latest version
+    assert rows(oracle.read(warehouse, "db.t"), ["order_id", "dt"]) == got
+    assert [t.snapshot(i).commit_kind for i in (1, 2, 3)] == [CommitKind.APPEND] * 3
+    owners = {e.bucket % 3 for e in t.live_entries()}
+    assert owners == {0, 1, 2}  # all three tasks created buckets
+    hashes = stored_hashes(t)
+    assert set(hashes) == {(e.partition, e.bucket) for e in t.live_entries()}
+    assert sum(len(h) for h in hashes.values()) == len(expected)
+    # overwriting a partition: its keys are assigned afresh, again by three tasks
+    day = orders(range(300, 390), dt=DAYS[0], price=4.0)
+    write(spark.createDataFrame(day), "db.t", mode="overwrite", warehouse=warehouse)
+    kept = [r for r in got if r["dt"] != DAYS[0]]
+    now = rows(pa.Table.from_pylist(kept + day.to_pylist(), schema=ORDERS), ["order_id", "dt"])
+    assert (
+        rows(t.read(), ["order_id", "dt"]) == rows(oracle.read(warehouse, "db.t"), ["order_id", "dt"]) == now
+    )
+    assert sum(len(h) for h in stored_hashes(t).values()) == len(now)
+    first_day = binary_row.serialize(binary_row.encode_row([DAYS[0]], t.schema.partition_types()), 1)
+    assert {e.bucket % 3 for e in t.live_entries() if e.partition == first_day} == {0, 1, 2}
+
+
+def test_unrouted_dynamic_bucket_write_is_refused_without_a_trace(spark, catalog, warehouse):
+    t = dynamic_orders(catalog, **{"dynamic-bucket.assigner-parallelism": "2"})
+    df = spark.createDataFrame(orders(range(50))).repartition(3)
+    with pytest.raises(
+        Exception, match=r"received rows of another task's bucket assigner .* lakehouse\.spark"
+    ):
+        df.write.format("paimon").option("warehouse", warehouse).mode("append").save("db.t")
+    assert t.latest_snapshot_id() is None and data_files(t.paths.root) == []
+    write(df, "db.t", warehouse=warehouse)
+    assert t.read().num_rows == 50
+
+
+def test_channels_reach_the_spark_partition_of_their_number(spark):
+    keys = hash_partition_keys(5)
+    df = spark.createDataFrame([(int(k),) for k in keys], "k INT").repartition(5, "k")
+    placed = {r.k: r.p for r in df.select("k", F.spark_partition_id().alias("p")).collect()}
+    assert [placed[int(k)] for k in keys] == list(range(5))
 
 
 def test_fixed_bucket_routing_matches_the_buckets_written(catalog):
@@ -126,9 +169,7 @@ def test_dynamic_bucket_routing_sends_each_key_to_its_assigner():
     options = {"bucket": "-1", "dynamic-bucket.initial-buckets": "2"}
     schema = new_schema("db.dyn", ORDERS, ["order_id", "dt"], ["dt"], options)
     data = orders(range(600), dt=DAYS * 200)
-    channels = assigner_channels(
-        schema, 3, *(data.column(c).combine_chunks() for c in channel_columns(schema))
-    )
+    channels = channel_ids(schema, 3, *(data.column(c).combine_chunks() for c in channel_columns(schema)))
     keys = key_hashes(data, ["order_id"], [f.type for f in schema.fields_named(["order_id"])])
     days = np.array(data.column("dt").to_pylist())
     for day in DAYS:
@@ -142,3 +183,21 @@ def test_dynamic_bucket_routing_sends_each_key_to_its_assigner():
             ).all()
         assert len(set(channels[of_day].tolist())) == 2
     assert set(channels.tolist()) == {0, 1, 2}
+
+
+def test_cross_partition_table_written_from_one_task(spark, catalog, warehouse):
+    """Keys move partitions through Spark too; an un-routed write from several tasks is refused."""
+    t = catalog.create_table("db.x", ORDERS, primary_keys=["order_id"], partition_keys=["dt"],
+                             options={"bucket": "-1"})  # fmt: skip
+    t.write(orders(range(10), dt=DAYS[0]))
+    moved = spark.createDataFrame(orders(range(5, 15), dt=DAYS[1], price=2.0)).repartition(3)
+    write(moved, "db.x", warehouse=warehouse)
+    assert sorted((r["order_id"], r["dt"]) for r in rows(t.read())) == (
+        [(i, DAYS[0]) for i in range(5)] + [(i, DAYS[1]) for i in range(5, 15)]
+    )
+    assert rows(t.read()) == rows(oracle.read(warehouse, "db.x"))
+    before, files = t.latest_snapshot_id(), set(data_files(warehouse))
+    again = spark.createDataFrame(orders(range(10), dt=DAYS[2])).repartition(2)
+    with pytest.raises(Exception, match="cross-partition upsert table db.x"):
+        again.write.format("paimon").option("warehouse", warehouse).mode("append").save("db.x")
+    assert t.latest_snapshot_id() == before and set(data_files(warehouse)) == files
