@@ -75,6 +75,10 @@ def main() -> None:
         table = catalog.get_table(spec.name)
         snapshots, rows = len(table.snapshots.snapshot_ids()), table.read().num_rows
         print(f"{spec.name:<16} {snapshots:>9} {rows:>7} {len(table.live_entries()):>6}")
+    print(f"\nsteps of the {DAYS[-1]} run")
+    for stat in instance.get_run_step_stats(run.run_id):
+        if stat.end_time is not None and stat.start_time is not None:
+            print(f"  {stat.step_key:<40} {stat.end_time - stat.start_time:5.1f} s")
     print("\nchecks")
     for name, passed in sorted(checks.items()):
         print(f"  {name:<40} {'passed' if passed else 'FAILED'}")

@@ -2,14 +2,14 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import time
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow.fs as pafs
 import pytest
 
 from lakehouse.io.fs import FileIO
-from lakehouse.io.pool import map_reads, submit
 
 
 def test_try_create_has_exactly_one_winner_among_threads(tmp_path):
@@ -81,15 +81,25 @@ def test_ranges_read_pieces_and_stop_at_the_end(tmp_path, remote):
         pass
 
 
-def _pooled_sum(_):
+_FORK_CHECK = """
+import multiprocessing, time
+from lakehouse.io.pool import map_reads, submit
+
+def pooled_sum(_):
     return sum(map_reads(lambda x: x * 2, range(10)))
+
+assert map_reads(lambda x: x * x, range(50)) == [x * x for x in range(50)]
+assert submit(pow, 2, 10).result() == 1024
+for _ in range(3):  # leave idle workers behind: a forked child must not count on them
+    map_reads(lambda x: time.sleep(0.001) or x, range(64))
+time.sleep(0.1)
+with multiprocessing.get_context("fork").Pool(2) as pool:
+    assert pool.map_async(pooled_sum, range(4), chunksize=1).get(timeout=20) == [90] * 4
+"""
 
 
 def test_the_shared_pool_keeps_order_and_survives_fork():
-    assert map_reads(lambda x: x * x, range(50)) == [x * x for x in range(50)]
-    assert submit(pow, 2, 10).result() == 1024
-    for _ in range(3):  # leave idle workers behind: a forked child must not count on them
-        map_reads(lambda x: time.sleep(0.001) or x, range(64))
-    time.sleep(0.1)
-    with multiprocessing.get_context("fork").Pool(2) as pool:
-        assert pool.map_async(_pooled_sum, range(4), chunksize=1).get(timeout=20) == [90] * 4
+    # in a fresh interpreter: this test process may hold a Spark gateway connection that a forked
+    # child would inherit (and block on), which a Spark Python worker never has
+    done = subprocess.run([sys.executable, "-c", _FORK_CHECK], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
