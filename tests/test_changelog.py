@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
+import time
 
 import pyarrow as pa
 import pytest
@@ -13,10 +15,11 @@ from hypothesis import strategies as st
 from lakehouse import Catalog
 from lakehouse.errors import InvalidOptionError, SchemaMismatchError
 from lakehouse.manifest.entries import FileSource
-from lakehouse.table.orphans import candidate_files
+from lakehouse.table.orphans import candidate_files, referenced_files
 
 KV = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.int64())])
 ADDS = ("+I", "+U")
+SUM = {"fields.v.aggregate-function": "sum"}
 
 
 def kv_table(catalog: Catalog, producer: str, name: str = "db.t", **options: str):
@@ -278,3 +281,90 @@ def test_unusable_producer_options_are_refused(catalog):
     with pytest.raises(SchemaMismatchError):
         t.write(pa.table({"k": [1], "v": ["x"]}))
     assert not list(candidate_files(t))
+
+
+# ---- lifecycle of changelog files ----------------------------------------------------------------
+
+FUTURE = 2**62  # an older_than_ms every snapshot is older than
+
+
+def changelog_on_disk(t) -> set[str]:
+    return {f.path for f in candidate_files(t) if "/changelog-" in f.path}
+
+
+def changelog_of(t, snap) -> set[str]:
+    """Paths of the changelog files ``snap`` committed."""
+    if not snap.changelog_manifest_list:
+        return set()
+    store = t.manifests()
+    return {
+        p
+        for m in store.read_list(snap.changelog_manifest_list)
+        for e in store.read_manifest(m.file_name)
+        for p in t.paths.data_files(t.bucket_path(e.partition, e.bucket), e.file)
+    }
+
+
+def test_changelog_files_expire_with_their_snapshots(catalog):
+    t = kv_table(catalog, "input")
+    for i in range(5):
+        t.write(batch([(i, i), (9, i)]))
+    ids = t.snapshots.snapshot_ids()
+    expired = set().union(*(changelog_of(t, t.snapshots.snapshot(i)) for i in ids[:-3]))
+    kept = set().union(*(changelog_of(t, t.snapshots.snapshot(i)) for i in ids[-3:]))
+    result = t.expire_snapshots(retain_min=3, older_than_ms=FUTURE)
+    assert result.deleted.changelog_files == len(expired) > 0
+    assert changelog_on_disk(t) == kept and not kept & expired
+    assert {f.path for f in candidate_files(t)} == referenced_files(t).all()
+    assert per_key(t.read_changes(ids[-3])) == {4: [("+I", 4)], 9: [("+I", 4)]}
+
+
+def test_tags_keep_data_files_but_not_changelog(catalog):
+    t = kv_table(catalog, "lookup")
+    t.write(batch([(1, 10), (2, 20)]))
+    tagged = t.create_tag("first").snapshot
+    assert changelog_of(t, tagged)  # the compaction's changelog
+    t.write(batch([(1, 11)]))
+    t.write(batch([(2, 21)]))
+    t.expire_snapshots(retain_min=1, older_than_ms=FUTURE)
+    assert changelog_on_disk(t) == changelog_of(t, t.snapshots.latest())
+    assert state(t) == {1: 11, 2: 21}
+    assert dict(zip(*(t.read(tag="first").column(c).to_pylist() for c in ("k", "v")), strict=True)) == {
+        1: 10,
+        2: 20,
+    }
+    assert {f.path for f in candidate_files(t)} == referenced_files(t).all()
+    t.delete_tag("first")
+    assert {f.path for f in candidate_files(t)} == referenced_files(t).all()
+
+
+def test_rollback_and_orphan_cleanup_treat_changelog_files_as_files(catalog):
+    t = kv_table(catalog, "full-compaction")
+    t.write(batch([(1, 10)]))
+    t.write(batch([(1, 11)]))
+    t.write(batch([(1, 12)]))
+    later = changelog_of(t, t.snapshots.snapshot(4)) | changelog_of(t, t.snapshots.snapshot(6))
+    t.rollback_to(snapshot_id=2)
+    assert not later & changelog_on_disk(t)
+    assert changelog_on_disk(t) == changelog_of(t, t.snapshots.snapshot(2))
+    assert per_key(t.read_changes(0)) == {1: [("+I", 10)]}
+    stray = f"{t.paths.root}/bucket-0/changelog-stray-0.parquet"
+    t.io.write_bytes(stray, b"x")
+    hour_ago = time.time() - 3600
+    os.utime(stray, (hour_ago, hour_ago))
+    assert t.remove_orphan_files(older_than_ms=int(hour_ago * 1000) + 1000).paths == (stray,)
+    assert changelog_on_disk(t) == changelog_of(t, t.snapshots.snapshot(2))
+
+
+def test_row_system_tables_read_the_table_not_its_changelog(catalog):
+    for producer, options in (("input", {}), ("lookup", {"merge-engine": "aggregation", **SUM})):
+        t = kv_table(catalog, producer, name=f"db.{producer}", **options)
+        t.write(batch([(k, 1) for k in range(2000)]))
+        t.write(batch([(1, 1), (2, 1, "+U")]))
+        t.write(batch([(1, 1)]))
+        audit = catalog.get_table(f"db.{producer}$audit_log").read()
+        assert audit.num_rows == 2000
+        got = dict(zip(*(audit.column(c).to_pylist() for c in ("k", "v")), strict=True))
+        assert got == state(t) and got[1] == (3 if producer == "lookup" else 1)
+        binlog = catalog.get_table(f"db.{producer}$binlog").read()
+        assert binlog.num_rows == 2000
