@@ -282,6 +282,9 @@ def validate(schema: TableSchema, table: str) -> None:
     if schema.primary_keys:
         MergeEngine(schema, table)  # merge-engine, sequence groups, aggregate functions
     ChangelogProducer.of(schema, table)
+    from lakehouse.table.auto_tags import AutoTags  # the table package imports this module
+
+    AutoTags.of(opts, table)
 
 
 # ---- evolution ------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ deletes a file another commit already removed cannot be rebased and fails with
 ``CommitConflictError``. Nothing is visible until the snapshot file exists. Changelog files
 (changelog producers) go into the snapshot's changelog manifest list: those written with the
 data into the APPEND snapshot, those of compactions into the COMPACT one; an overwrite commits
-none (as Paimon) and deletes them.
+none (as Paimon) and deletes them. After a commit, automatic tags are created
+(:mod:`lakehouse.table.auto_tags`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from lakehouse.manifest.entries import FileKind, IndexFileMeta, IndexManifestEnt
 from lakehouse.manifest.index_manifest import combine
 from lakehouse.manifest.merge import merge_manifests
 from lakehouse.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from lakehouse.table.auto_tags import create_auto_tags
 from lakehouse.table.partitions import PartitionFilter, partition_filter, partition_spec, partition_values
 from lakehouse.table.scan import live_entries
 from lakehouse.table.write import CommitMessage
@@ -39,8 +41,11 @@ Changes = tuple[list[ManifestEntry], list[IndexManifestEntry]]  # data files, in
 class TableCommit:
     """Commits messages of one table, at most one snapshot per :meth:`commit` call."""
 
-    def __init__(self, table: Table, commit_user: str | None = None) -> None:
+    def __init__(
+        self, table: Table, commit_user: str | None = None, clock: Callable[[], int] | None = None
+    ) -> None:
         self.table = table
+        self.clock = clock or _now_millis  # the snapshots' commit time, epoch millis
         options = table.schema.core_options
         prefix = options.get("commit.user-prefix")
         self.commit_user = commit_user or (f"{prefix}_{uuid.uuid4()}" if prefix else str(uuid.uuid4()))
@@ -134,6 +139,8 @@ class TableCommit:
                     raise
                 # the data is committed; a concurrent compaction won the files, and the
                 # next write or compaction job will compact them again
+        if snapshot_id is not None:
+            create_auto_tags(self.table)
         return snapshot_id
 
     def _check_deletes(self, deletes: list[ManifestEntry], live: list[ManifestEntry]) -> None:
@@ -304,7 +311,7 @@ class TableCommit:
                 commit_user=self.commit_user,
                 commit_identifier=BATCH_COMMIT_IDENTIFIER,
                 commit_kind=kind,
-                time_millis=int(time.time() * 1000),
+                time_millis=self.clock(),
                 total_record_count=(0 if latest is None else latest.total_record_count) + delta_rows,
                 delta_record_count=delta_rows,
                 changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
@@ -318,6 +325,10 @@ class TableCommit:
             raise
         store.delete(written)
         return None
+
+
+def _now_millis() -> int:
+    return int(time.time() * 1000)
 
 
 def _later(a: int | None, b: int | None) -> int | None:
