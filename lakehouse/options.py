@@ -87,6 +87,9 @@ DEFAULTS: dict[str, str] = {
     "snapshot.num-retained.max": str(2**31 - 1),
     "snapshot.time-retained": "1 h",
     "snapshot.expire.limit": "50",
+    "changelog-producer": "none",
+    "changelog-file.prefix": "changelog-",
+    "changelog-producer.row-deduplicate": "false",
 }
 
 

@@ -21,6 +21,7 @@ from lakehouse import json_pretty
 from lakehouse.errors import CorruptFileError, SchemaMismatchError, TableExistsError
 from lakehouse.fileindex import options as fileindex_options
 from lakehouse.io.fs import FileIO
+from lakehouse.mergetree.changelog import ChangelogProducer
 from lakehouse.mergetree.engine import MergeEngine
 from lakehouse.options import CoreOptions
 from lakehouse.paths import TablePaths
@@ -293,6 +294,10 @@ def validate(schema: TableSchema, table: str) -> None:
         )
     if schema.primary_keys:
         MergeEngine(schema, table)  # merge-engine, sequence groups, aggregate functions
+    ChangelogProducer.of(schema, table)
+    from lakehouse.table.auto_tags import AutoTags  # the table package imports this module
+
+    AutoTags.of(opts, table)
 
 
 # ---- evolution ------------------------------------------------------------------------------

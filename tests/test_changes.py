@@ -57,3 +57,12 @@ def test_bad_ranges(catalog):
         t.read_changes(0, 5)
     with pytest.raises(InvalidArgumentError):
         t.read_changes(1, 0)
+
+
+def test_overwrites_are_skipped_as_in_paimon_delta_reads(catalog):
+    t = pk_orders_table(catalog)
+    t.write(orders([1, 2]))
+    t.write(orders([3], price=2.0), overwrite=True)
+    t.write(orders([4], price=3.0))
+    assert t.snapshots.snapshot(2).commit_kind == "OVERWRITE"
+    assert changes(t, 1) == [(4, 3.0, "+I")]

@@ -8,11 +8,15 @@ other section is merged by the table's merge engine through the bounded-memory s
 written as rolling files of the output level, with their file indexes. Deleted keys are dropped
 when nothing older can exist below the output level.
 
-Tables read without merging levels (deletion vectors, first-row) compact differently, as
-Paimon's lookup compaction: level-0 files are always rewritten and pushed up even when the
-universal strategy picks nothing, and their keys are looked up in the levels above the output
-(:mod:`lakehouse.mergetree.lookup`). Inputs are read without the rows their deletion vectors
-delete, and the vectors of rewritten files are dropped.
+Tables read without merging levels (deletion vectors, first-row) and ``changelog-producer=lookup``
+tables compact as Paimon's lookup compaction: level-0 files are always rewritten and pushed up
+even when the universal strategy picks nothing, and their keys are looked up in the levels above
+the output (:mod:`lakehouse.mergetree.lookup`). Inputs are read without the rows their deletion
+vectors delete, and the vectors of rewritten files are dropped.
+
+With a changelog producer (:mod:`lakehouse.mergetree.changelog`), rewrites into the top level
+(``full-compaction``) or of level-0 files (``lookup``) also write changelog files of the output
+level; a file upgraded into the top level without a rewrite has its rows read for the changelog.
 """
 
 from __future__ import annotations
@@ -26,12 +30,15 @@ import pyarrow as pa
 from lakehouse.deletionvectors.maintainer import BucketDeletionVectors
 from lakehouse.format import parquet
 from lakehouse.manifest.entries import DataFileMeta, FileSource
+from lakehouse.mergetree.changelog import ChangelogProducer, changelog_layout
 from lakehouse.mergetree.engine import MergeEngine
 from lakehouse.mergetree.groups import drop_retracts
-from lakehouse.mergetree.levels import KeyRanges, Levels, SortedRun, level0_invisible, sections
+from lakehouse.mergetree.levels import KeyRanges, Levels, SortedRun, needs_lookup, sections
 from lakehouse.mergetree.lookup import Lookup
-from lakehouse.mergetree.stream import merge_runs
+from lakehouse.mergetree.step import StepMerge, merges_old_values
+from lakehouse.mergetree.stream import merge_steps
 from lakehouse.mergetree.universal import CompactUnit, UniversalCompaction, pick_full
+from lakehouse.mergetree.versions import lookup_merge, with_level
 from lakehouse.table.data_file import BucketWriter, FileLayout, file_metas
 from lakehouse.table.read import iter_data_file
 
@@ -44,10 +51,12 @@ ROW_GROUP_BYTES = 64 << 20  # merged rows gathered into one write (one Parquet r
 
 @dataclass
 class CompactResult:
-    """Files a compaction removed and the files it added (upgrades appear in both)."""
+    """Files a compaction removed and the files it added (upgrades appear in both), and the
+    changelog files it wrote."""
 
     before: list[DataFileMeta] = field(default_factory=list)
     after: list[DataFileMeta] = field(default_factory=list)
+    changelog: list[DataFileMeta] = field(default_factory=list)
 
 
 class BucketCompactor:
@@ -62,6 +71,7 @@ class BucketCompactor:
         bucket: int,
         files: list[DataFileMeta],
         deletion_vectors: BucketDeletionVectors | None = None,
+        changelog: ChangelogProducer | None = None,
     ) -> None:
         self.table = table
         self.layout = layout
@@ -73,12 +83,16 @@ class BucketCompactor:
         options = table.schema.core_options
         self.num_levels = options.num_levels
         self.universal = UniversalCompaction.from_options(options)
-        self.level0_invisible = level0_invisible(table.schema)
+        self.needs_lookup = needs_lookup(table.schema)
+        self.lookup_merge = lookup_merge(table.schema)
+        self.producer = changelog or ChangelogProducer("none")  # "none" while overwriting
+        self.changelog_layout = changelog_layout(layout, options)
         self.min_file_size = options.target_file_size(True) // 10 * 7  # compactionFileSize
         self.ranges = KeyRanges([f.type for f in layout.key_fields])
         self.before: list[DataFileMeta] = []  # committed files this compactor removed
         self.after: list[DataFileMeta] = []  # files it added that are still live
         self.written: set[str] = set()  # names of files this compactor wrote
+        self.changelog: list[DataFileMeta] = []  # changelog files of its compactions
 
     # ---- state ---------------------------------------------------------------------------
 
@@ -103,7 +117,7 @@ class BucketCompactor:
             unit = pick_full(levels.num_levels, levels.runs, rewrite_single=bool(vectors and vectors.vectors))
         else:
             unit = self.universal.pick(levels.num_levels, levels.runs)
-            if unit is None and self.level0_invisible:
+            if unit is None and self.needs_lookup:
                 unit = self.universal.force_level0(levels.num_levels, levels.runs)
         if unit is None or not unit.files:
             return False
@@ -127,20 +141,23 @@ class BucketCompactor:
                 # an output of an earlier compaction of this job, never committed: just delete it
                 self.after.remove(f)
                 if f.file_name not in kept_names:
-                    self._delete(f)
+                    self.delete(f)
             else:
                 self.before.append(f)
         self.after.extend(result.after)
+        self.changelog.extend(result.changelog)
 
-    def _delete(self, f: DataFileMeta) -> None:
+    def delete(self, f: DataFileMeta) -> None:
         self.table.io.delete_quietly(self.table.paths.data_files(self.bucket_path, f))
 
     def abort(self) -> None:
         """Delete every file written by this compactor's compactions (nothing was committed)."""
         for f in self.after:
             if f.file_name in self.written:
-                self._delete(f)
-        self.after = []
+                self.delete(f)
+        for f in self.changelog:
+            self.delete(f)
+        self.after, self.changelog = [], []
 
     @property
     def bucket_path(self) -> str:
@@ -152,7 +169,7 @@ class BucketCompactor:
 
 
 class CompactTask:
-    """Executes one compaction unit (``MergeTreeCompactTask``)."""
+    """Executes one compaction unit (``MergeTreeCompactTask`` with Paimon's changelog rewriters)."""
 
     def __init__(self, bucket: BucketCompactor, levels: Levels) -> None:
         self.bucket = bucket
@@ -160,18 +177,42 @@ class CompactTask:
         self.max_level = levels.max_level
 
     def run(self, unit: CompactUnit, drop_delete: bool, fold_deletions: bool = False) -> CompactResult:
-        """Execute ``unit``; ``fold_deletions`` also rewrites files that have a deletion vector."""
+        """Execute ``unit``; ``fold_deletions`` also rewrites files that have a deletion vector.
+        On failure every file it wrote is deleted."""
         self.unit, self.drop_delete = unit, drop_delete
         bucket = self.bucket
-        self.lookup = None
-        if bucket.level0_invisible and any(f.level == 0 for f in unit.files):
+        producer = bucket.producer
+        lookup = None
+        if bucket.needs_lookup and any(f.level == 0 for f in unit.files):
             inputs = set(unit.files)
             above = [r for r in self.levels.runs if r.level > unit.output_level and not set(r.files) & inputs]
-            self.lookup = Lookup(bucket, above, BATCH_ROWS)
+            engine = bucket.engine
+            compares = producer.name == "lookup" and engine.name != "first-row"
+            lookup = Lookup(bucket, above, BATCH_ROWS, values=merges_old_values(engine) or compares)
+        self.step = StepMerge(
+            bucket.engine, self.max_level, lookup, bucket.lookup_merge, producer.name, producer.compared
+        )
         self.fold_deletions = fold_deletions
+        self.changelog: BucketWriter | None = None
         result = CompactResult()
+        try:
+            self._run(result)
+            if self.changelog is not None:
+                result.changelog = file_metas(bucket.changelog_layout, self.changelog.close())
+        except BaseException:
+            if self.changelog is not None:
+                self.changelog.abort()
+            moved = {f.file_name for f in result.before}
+            for f in result.after:
+                if f.file_name not in moved:
+                    bucket.delete(f)
+            raise
+        return result
+
+    def _run(self, result: CompactResult) -> None:
+        bucket = self.bucket
         candidate: list[list[SortedRun]] = []
-        for section in sections(list(unit.files), bucket.ranges):
+        for section in sections(list(self.unit.files), bucket.ranges):
             if len(section) > 1:
                 candidate.append(section)
                 continue
@@ -182,20 +223,30 @@ class CompactTask:
                     self._rewrite(candidate, result)
                     self._upgrade(f, result)
         self._rewrite(candidate, result)
-        return result
 
     def _must_rewrite(self, f: DataFileMeta) -> bool:
         """Level-0 files whose keys must be looked up, and files whose deletion vector is folded."""
         vectors = self.bucket.deletion_vectors
-        return (self.lookup is not None and f.level == 0) or (
+        return (self.step.lookup is not None and f.level == 0) or (
             self.fold_deletions and vectors is not None and vectors.get(f.file_name) is not None
         )
+
+    def _writes_changelog(self, files: list[DataFileMeta]) -> bool:
+        """Whether merging ``files`` writes changelog: into the top level for ``full-compaction``
+        (``FullChangelogMergeTreeCompactRewriter``), level-0 files brought up for ``lookup``."""
+        name, level = self.bucket.producer.name, self.unit.output_level
+        if name == "full-compaction":
+            return level == self.max_level
+        return name == "lookup" and level != 0 and any(f.level == 0 for f in files)
 
     def _upgrade(self, f: DataFileMeta, result: CompactResult) -> None:
         level = self.unit.output_level
         if f.level == level:
             return
         if level != self.max_level or f.delete_row_count == 0:
+            if self._writes_changelog([f]):  # its keys are new to the top level: read them for it
+                for versions in merge_steps([self._read(f, True)], self.bucket.engine.key):
+                    self._write_changelog(self.step.merge(versions, True)[1])
             result.before.append(f)
             result.after.append(replace(f, level=level))
         else:  # deleted rows must not reach the top level: rewrite to drop them
@@ -220,6 +271,9 @@ class CompactTask:
     def _rewrite_now(self, candidate: list[list[SortedRun]], result: CompactResult) -> None:
         """Merge the candidate sections (key order) into new files of the output level."""
         bucket = self.bucket
+        inputs = [f for section in candidate for run in section for f in run.files]
+        changelog = self._writes_changelog(inputs)
+        levels = changelog or self.step.needs_levels
         writer = BucketWriter(
             bucket.layout,
             bucket.partition,
@@ -229,7 +283,8 @@ class CompactTask:
             source=FileSource.COMPACT,
         )
         try:
-            for rows in self._gathered(candidate, min(ROW_GROUP_BYTES, bucket.layout.target_size)):
+            size = min(ROW_GROUP_BYTES, bucket.layout.target_size)
+            for rows in _gathered(self._merged(candidate, changelog, levels), size):
                 seq, kinds = rows.column(parquet.SEQUENCE_NUMBER), rows.column(parquet.VALUE_KIND)
                 writer.write(bucket.layout.file_rows(rows), seq, kinds)
             written = file_metas(bucket.layout, writer.close())
@@ -237,36 +292,61 @@ class CompactTask:
             writer.abort()
             raise
         bucket.written.update(f.file_name for f in written)
-        result.before.extend(f for section in candidate for run in section for f in run.files)
+        result.before.extend(inputs)
         result.after.extend(written)
 
-    def _gathered(self, candidate: list[list[SortedRun]], size: int) -> Iterator[pa.Table]:
-        """The merged rows of the candidate sections, in pieces of at least ``size`` bytes (but
-        the last): merge steps can be small, and each write becomes a Parquet row group."""
-        pending: list[pa.Table] = []
-        pending_bytes = 0
+    def _merged(self, candidate: list[list[SortedRun]], changelog: bool, levels: bool) -> Iterator[pa.Table]:
+        """The merged rows of the candidate sections in key order (their changelog written on the
+        side), without deletes when they go to the top level."""
         for section in candidate:
-            for merged in merge_runs([self._read_run(run) for run in section], self.bucket.engine):
-                if self.lookup is not None:
-                    merged = self.lookup.resolve(merged)
+            runs = [(batch for f in run.files for batch in self._read(f, levels)) for run in section]
+            for versions in merge_steps(runs, self.bucket.engine.key):
+                merged, changes = self.step.merge(versions, changelog)
+                self._write_changelog(changes)
                 if self.drop_delete:
                     merged = drop_retracts(merged)
                 if merged.num_rows:
-                    pending.append(merged)
-                    pending_bytes += merged.nbytes
-                if pending_bytes >= size:
-                    yield pa.concat_tables(pending)
-                    pending, pending_bytes = [], 0
-        if pending:
-            yield pa.concat_tables(pending)
+                    yield merged
 
-    def _read_run(self, run: SortedRun) -> Iterator[pa.Table]:
+    def _write_changelog(self, changes: pa.Table | None) -> None:
+        if changes is None or not changes.num_rows:
+            return
+        bucket = self.bucket
+        if self.changelog is None:
+            self.changelog = BucketWriter(
+                bucket.changelog_layout,
+                bucket.partition,
+                bucket.bucket,
+                bucket.directory,
+                self.unit.output_level,
+            )
+        seq, kinds = changes.column(parquet.SEQUENCE_NUMBER), changes.column(parquet.VALUE_KIND)
+        self.changelog.write(bucket.changelog_layout.file_rows(changes), seq, kinds)
+
+    def _read(self, f: DataFileMeta, level: bool) -> Iterator[pa.Table]:
+        """Batches of one input file (without the rows its deletion vector deletes), tagged with
+        its level if ``level``."""
         bucket = self.bucket
         fields = list(bucket.table.schema.fields)
         system = [parquet.SEQUENCE_NUMBER, parquet.VALUE_KIND]
         vectors = bucket.deletion_vectors
-        for f in run.files:
-            deletion = None if vectors is None else vectors.get(f.file_name)
-            yield from iter_data_file(
-                bucket.table, bucket.bucket_path, f, fields, system, BATCH_ROWS, deletion
-            )
+        deletion = None if vectors is None else vectors.get(f.file_name)
+        for batch in iter_data_file(
+            bucket.table, bucket.bucket_path, f, fields, system, BATCH_ROWS, deletion
+        ):
+            yield with_level(batch, f.level) if level else batch
+
+
+def _gathered(pieces: Iterator[pa.Table], size: int) -> Iterator[pa.Table]:
+    """``pieces`` concatenated into tables of at least ``size`` bytes (but the last): merge steps
+    can be small, and each write becomes a Parquet row group."""
+    pending: list[pa.Table] = []
+    pending_bytes = 0
+    for piece in pieces:
+        pending.append(piece)
+        pending_bytes += piece.nbytes
+        if pending_bytes >= size:
+            yield pa.concat_tables(pending)
+            pending, pending_bytes = [], 0
+    if pending:
+        yield pa.concat_tables(pending)

@@ -124,18 +124,20 @@ class MergeEngine:
 
     # ---- writing -------------------------------------------------------------------------
 
-    def prepare(self, data: pa.Table, kinds: pa.Array) -> tuple[pa.Table, pa.Array]:
-        """Rows as the engine stores them: deletes dropped under ``ignore-delete``, counts as ones.
-
-        Refuses (before anything is written) retracts the engine cannot apply.
-        """
+    def accept(self, data: pa.Table, kinds: pa.Array) -> tuple[pa.Table, pa.Array]:
+        """The rows the table takes: deletes dropped under ``ignore-delete``; refuses (before
+        anything is written) retracts the engine cannot apply."""
         retract = np.isin(kinds.to_numpy(zero_copy_only=False), RETRACT_KINDS)
         if retract.any():
             if self.ignore_delete:
                 keep = pa.array(~retract)
-                data, kinds, retract = data.filter(keep), kinds.filter(keep), retract[~retract]
+                data, kinds = data.filter(keep), kinds.filter(keep)
             else:
                 self._check_retracts(kinds)
+        return data, kinds
+
+    def stored(self, data: pa.Table, kinds: pa.Array) -> tuple[pa.Table, pa.Array]:
+        """Accepted rows as the engine stores them: counts as ones, complete rows as +I."""
         if self.remove_on_delete:
             kinds = pc.if_else(pc.equal(kinds, COMPLETE), pa.scalar(0, kinds.type), kinds)
         for name, agg in self.aggs.items():

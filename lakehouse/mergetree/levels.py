@@ -59,6 +59,16 @@ def level0_invisible(schema) -> bool:
     )
 
 
+def needs_lookup(schema) -> bool:
+    """Whether compactions must push level 0 up at every chance and look its keys up in the
+    levels above (``CoreOptions.needLookup``): tables whose readers skip level 0, and
+    ``changelog-producer=lookup`` tables, whose changelog comes from those lookups."""
+    options = schema.core_options
+    return level0_invisible(schema) or (
+        bool(schema.primary_keys) and (options.get("changelog-producer") or "").lower() == "lookup"
+    )
+
+
 class Levels:
     """The files of one bucket arranged as Paimon's LSM levels."""
 

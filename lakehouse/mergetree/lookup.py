@@ -1,14 +1,16 @@
 """Finding older versions of a compaction's keys in the levels it does not touch (``LookupLevels``).
 
 Readers of deletion-vector and first-row tables skip level 0 and never merge levels, so a key
-may have only one visible version above level 0. A compaction that brings level-0 rows up
-therefore looks each output key up in the runs above its output level: with deletion vectors
-the older version's row is marked deleted and merged into the output (the table's merge engine
-decides the result); for first-row the new row is dropped, since the older one came first.
+may have only one visible version above level 0; ``changelog-producer=lookup`` needs each key's
+previous version to write its changelog. A compaction that brings level-0 rows up therefore
+looks the output keys that have no version above level 0 among its inputs up in the runs above
+its output level (the lowest level holding a key has its newest version). With deletion vectors
+the found row is marked deleted; the compaction merges it into the output or, for first-row,
+drops the new row, since the older one came first.
 
 The output and every level are sorted by key, so the lookup is a streaming merge-join: each
 level is read once, in batches, in step with the output, and files entirely below the output's
-current key are skipped unread. Only key columns are read when the engine needs no old values.
+current key are skipped unread. Only key columns are read when no old values are needed.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ import pyarrow as pa
 
 from lakehouse.format import parquet
 from lakehouse.manifest.entries import DataFileMeta
-from lakehouse.mergetree.engine import ORDINAL
 from lakehouse.mergetree.levels import SortedRun
 from lakehouse.mergetree.stream import count_at_most, last_key
 from lakehouse.table.read import iter_data_file
@@ -35,17 +36,12 @@ _LEFT, _RIGHT = "_LOOKUP_LEFT", "_LOOKUP_RIGHT"
 
 
 class Lookup:
-    """Resolves merged compaction output against the runs above the output level."""
+    """Finds older versions of merged compaction output in the runs above the output level."""
 
-    def __init__(self, bucket: BucketCompactor, runs: list[SortedRun], batch_rows: int) -> None:
+    def __init__(self, bucket: BucketCompactor, runs: list[SortedRun], batch_rows: int, values: bool) -> None:
         self.bucket = bucket
-        engine = bucket.engine
-        self.key = engine.key
-        self.first_row = engine.name == "first-row"
-        # deduplicate without sequence.field: the output always wins, old values are not needed
-        self.old_values = not self.first_row and not (
-            engine.name == "deduplicate" and not engine.sequence_fields
-        )
+        self.key = bucket.engine.key
+        self.values = values  # read old rows whole, not only their keys
         self.files: list[DataFileMeta] = [f for run in runs for f in run.files]
         self.batch_rows = batch_rows
         self._low: tuple | None = None
@@ -55,32 +51,33 @@ class Lookup:
             self.cursors.append(_Cursor(self, start, list(run.files)))
             start += len(run.files)
 
-    def resolve(self, merged: pa.Table) -> pa.Table:
-        """``merged`` (one row per key, key order) after accounting for older versions found above."""
+    def find(self, merged: pa.Table, wanted: np.ndarray) -> tuple[np.ndarray, pa.Table | None]:
+        """For the rows of ``merged`` (one per key, key order) where ``wanted``, the newest older
+        version above (the lowest level holding the key): their indices into ``merged`` and those
+        rows. With deletion vectors the found rows are marked deleted. Every call must come with
+        the next rows of the output: the runs are read in step with it."""
+        none = np.zeros(0, np.int64), None
         if not merged.num_rows or not self.cursors:
-            return merged
+            return none
         self._low = tuple(merged.column(k)[0].as_py() for k in self.key)
         bound = last_key(merged, self.key)
         found = [c.take_until(bound) for c in self.cursors]
         found = [t for t in found if t is not None and t.num_rows]
-        if not found:
-            return merged
+        if not found or not wanted.any():
+            return none
         candidates = pa.concat_tables(found) if len(found) > 1 else found[0]
-        rows, hits = _matches(merged, candidates, self.key)
+        asked = np.flatnonzero(wanted)
+        rows, hits = _matches(merged.take(pa.array(asked)), candidates, self.key)
         if not len(rows):
-            return merged
+            return none
+        # several levels may hold the key (without deletion vectors): the lowest one is the newest
+        order = np.lexsort((np.asarray(candidates.column(FILE))[hits], rows))
+        rows, hits = rows[order], hits[order]
+        first = np.concatenate([[True], rows[1:] != rows[:-1]])
+        rows, hits = rows[first], hits[first]
         old = candidates.take(pa.array(hits))
         self._delete_older(old)
-        if self.first_row:
-            keep = np.ones(merged.num_rows, bool)
-            keep[rows] = False
-            return merged.filter(pa.array(keep))
-        if not self.old_values:
-            return merged
-        old = old.drop_columns([FILE, POSITION])
-        return self.bucket.engine.merge(
-            pa.concat_tables([_ordinal(old, 0), _ordinal(merged, 1)]).combine_chunks()
-        )
+        return asked[rows], old.drop_columns([FILE, POSITION])
 
     def _delete_older(self, old: pa.Table) -> None:
         """Mark the found rows deleted in their files' deletion vectors (tables that keep them)."""
@@ -96,8 +93,8 @@ class Lookup:
         """Rows of one lookup file not yet deleted, with their file index and position."""
         bucket = self.bucket
         table = bucket.table
-        fields = list(table.schema.fields) if self.old_values else table.schema.fields_named(self.key)
-        system = [parquet.SEQUENCE_NUMBER, parquet.VALUE_KIND] if self.old_values else []
+        fields = list(table.schema.fields) if self.values else table.schema.fields_named(self.key)
+        system = [parquet.SEQUENCE_NUMBER, parquet.VALUE_KIND] if self.values else []
         vectors = bucket.deletion_vectors
         deletion = None if vectors is None else vectors.get(f.file_name)
         for batch in iter_data_file(
@@ -163,7 +160,3 @@ def _matches(merged: pa.Table, candidates: pa.Table, key: list[str]) -> tuple[np
     )
     joined = left.join(right, keys=key, join_type="inner")
     return np.asarray(joined.column(_LEFT)), np.asarray(joined.column(_RIGHT))
-
-
-def _ordinal(table: pa.Table, value: int) -> pa.Table:
-    return table.append_column(ORDINAL, pa.array(np.full(table.num_rows, value, np.int32)))

@@ -14,12 +14,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakehouse.mergetree.engine import ORDINAL, MergeEngine
+from lakehouse.mergetree.engine import ORDINAL
 
 
-def merge_runs(runs: list[Iterator[pa.Table]], engine: MergeEngine) -> Iterator[pa.Table]:
-    """Merged rows (one per key, in key order) of sorted runs, each given as a batch iterator."""
-    key = engine.key
+def merge_steps(runs: list[Iterator[pa.Table]], key: list[str]) -> Iterator[pa.Table]:
+    """The complete versions of the next keys of sorted runs (each a batch iterator), step by
+    step in key order, tagged with their run's ordinal: each step is ready for one merge."""
     buffers: list[pa.Table | None] = [None] * len(runs)
     done = [False] * len(runs)
     while True:
@@ -42,7 +42,7 @@ def merge_runs(runs: list[Iterator[pa.Table]], engine: MergeEngine) -> Iterator[
                 ordinal = pa.array(np.full(count, i, np.int32))
                 taken.append(buffer.slice(0, count).append_column(ORDINAL, ordinal))
                 buffers[i] = buffer.slice(count)
-        yield engine.merge(pa.concat_tables(taken) if len(taken) > 1 else taken[0])
+        yield pa.concat_tables(taken) if len(taken) > 1 else taken[0]
 
 
 def last_key(table: pa.Table, key: list[str]) -> tuple:

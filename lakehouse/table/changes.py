@@ -1,12 +1,12 @@
 """Incremental reads: the rows snapshots ``start+1 .. end`` changed, with their row kinds.
 
-As Paimon's ``incremental-between`` batch read in its default ``auto`` mode: a snapshot with a
-changelog (``changelogManifestList``, written by a ``changelog-producer``) contributes its
-changelog files; otherwise its delta files are read as written, each row with the kind it was
-committed with (``changelog-producer=none``). Compaction snapshots change no rows and are
-skipped; an overwrite contributes the rows it added (the replaced ones are not listed as
-deletions, as in Paimon's delta read). A ``consumer_id`` records ``end + 1`` as the consumer's
-next snapshot, which protects it from expiration.
+As Paimon's ``incremental-between`` batch read in its default ``auto`` mode: a table with a
+``changelog-producer`` is read from its snapshots' changelog files (``changelogManifestList``;
+snapshots without one, such as the APPEND snapshots of ``full-compaction`` and ``lookup``
+tables, contribute nothing); a table without one from the delta files of its APPEND snapshots,
+each row with the kind it was committed with. OVERWRITE snapshots are skipped in both modes,
+COMPACT snapshots change no rows but may carry changelog. A ``consumer_id`` records ``end + 1``
+as the consumer's next snapshot, which protects it from expiration.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from lakehouse.errors import InvalidArgumentError, SnapshotNotFoundError
 from lakehouse.format import parquet
 from lakehouse.io.pool import map_parallel
 from lakehouse.manifest.entries import FileKind, ManifestEntry
+from lakehouse.mergetree.changelog import ChangelogProducer
 from lakehouse.snapshot import CommitKind, Snapshot
 from lakehouse.system.rows import kind_strings
 from lakehouse.table import consumers
@@ -49,8 +50,11 @@ def read_changes(
     schema = table.schema
     fields = list(schema.fields)
     system = [parquet.VALUE_KIND] if schema.primary_keys else []
+    changelog = ChangelogProducer.of(schema, table.name).name != "none"
     work = [
-        (table.bucket_path(e.partition, e.bucket), e.file) for snap in picked for e in _changed(table, snap)
+        (table.bucket_path(e.partition, e.bucket), e.file)
+        for snap in picked
+        for e in _changed(table, snap, changelog)
     ]
 
     def read(item) -> pa.Table:
@@ -73,13 +77,17 @@ def read_changes(
     return out
 
 
-def _changed(table: Table, snap: Snapshot) -> list[ManifestEntry]:
-    """The files holding ``snap``'s changes: its changelog, else its delta's new files."""
-    store = table.manifests()
-    if snap.changelog_manifest_list:
-        manifests = store.read_list(snap.changelog_manifest_list)
-    elif snap.commit_kind == CommitKind.COMPACT:
+def _changed(table: Table, snap: Snapshot, changelog: bool) -> list[ManifestEntry]:
+    """The files holding ``snap``'s changes: its changelog files, or its delta's new files."""
+    if snap.commit_kind == CommitKind.OVERWRITE:
         return []
-    else:
+    store = table.manifests()
+    if changelog:
+        if not snap.changelog_manifest_list:
+            return []
+        manifests = store.read_list(snap.changelog_manifest_list)
+    elif snap.commit_kind == CommitKind.APPEND:
         manifests = store.read_list(snap.delta_manifest_list)
+    else:
+        return []
     return [e for m in manifests for e in store.read_manifest(m.file_name) if e.kind == FileKind.ADD]

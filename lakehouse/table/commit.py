@@ -5,7 +5,11 @@ derives its changes from it (an overwrite deletes the files live *then*), writes
 manifest lists, and tries to create ``snapshot-N``. Losing that race removes the attempt's
 metadata files and retries on the new latest snapshot with exponential backoff. A commit that
 deletes a file another commit already removed cannot be rebased and fails with
-``CommitConflictError``. Nothing is visible until the snapshot file exists.
+``CommitConflictError``. Nothing is visible until the snapshot file exists. Changelog files
+(changelog producers) go into the snapshot's changelog manifest list: those written with the
+data into the APPEND snapshot, those of compactions into the COMPACT one; an overwrite commits
+none (as Paimon) and deletes them. After a commit, automatic tags are created
+(:mod:`lakehouse.table.auto_tags`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from lakehouse.manifest.entries import FileKind, IndexFileMeta, IndexManifestEnt
 from lakehouse.manifest.index_manifest import combine
 from lakehouse.manifest.merge import merge_manifests
 from lakehouse.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from lakehouse.table.auto_tags import create_auto_tags
 from lakehouse.table.partitions import PartitionFilter, partition_filter, partition_spec, partition_values
 from lakehouse.table.scan import live_entries
 from lakehouse.table.write import CommitMessage
@@ -36,8 +41,11 @@ Changes = tuple[list[ManifestEntry], list[IndexManifestEntry]]  # data files, in
 class TableCommit:
     """Commits messages of one table, at most one snapshot per :meth:`commit` call."""
 
-    def __init__(self, table: Table, commit_user: str | None = None) -> None:
+    def __init__(
+        self, table: Table, commit_user: str | None = None, clock: Callable[[], int] | None = None
+    ) -> None:
         self.table = table
+        self.clock = clock or _now_millis  # the snapshots' commit time, epoch millis
         options = table.schema.core_options
         prefix = options.get("commit.user-prefix")
         self.commit_user = commit_user or (f"{prefix}_{uuid.uuid4()}" if prefix else str(uuid.uuid4()))
@@ -46,13 +54,17 @@ class TableCommit:
         self.min_wait_ms = options.duration_ms("commit.min-retry-wait")
         self.max_wait_ms = options.duration_ms("commit.max-retry-wait")
 
-    def commit(self, messages: list[CommitMessage], overwrite: Overwrite = None) -> int | None:
+    def commit(
+        self, messages: list[CommitMessage], overwrite: Overwrite = None, watermark: int | None = None
+    ) -> int | None:
         """Commit ``messages``; returns the last new snapshot id, or None when there was nothing to do.
 
         ``overwrite``: None/False appends; True replaces the whole table; a dict such as
         ``{"dt": "2024-01-01"}`` replaces that partition (all new rows must belong to it);
         ``"dynamic"`` replaces exactly the partitions the messages write to. Data changes make
         one APPEND (or OVERWRITE) snapshot, compaction changes a COMPACT snapshot after it.
+        ``watermark`` (epoch millis) becomes the snapshots' watermark unless an earlier snapshot's
+        is later.
         """
 
         def entries(kind: FileKind, attr: str) -> list[ManifestEntry]:
@@ -79,9 +91,14 @@ class TableCommit:
         adds, deletes = entries(FileKind.ADD, "new_files"), entries(FileKind.DELETE, "deleted_files")
         compacted = entries(FileKind.DELETE, "compact_before") + entries(FileKind.ADD, "compact_after")
         new_indexes, compact_indexes = indexes("new_index_files"), indexes("compact_index_files")
+        changelog = entries(FileKind.ADD, "changelog_files")
+        compact_changelog = entries(FileKind.ADD, "compact_changelog_files")
         scope = self._overwrite_scope(overwrite, adds)
+        if scope is not None and (changelog or compact_changelog):
+            self._delete(messages, [(m, m.changelog_files + m.compact_changelog_files) for m in messages])
+            changelog, compact_changelog = [], []
         snapshot_id = None
-        if not (overwrite == "dynamic" and not adds) and (scope is not None or adds or deletes):
+        if not (overwrite == "dynamic" and not adds) and (scope is not None or adds or deletes or changelog):
             kind = CommitKind.APPEND if scope is None and not deletes else CommitKind.OVERWRITE
 
             def changes(latest: Snapshot | None) -> Changes:
@@ -104,8 +121,8 @@ class TableCommit:
                 ]
                 return removed + kept + adds, stale + new_indexes
 
-            snapshot_id = self._commit_with_retries(changes, kind)
-        if compacted:
+            snapshot_id = self._commit_with_retries(changes, kind, changelog, watermark)
+        if compacted or compact_changelog:
 
             def compaction(latest: Snapshot | None) -> Changes:
                 live = live_entries(self.table, latest) if latest is not None else []
@@ -114,13 +131,17 @@ class TableCommit:
                 return compacted, compact_indexes
 
             try:
-                snapshot_id = self._commit_with_retries(compaction, CommitKind.COMPACT)
+                snapshot_id = self._commit_with_retries(
+                    compaction, CommitKind.COMPACT, compact_changelog, watermark
+                )
             except CommitConflictError:
                 self._delete_compaction_output(messages)
                 if snapshot_id is None:
                     raise
                 # the data is committed; a concurrent compaction won the files, and the
                 # next write or compaction job will compact them again
+        if snapshot_id is not None:
+            create_auto_tags(self.table)
         return snapshot_id
 
     def _check_deletes(self, deletes: list[ManifestEntry], live: list[ManifestEntry]) -> None:
@@ -167,7 +188,7 @@ class TableCommit:
 
     def abort(self, messages: list[CommitMessage]) -> None:
         """Delete the files written for messages that will not be committed."""
-        self._delete(messages, [(m, m.new_files) for m in messages])
+        self._delete(messages, [(m, m.new_files + m.changelog_files) for m in messages])
         self._delete_compaction_output(messages)
         self._delete_index_files([f for m in messages for f in m.new_index_files])
 
@@ -180,7 +201,8 @@ class TableCommit:
         self._delete_index_files([f for m in messages for f in m.compact_index_files])
         self._delete(
             messages,
-            [(m, [f for f in m.compact_after if f.file_name not in {b.file_name for b in m.compact_before}])
+            [(m, [f for f in m.compact_after if f.file_name not in {b.file_name for b in m.compact_before}]
+              + list(m.compact_changelog_files))
              for m in messages],
         )  # fmt: skip
 
@@ -229,12 +251,18 @@ class TableCommit:
 
     # ---- the commit loop -----------------------------------------------------------------
 
-    def _commit_with_retries(self, changes: Callable[[Snapshot | None], Changes], kind: CommitKind) -> int:
+    def _commit_with_retries(
+        self,
+        changes: Callable[[Snapshot | None], Changes],
+        kind: CommitKind,
+        changelog: list[ManifestEntry],
+        watermark: int | None,
+    ) -> int:
         snapshots = self.table.snapshots
         start = time.monotonic()
         for attempt in range(self.max_retries + 1):
             latest = snapshots.latest()
-            snapshot_id = self._try_commit_once(latest, *changes(latest), kind)
+            snapshot_id = self._try_commit_once(latest, *changes(latest), kind, changelog, watermark)
             if snapshot_id is not None:
                 return snapshot_id
             elapsed_ms = (time.monotonic() - start) * 1000
@@ -253,6 +281,8 @@ class TableCommit:
         entries: list[ManifestEntry],
         index_changes: list[IndexManifestEntry],
         kind: CommitKind,
+        changelog: list[ManifestEntry],
+        watermark: int | None,
     ) -> int | None:
         """Write this attempt's metadata and try to take the next snapshot id; None if taken."""
         table = self.table
@@ -275,6 +305,12 @@ class TableCommit:
             written += [m.file_name for m in delta]
             delta_list, delta_size = store.write_list(delta)
             written.append(delta_list)
+            changelog_list = changelog_size = None
+            if changelog:
+                changelog_manifests = store.write_manifests(changelog, schema_id)
+                written += [m.file_name for m in changelog_manifests]
+                changelog_list, changelog_size = store.write_list(changelog_manifests)
+                written.append(changelog_list)
             index_manifest = None if latest is None else latest.index_manifest
             if index_changes:
                 live = combine(table.index_entries(latest) if latest is not None else [], index_changes)
@@ -291,14 +327,17 @@ class TableCommit:
                 base_manifest_list_size=base_size,
                 delta_manifest_list=delta_list,
                 delta_manifest_list_size=delta_size,
+                changelog_manifest_list=changelog_list,
+                changelog_manifest_list_size=changelog_size,
                 index_manifest=index_manifest,
                 commit_user=self.commit_user,
                 commit_identifier=BATCH_COMMIT_IDENTIFIER,
                 commit_kind=kind,
-                time_millis=int(time.time() * 1000),
+                time_millis=self.clock(),
                 total_record_count=(0 if latest is None else latest.total_record_count) + delta_rows,
                 delta_record_count=delta_rows,
-                watermark=None if latest is None else latest.watermark,
+                changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
+                watermark=_later(watermark, None if latest is None else latest.watermark),
                 next_row_id=0 if latest is None or latest.next_row_id is None else latest.next_row_id,
             )
             if table.snapshots.try_commit(snapshot):
@@ -308,3 +347,12 @@ class TableCommit:
             raise
         store.delete(written)
         return None
+
+
+def _now_millis() -> int:
+    return int(time.time() * 1000)
+
+
+def _later(a: int | None, b: int | None) -> int | None:
+    """The later of two optional watermarks."""
+    return b if a is None else a if b is None else max(a, b)

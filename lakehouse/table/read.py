@@ -3,9 +3,10 @@
 Every file is read under the schema it was written with and matched to the current columns by
 field id: renamed columns keep their data, dropped ones disappear, added ones read as nulls,
 widened ones are cast (``SchemaEvolutionUtil``). Primary-key buckets merge all their sorted runs
-with the deduplicate engine - the row with the highest sequence number wins, ties going to the
-later file - and then drop deleted keys. The filter is applied after the merge, so it can never
-resurrect a stale version of a row.
+with the table's merge engine - for deduplicate the row with the highest sequence number wins,
+ties going to the later file - and then drop deleted keys; ``changelog-producer=lookup`` tables
+that combine versions merge only a key's level-0 rows and its lowest level above 0. The filter
+is applied after the merge, so it can never resurrect a stale version of a row.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from lakehouse.io.pool import map_parallel
 from lakehouse.manifest.entries import DataFileMeta
 from lakehouse.mergetree.engine import ORDINAL, MergeEngine
 from lakehouse.mergetree.groups import drop_retracts
+from lakehouse.mergetree.versions import LEVEL, KeyLevels, lookup_merge, with_level
 from lakehouse.predicate import Predicate, bind, to_expression
 from lakehouse.table.scan import Split
 from lakehouse.types import DataField, arrow_field
@@ -54,6 +56,7 @@ class TableRead:
         needed = set(columns) | (self.filter.columns() if self.filter is not None else set())
         self.key = list(schema.trimmed_primary_keys) if schema.primary_keys else []
         self.engine = MergeEngine(schema, table.name) if self.key else None
+        self.lookup_merge = lookup_merge(schema)
         if self.engine is not None:
             needed = self.engine.read_columns(needed)
         self.read_fields = [f for f in schema.fields if f.name in needed]
@@ -75,7 +78,7 @@ class TableRead:
             for f, s, d in zip(split.files, selections, deletions, strict=True)
         ]
         if self.key and not split.raw_convertible:
-            data = self._merge(files)
+            data = self._merge(files, split.files)
         else:
             data = pa.concat_tables(files) if len(files) > 1 else files[0]
             if self.key and any(f.delete_row_count != 0 for f in split.files):
@@ -88,11 +91,16 @@ class TableRead:
             out = out.append_column(parquet.VALUE_KIND, kind.cast(pa.int8()))
         return out
 
-    def _merge(self, files: list[pa.Table]) -> pa.Table:
+    def _merge(self, files: list[pa.Table], metas: tuple[DataFileMeta, ...]) -> pa.Table:
         tagged = [
             t.append_column(ORDINAL, pa.array(np.full(t.num_rows, i, np.int32))) for i, t in enumerate(files)
         ]
-        return drop_retracts(self.engine.merge(pa.concat_tables(tagged)))
+        versions = pa.concat_tables(tagged)
+        if self.lookup_merge:
+            versions = pa.concat_tables([with_level(t, m.level) for t, m in zip(tagged, metas, strict=True)])
+            versions = versions.filter(pa.array(KeyLevels.of(versions, self.key).lookup_rows()))
+            versions = versions.drop_columns([LEVEL])
+        return drop_retracts(self.engine.merge(versions))
 
     def _read_file(
         self, split: Split, meta: DataFileMeta, selection: bytes | None, deletion: DeletionFile | None

@@ -6,7 +6,7 @@ A ``Table`` is a light, picklable handle (filesystem, path, schema); the work li
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -152,9 +152,12 @@ class Table:
         this writer's split of a dynamic-bucket write by several writers (see ``TableWrite``)."""
         return TableWrite(self, overwrite=overwrite, assigner=assigner)
 
-    def new_commit(self, commit_user: str | None = None) -> TableCommit:
-        """A committer turning writers' messages into snapshots (phase two)."""
-        return TableCommit(self, commit_user)
+    def new_commit(
+        self, commit_user: str | None = None, clock: Callable[[], int] | None = None
+    ) -> TableCommit:
+        """A committer turning writers' messages into snapshots (phase two); ``clock`` (epoch
+        millis, default the system clock) stamps their commit time."""
+        return TableCommit(self, commit_user, clock)
 
     def write(self, data: pa.Table | pa.RecordBatchReader, overwrite: Overwrite = None) -> int | None:
         """Write ``data`` as exactly one new snapshot and return its id (None if ``data`` is empty).

@@ -5,7 +5,9 @@ metadata. Rows are split by partition and bucket with vectorized group ids. Appe
 stream each (partition, bucket) into rolling Parquet files. Primary-key tables buffer up to
 ``write-buffer-size``, then flush every bucket as one sorted, key-unique run (duplicate keys of
 the buffer folded by the deduplicate engine), numbering rows with sequence numbers that continue
-after the bucket's existing files (``MergeTreeWriter``).
+after the bucket's existing files (``MergeTreeWriter``). With ``changelog-producer=input`` each
+flush also writes the buffer's rows, with their kinds, as changelog files; the compaction
+producers' changelog files come from the buckets' compactors.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from lakehouse.io.pool import map_parallel
 from lakehouse.manifest import stats
 from lakehouse.manifest.entries import DataFileMeta, IndexFileMeta, IndexManifestEntry
 from lakehouse.manifest.index_manifest import by_bucket
+from lakehouse.mergetree.changelog import ChangelogProducer, changelog_layout, input_rows
 from lakehouse.mergetree.compact import BucketCompactor
 from lakehouse.mergetree.engine import MergeEngine
 from lakehouse.options import parse_memory_size
@@ -61,6 +64,8 @@ class CommitMessage:
     ``replaced_index_files``, and the commit fails if another commit replaced it first.
     ``key_index_snapshot``: a cross-partition writer placed keys by the table as of that snapshot,
     so the commit fails if other data was committed since (it could have placed the same keys).
+    ``changelog_files`` are committed with the data, ``compact_changelog_files`` with the
+    compaction (changelog producers).
     """
 
     partition: bytes
@@ -74,6 +79,8 @@ class CommitMessage:
     compact_index_files: tuple[IndexFileMeta, ...] = ()
     replaced_index_files: tuple[IndexFileMeta, ...] = ()  # must still be live when committing
     key_index_snapshot: int | None = None  # cross-partition: the snapshot its key index was read at
+    changelog_files: tuple[DataFileMeta, ...] = ()
+    compact_changelog_files: tuple[DataFileMeta, ...] = ()
 
 
 class TableWrite:
@@ -127,6 +134,13 @@ class TableWrite:
             index_threshold=fileindex_options.in_manifest_threshold(schema.options),
         )
         self.ignore_previous_files = overwrite
+        # an overwrite commits no changelog (Paimon), so its writer produces none
+        self.changelog = None
+        if schema.primary_keys and not overwrite:
+            self.changelog = ChangelogProducer.of(schema, table.name)
+        self.changelog_layout = changelog_layout(self.layout, options)
+        self._changelog_writers: dict[tuple[bytes, int], BucketWriter] = {}
+        self._new_changelog: dict[tuple[bytes, int], list[DataFileMeta]] = {}
         self.write_only = options.get_bool("write-only")
         self.stop_trigger = options.stop_trigger
         self.deletion_vectors = bool(schema.primary_keys) and options.get_bool("deletion-vectors.enabled")
@@ -181,12 +195,12 @@ class TableWrite:
 
     def abort(self) -> None:
         """Delete every file this writer produced (nothing of it was committed)."""
-        for w in [*self._done, *self._writers.values()]:
+        for w in [*self._done, *self._writers.values(), *self._changelog_writers.values()]:
             w.abort()
         for c in self._compactors.values():
             c.abort()
-        self._done, self._writers, self._pending = [], {}, []
-        self._compactors, self._new_files = {}, {}
+        self._done, self._writers, self._changelog_writers, self._pending = [], {}, {}, []
+        self._compactors, self._new_files, self._new_changelog = {}, {}, {}
 
     def _primary_key_messages(self) -> list[CommitMessage]:
         if not self.write_only and self._new_files:
@@ -214,9 +228,11 @@ class TableWrite:
                     compact_index_files=(vectors,) if vectors else (),
                     replaced_index_files=tuple(f for f in replaced if f is not None),
                     key_index_snapshot=keys_at,
+                    changelog_files=tuple(self._new_changelog.get((part, bucket), ())),
+                    compact_changelog_files=tuple(c.changelog),
                 )
             )
-        self._compactors, self._new_files, self._done = {}, {}, []
+        self._compactors, self._new_files, self._new_changelog, self._done = {}, {}, {}, []
         return messages
 
     def _changed_vectors(self, compactor: BucketCompactor) -> tuple[IndexFileMeta | None, ...]:
@@ -231,10 +247,13 @@ class TableWrite:
 
     def _full_compaction_due(self) -> bool:
         """Whether this commit is the ``full-compaction.delta-commits``-th since the last compaction."""
-        every = self.schema.core_options.get("full-compaction.delta-commits")
-        if every is None:
+        options = self.schema.core_options
+        if options.get("full-compaction.delta-commits") is not None:
+            every = options.get_int("full-compaction.delta-commits")
+        elif self.changelog is not None and self.changelog.name == "full-compaction":
+            every = 1  # as Paimon's writers for this producer: a full compaction per commit
+        else:
             return False
-        every = self.schema.core_options.get_int("full-compaction.delta-commits")
         snapshots = self.table.snapshots
         latest = snapshots.latest_id()
         since = 0
@@ -254,6 +273,8 @@ class TableWrite:
         data = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
         self._pending, self._pending_bytes = [], 0
         data, kinds = conform(data, self.schema, self.table.name)
+        inputs = None  # the rows as given, for changelog-producer=input
+        buckets = None  # assigned by cross-partition routing
         if not self.primary_key and kinds is not None and pc.any(pc.not_equal(kinds, INSERT)).as_py():
             raise SchemaMismatchError(
                 f"table {self.table.name} is an append table and accepts only inserts (+I); "
@@ -262,17 +283,19 @@ class TableWrite:
         if self.primary_key:
             if kinds is None:
                 kinds = pa.array(np.zeros(data.num_rows, dtype=np.int8))
-            data, kinds = self.engine.prepare(data, kinds)
+            data, kinds = self.engine.accept(data, kinds)
             if data.num_rows == 0:
                 return
-        buckets = None
-        if self.schema.cross_partition_update:
-            data, kinds, buckets = self._key_locations().route(data, kinds)
-            if data.num_rows == 0:
-                return
+            if self.schema.cross_partition_update:
+                data, kinds, buckets = self._key_locations().route(data, kinds)
+                if data.num_rows == 0:
+                    return
+            if self.changelog is not None and self.changelog.name == "input":
+                inputs = (data, kinds)
+            data, kinds = self.engine.stored(data, kinds)
         groups, locations = self._group_ids(data, buckets)
         jobs = (
-            self._run_jobs(data, kinds, groups, locations)
+            self._run_jobs(data, kinds, groups, locations, inputs)
             if self.primary_key
             else self._append_jobs(data, groups, locations)
         )
@@ -284,13 +307,19 @@ class TableWrite:
         """A flush is one sorted run per bucket: finish its files (level 0) and hand them to the
         bucket's compactor; a bucket past ``num-sorted-run.stop-trigger`` compacts right away."""
         writers = list(self._writers.values())
+        changelog_writers = list(self._changelog_writers.values())
         self._writers.clear()
-        self._done.extend(writers)
+        self._changelog_writers.clear()
+        self._done.extend(writers + changelog_writers)
         closed = [(w.partition, w.bucket, f) for w in writers for f in w.close()]
         metas = file_metas(self.layout, [f for *_, f in closed])
         for (part, bucket, _), meta in zip(closed, metas, strict=True):
             self._new_files.setdefault((part, bucket), []).append(meta)
             self.compactor(part, bucket).add([meta])
+        changelog = [(w.partition, w.bucket, f) for w in changelog_writers for f in w.close()]
+        metas = file_metas(self.changelog_layout, [f for *_, f in changelog])
+        for (part, bucket, _), meta in zip(changelog, metas, strict=True):
+            self._new_changelog.setdefault((part, bucket), []).append(meta)
         if self.write_only:
             return
         for compactor in {(p, b): self._compactors[(p, b)] for p, b, _ in closed}.values():
@@ -310,7 +339,14 @@ class TableWrite:
                     self.table.io, self.table.paths, entry and entry.index_file, self.bitmap64
                 )
             found = self._compactors[key] = BucketCompactor(
-                self.table, self.layout, self.engine, partition, bucket, self._existing.get(key, []), vectors
+                self.table,
+                self.layout,
+                self.engine,
+                partition,
+                bucket,
+                self._existing.get(key, []),
+                vectors,
+                self.changelog,
             )
         return found
 
@@ -362,23 +398,38 @@ class TableWrite:
         return jobs
 
     def _run_jobs(
-        self, data: pa.Table, kinds: pa.Array, groups: np.ndarray, locations: list[tuple[bytes, int]]
+        self,
+        data: pa.Table,
+        kinds: pa.Array,
+        groups: np.ndarray,
+        locations: list[tuple[bytes, int]],
+        inputs: tuple[pa.Table, pa.Array] | None,
     ) -> list:
         """One sorted, key-unique run per primary-key bucket: the versions of a key in the buffer
-        are merged by the table's merge engine, numbered in arrival order."""
+        are merged by the table's merge engine, numbered in arrival order. ``inputs``: the rows as
+        given, written to changelog files too."""
         order = np.argsort(groups, kind="stable")
         jobs = []
         for g, start, end in _runs(groups[order]):
-            writer, base = self._claim(*locations[g], data.num_rows)
+            part, bucket = locations[g]
+            writer, base = self._claim(part, bucket, data.num_rows)
+            changelog = None if inputs is None else self._changelog_writer(part, bucket)
             rows = order[start:end]
 
-            def job(writer=writer, rows=rows, base=base):
+            def job(writer=writer, changelog=changelog, rows=rows, base=base):
                 take = pa.array(rows)
-                versions = data.take(take).append_column(parquet.SEQUENCE_NUMBER, pa.array(rows + base))
+                sequence = pa.array(rows + base)
+                versions = data.take(take).append_column(parquet.SEQUENCE_NUMBER, sequence)
                 versions = versions.append_column(parquet.VALUE_KIND, kinds.take(take))
                 run = self.engine.merge(versions, arrival_order=True)
                 seq, run_kinds = run.column(parquet.SEQUENCE_NUMBER), run.column(parquet.VALUE_KIND)
                 writer.write(self.layout.file_rows(run), seq, run_kinds)
+                if changelog is not None:
+                    given = inputs[0].take(take).append_column(parquet.SEQUENCE_NUMBER, sequence)
+                    given = given.append_column(parquet.VALUE_KIND, inputs[1].take(take))
+                    given = input_rows(given, self.primary_key, self.engine.sequence_fields)
+                    seq, given_kinds = given.column(parquet.SEQUENCE_NUMBER), given.column(parquet.VALUE_KIND)
+                    changelog.write(self.changelog_layout.file_rows(given), seq, given_kinds)
 
             jobs.append(job)
         return jobs
@@ -421,11 +472,23 @@ class TableWrite:
     # ---- writers -------------------------------------------------------------------------
 
     def _writer(self, partition: bytes, bucket: int) -> BucketWriter:
+        return self._bucket_writer(self._writers, self.layout, partition, bucket)
+
+    def _changelog_writer(self, partition: bytes, bucket: int) -> BucketWriter:
+        return self._bucket_writer(self._changelog_writers, self.changelog_layout, partition, bucket)
+
+    def _bucket_writer(
+        self,
+        writers: dict[tuple[bytes, int], BucketWriter],
+        layout: FileLayout,
+        partition: bytes,
+        bucket: int,
+    ) -> BucketWriter:
         key = (partition, bucket)
-        w = self._writers.get(key)
+        w = writers.get(key)
         if w is None:
             directory = f"{self.table.paths.root}/{self.table.bucket_path(partition, bucket)}"
-            w = self._writers[key] = BucketWriter(self.layout, partition, bucket, directory)
+            w = writers[key] = BucketWriter(layout, partition, bucket, directory)
         return w
 
 
