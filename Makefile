@@ -1,12 +1,14 @@
-# The two set-up commands of the README: `make demo` and `make test`. Both create .venv if needed.
+# The set-up commands of the README: `make demo`, `make test` and `make e2e`. All create .venv if needed.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+E2E_STAMP := $(VENV)/.installed-e2e
+CHROMIUM := /usr/bin/chromium
 export LAKEHOUSE_WAREHOUSE ?= $(CURDIR)/warehouse
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: demo dev test lint bench clean
+.PHONY: demo dev test e2e lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,6 +25,18 @@ dev: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# The webserver and daemon driven through GraphQL, and headless Chromium on the asset graph
+# (saves docs/asset-graph.png): Playwright from PyPI, Chromium from Debian.
+e2e: $(E2E_STAMP) $(CHROMIUM)
+	$(PY) -m pytest -m e2e tests/e2e
+
+$(E2E_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,e2e]'
+	touch $(E2E_STAMP)
+
+$(CHROMIUM):
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
