@@ -170,6 +170,20 @@ def test_expire_job_expires_snapshots_and_removes_orphans(copy):
     assert len(observed) == 1
 
 
+def test_a_failing_dwd_check_blocks_the_downstream_tables(copy, monkeypatch):
+    from lakehouse.fileindex.maintenance import IndexReport
+    from lakehouse.table.table import Table
+
+    failing = IndexReport(False, 1, ["injected: a key visible twice"])
+    monkeypatch.setattr(Table, "verify_primary_key", lambda self, snapshot_id=None: failing)
+    run = materialize([*defs.assets, *defs.asset_checks], resources=resources(copy), partition_key=DAYS[1],
+                      raise_on_error=False)  # fmt: skip
+    written = {m.asset_key.to_user_string() for m in _materializations(run)}
+    assert written == {"ods/orders", "dwd/orders"}  # dws tables wait for a passing check
+    failed = [c for c in run.get_asset_check_evaluations() if not c.passed]
+    assert failed and all("injected" in str(c.metadata["problems"].value) for c in failed)
+
+
 # ---- injected corruption: the index check of dwd.orders fails, naming the problem ---------------
 
 
