@@ -48,7 +48,7 @@ def main() -> None:
         catalog.drop_table(spec.name, ignore_if_not_exists=True)
     instance = _instance()
     print(f"warehouse {os.path.abspath(warehouse)}, DAGSTER_HOME {os.environ['DAGSTER_HOME']}")
-    pipeline = defs.get_job_def(PIPELINE)
+    pipeline = defs.resolve_job_def(PIPELINE)
     checks: dict[str, bool] = {}
     for day in DAYS:
         run = _timed(
