@@ -64,3 +64,7 @@ class TagExistsError(LakehouseError):
 
 class InvalidArgumentError(LakehouseError, ValueError):
     """A maintenance call got an argument it cannot act on (nothing was changed)."""
+
+
+class WriteAbortedError(LakehouseError):
+    """A writer learnt that its write had ended (aborted, or committed without it) and stopped."""

@@ -18,14 +18,15 @@ from __future__ import annotations
 import itertools
 import math
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 import numpy as np
 
-from lakehouse.io.fs import join
+from lakehouse.io.fs import FileIO, join
 from lakehouse.types import TIMESTAMP_ROOTS, DataType, timestamp_unit
 
 _ESCAPED = {chr(c) for c in range(0x20)} | set("\"#%'*/:=?\\\x7f{}[]^")
@@ -86,23 +87,63 @@ class TablePaths:
         return [self.data_file(bucket_path, meta.file_name, meta.external_path), *extras]
 
 
+class FileNumbers:
+    """The counter one writer's namers share; ``next`` is atomic (``itertools.count`` under the GIL)."""
+
+    def __init__(self) -> None:
+        self._count = itertools.count()
+        self.used = False
+
+    def next(self) -> int:
+        self.used = True
+        return next(self._count)
+
+
 @dataclass
 class FileNamer:
-    """``<prefix><uuid>-<n><suffix>`` names: one random uuid per namer, a counter per file."""
+    """``<prefix><uid>-<n><suffix>`` names: numbers shared with its :meth:`with_prefix` copies, so
+    one writer's data, changelog and index files never share a number.
+
+    ``guard`` runs before each name is handed out: a writer that must stop (its write was
+    aborted) raises there instead of creating another file.
+    """
 
     prefix: str
     suffix: str = ""
     uid: str = field(default_factory=lambda: str(uuid.uuid4()))
-    _counter: itertools.count = field(default_factory=itertools.count, repr=False)
+    numbers: FileNumbers = field(default_factory=FileNumbers, repr=False)
+    guard: Callable[[], None] | None = field(default=None, repr=False)
 
     def next(self) -> str:
-        return f"{self.prefix}{self.uid}-{next(self._counter)}{self.suffix}"
+        if self.guard is not None:
+            self.guard()
+        return f"{self.prefix}{self.uid}-{self.numbers.next()}{self.suffix}"
+
+    def with_prefix(self, prefix: str, suffix: str = "") -> FileNamer:
+        """Names of another kind of file, numbered by the same counter."""
+        return replace(self, prefix=prefix, suffix=suffix)
+
+    @property
+    def used(self) -> bool:
+        """Whether any name was handed out (so a file may exist)."""
+        return self.numbers.used
 
 
-def index_file_namer() -> FileNamer:
-    """Names ``index-<uuid>-<n>`` of table index files: one uuid per writer, as Java's
-    ``IndexPathFactory`` numbers them."""
-    return FileNamer("index-")
+def index_file_namer(names: FileNamer | None = None) -> FileNamer:
+    """Names ``index-<uid>-<n>`` of table index files (``IndexPathFactory``); ``names``: the
+    writer's namer, whose uid and counter they share (default: a fresh uuid)."""
+    return (names or FileNamer("")).with_prefix("index-")
+
+
+def bucket_dirs(io: FileIO, root: str, partition_levels: int) -> list[str]:
+    """The ``bucket-N`` directories below ``partition_levels`` levels of ``key=value`` partition
+    directories of a table: where its data, changelog and file-index files live."""
+    children = [st for st in io.list_dir(root) if st.is_dir]
+    if partition_levels == 0:
+        return [st.path for st in children if st.name.startswith("bucket-")]
+    return [
+        found for st in children if "=" in st.name for found in bucket_dirs(io, st.path, partition_levels - 1)
+    ]
 
 
 def escape_path_name(text: str) -> str:

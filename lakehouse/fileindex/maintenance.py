@@ -20,9 +20,11 @@ from lakehouse.fileindex.options import buildable, declared, in_manifest_thresho
 from lakehouse.fileindex.verify import check_index
 from lakehouse.io.pool import map_parallel
 from lakehouse.manifest.entries import ManifestEntry
+from lakehouse.paths import FileNamer
 from lakehouse.table.partitions import in_partitions
 from lakehouse.table.read import read_data_file
 from lakehouse.table.write import CommitMessage
+from lakehouse.table.write_scope import WriteScope
 
 if TYPE_CHECKING:
     from lakehouse.table.table import Table
@@ -83,17 +85,6 @@ def _stored_index(table: Table, entry: ManifestEntry) -> tuple[bytes | None, str
         return None, name
 
 
-def _next_index_name(data_file: str, old: str | None) -> str:
-    """``DataFilePathFactory.createNewFileIndexFilePath``: ``x.parquet.index`` -> ``x.parquet-1.index``."""
-    if old is None:
-        return data_file + INDEX_SUFFIX
-    stem = old[: -len(INDEX_SUFFIX)]
-    head, _, number = stem.rpartition("-")
-    if head and number.isdigit():
-        return f"{head}-{int(number) + 1}{INDEX_SUFFIX}"
-    return f"{stem}-1{INDEX_SUFFIX}"
-
-
 @dataclass(frozen=True)
 class IndexChanges:
     """Index files written for some data files, and the messages that commit their new metadata."""
@@ -124,10 +115,18 @@ def index_rewrite_entries(
     )
 
 
-def rewrite_indexes(table: Table, entries: list[ManifestEntry]) -> IndexChanges:
+def rewrite_indexes(
+    table: Table, entries: list[ManifestEntry], names: FileNamer | None = None
+) -> IndexChanges:
     """Build the indexes of ``entries`` whose stored ones differ from what the options ask for and
-    publish those too large for the manifest; any process can run this for its share of files."""
+    publish those too large for the manifest; any process can run this for its share of files.
+
+    A new index file is named ``<data file>-<uid>-<n>.index`` from ``names`` (the writer's, in its
+    write scope): unlike Paimon's ``<data file>-<k>.index`` it cannot be the name a concurrent
+    rewrite of the same file chose, which that rewrite's abort would delete.
+    """
     threshold = in_manifest_threshold(table.schema.options)
+    names = names or WriteScope().namer()
 
     def rebuild(entry: ManifestEntry) -> tuple[ManifestEntry, bytes | None, str | None] | None:
         """The entry's new index and the name of the file that will hold it (None: embedded)."""
@@ -137,7 +136,7 @@ def rewrite_indexes(table: Table, entries: list[ManifestEntry]) -> IndexChanges:
         if new == old and (old is None or (len(old) > threshold) == (old_name is not None)):
             return None  # already what the options ask for
         big = new is not None and len(new) > threshold
-        return entry, new, _next_index_name(entry.file.file_name, old_name) if big else None
+        return entry, new, names.with_prefix(f"{entry.file.file_name}-", INDEX_SUFFIX).next() if big else None
 
     changes = [c for c in map_parallel(rebuild, entries) if c is not None]
     written: list[str] = []

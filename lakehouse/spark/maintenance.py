@@ -4,8 +4,11 @@ Each job lists its units of work on the driver, spreads them over Spark tasks th
 engine's own per-unit functions, and finishes on the driver with the engine's last step:
 
 - compaction and index rewrite: tasks return commit messages, the driver commits them with the
-  engine's committer (results are those of ``table.compact`` / ``table.rewrite_file_index``); a
-  failed task deletes what it wrote, a failed commit what every task wrote;
+  engine's committer (results are those of ``table.compact`` / ``table.rewrite_file_index``). They
+  write as one leased write scope (:mod:`lakehouse.table.write_scope`), as data source writes do:
+  a failed task deletes what it wrote; when the job or its commit fails, the driver deletes every
+  file of the job once no task can still create one, and after a commit the files of attempts
+  that were not committed;
 - snapshot expiration: the driver plans it, tasks delete the data, changelog and index files in
   chunks, then the driver deletes the metadata and snapshot files and moves ``EARLIEST``, in the
   engine's order (``table.expire_snapshots``); orphan files: found on the driver, deleted by tasks.
@@ -18,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from pyspark import TaskContext
 from pyspark.sql import SparkSession
 
 from lakehouse.fileindex.maintenance import (
@@ -27,12 +31,14 @@ from lakehouse.fileindex.maintenance import (
     rewrite_indexes,
 )
 from lakehouse.io.fs import FileIO
+from lakehouse.paths import FileNamer
 from lakehouse.spark.source import open_table
 from lakehouse.table.compaction import Compaction, commit_compaction, compact_buckets, compaction_buckets
 from lakehouse.table.expire import Expiration, finish_expiration, plan_expiration
 from lakehouse.table.orphans import OrphanFiles, find_orphan_files
 from lakehouse.table.references import Deleted, FileRefs, delete_files, delete_paths
 from lakehouse.table.table import Table
+from lakehouse.table.write_scope import Lease, WriteScope, abort_write, committed_since, finish_write
 
 Partitions = Mapping[str, Any] | Iterable[Mapping[str, Any]] | None
 Unit = TypeVar("Unit")
@@ -51,8 +57,9 @@ def compact(
     """``Table.compact`` with the buckets compacted by Spark tasks."""
     target = _table(table, warehouse)
     buckets = compaction_buckets(target, partitions)
-    messages = _run(spark, buckets, functools.partial(compact_buckets, target, full=full))
-    return commit_compaction(target, [m for found in messages for m in found])
+    written = WriteJob(target)
+    messages = written.run(spark, buckets, lambda share, names: compact_buckets(target, share, full, names))
+    return written.commit(lambda: commit_compaction(target, [m for found in messages for m in found]))
 
 
 def rewrite_file_index(
@@ -61,8 +68,9 @@ def rewrite_file_index(
     """``Table.rewrite_file_index`` with the data files' indexes built by Spark tasks."""
     target = _table(table, warehouse)
     entries = index_rewrite_entries(target, partitions)
-    changes = _run(spark, entries, functools.partial(rewrite_indexes, target))
-    return commit_index_rewrite(target, changes, len(entries))
+    written = WriteJob(target)
+    changes = written.run(spark, entries, functools.partial(rewrite_indexes, target))
+    return written.commit(lambda: commit_index_rewrite(target, changes, len(entries)))
 
 
 def expire_snapshots(
@@ -98,6 +106,53 @@ def remove_orphan_files(
         return found
     _run(spark, found.paths, functools.partial(delete_paths, target.io))
     return replace(found, dry_run=False)
+
+
+class WriteJob:
+    """A maintenance job whose tasks write files: one leased write scope, ended by the driver."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self.scope = WriteScope.leased_from(table.options)
+        self.base_snapshot = table.latest_snapshot_id()
+        self.writers: set[str] = set()
+
+    def run(
+        self, spark: SparkSession, units: Sequence[Unit], task: Callable[[list[Unit], FileNamer], Result]
+    ) -> list[Result]:
+        """``task`` over ``units`` in Spark tasks, each holding a lease and naming its files in the
+        scope; if the job fails, every file of it is deleted before the error surfaces."""
+        table, scope = self.table, self.scope
+
+        def leased(share: list[Unit]) -> tuple[str, Result]:
+            token = str(TaskContext.get().taskAttemptId())
+            lease = Lease(table, scope, token).acquire()
+            try:
+                result = task(share, scope.namer(token, lease))
+            except BaseException:
+                lease.release()
+                raise
+            lease.finish()
+            return token, result
+
+        try:
+            done = _run(spark, units, leased)
+        except BaseException:
+            abort_write(table, scope, committed_since(table, self.base_snapshot))
+            raise
+        self.writers = {token for token, _ in done}
+        return [result for _, result in done]
+
+    def commit(self, commit: Callable[[], Result]) -> Result:
+        """Run the driver's commit; on failure delete every file of the job, else those of the
+        attempts that were not committed."""
+        try:
+            result = commit()
+        except BaseException:
+            abort_write(self.table, self.scope, committed_since(self.table, self.base_snapshot))
+            raise
+        finish_write(self.table, self.scope, self.writers)
+        return result
 
 
 def _delete_pieces(io: FileIO, pieces: list[FileRefs]) -> Deleted:

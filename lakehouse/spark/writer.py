@@ -4,9 +4,15 @@ Each task runs the engine's :class:`~lakehouse.table.write.TableWrite` over the 
 receives and returns its commit messages in a :class:`TaskCommit`. Spark hands ``commit`` one
 message per partition, from the one attempt its commit coordinator let through, so retried and
 speculative attempts never duplicate rows; ``commit`` turns them into exactly one snapshot (plus
-a COMPACT one when the writers compacted), and ``abort`` deletes the files of every attempt Spark
-reports. A task that fails deletes its own files before failing; an attempt that finished but lost
-to another (speculation) is not reported, and its files stay unreferenced until orphan cleanup.
+a COMPACT one when the writers compacted).
+
+Every file of the write carries its write id (:mod:`lakehouse.table.write_scope`), and every task
+attempt holds a lease while it writes. A task that fails deletes its own files before failing; one
+that is killed cannot, and Spark hands ``abort`` only the messages of tasks that finished. So
+``abort`` marks the write ended, waits until no task can still create files (each lease done,
+released, or stale after ``write.heartbeat-timeout``; default 30 s) and deletes every file of the
+write it finds in the table. After a commit, the files of attempts that were not committed (a
+crashed attempt Spark retried, a lost speculative one) are deleted the same way.
 
 Primary-key tables need every bucket written by one task, which numbers the bucket's rows in
 order (``lakehouse.spark.write`` shuffles rows so); a write in which two tasks wrote the same
@@ -36,6 +42,7 @@ from lakehouse.table.dynamic_buckets import assigner_splits
 from lakehouse.table.partitions import partition_values
 from lakehouse.table.table import Table
 from lakehouse.table.write import CommitMessage, TableWrite
+from lakehouse.table.write_scope import Lease, WriteScope, committed_since, finish_write
 
 DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
 COMMIT_USER = "commit.user"  # write option: the snapshot's commitUser (default: a fresh UUID)
@@ -43,10 +50,11 @@ COMMIT_USER = "commit.user"  # write option: the snapshot's commitUser (default:
 
 @dataclass(frozen=True)
 class TaskCommit(WriterCommitMessage):
-    """The engine's commit messages of one Spark task attempt."""
+    """The engine's commit messages of one Spark task attempt, written as ``writer`` of the write."""
 
     partition_id: int
     attempt: int
+    writer: str
     messages: tuple[CommitMessage, ...]
 
 
@@ -60,40 +68,49 @@ class PaimonWriter(DataSourceArrowWriter):
         self.mode = overwrite_mode(table, options) if overwrite else None
         self.commit_user = options.get(COMMIT_USER)
         self.assigners = assigner_parallelism(table, options) if table.schema.dynamic_buckets else None
+        self.scope = WriteScope.leased_from({**table.options, **options})
+        self.base_snapshot = table.latest_snapshot_id()  # an abort keeps what later snapshots reference
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
-        """Write this task's rows; on failure its files are deleted before the error surfaces."""
+        """Write this task's rows under a lease; on failure its files are deleted before the error
+        surfaces."""
         context = TaskContext.get()
+        token = str(context.taskAttemptId())  # unique among the attempts of every task of the job
+        lease = Lease(self.table, self.scope, token).acquire()
         writer: TableWrite | None = None
         messages: list[CommitMessage] = []
         try:
             for batch in iterator:
                 if batch.num_rows:
                     if writer is None:
-                        writer = self._table_write(context.partitionId())
+                        writer = self._table_write(context.partitionId(), lease, token)
                     writer.write(batch)
             messages = writer.prepare_commit() if writer is not None else []
-        except MisroutedRowsError as e:
-            self._abort(writer, messages)
-            raise MisroutedRowsError(
-                f"dynamic-bucket table {self.table.name}: Spark task {context.partitionId()} received rows "
-                f"of another task's bucket assigner (of {self.assigners}); nothing was committed - write "
-                f"with lakehouse.spark.write(df, {self.table.name!r}, ...), which sends each assigner's "
-                f"keys to its task"
-            ) from e
-        except BaseException:
-            self._abort(writer, messages)
+        except BaseException as e:
+            try:
+                self._abort(writer, messages)
+            finally:
+                lease.release()
+            if isinstance(e, MisroutedRowsError):
+                raise MisroutedRowsError(
+                    f"dynamic-bucket table {self.table.name}: Spark task {context.partitionId()} received "
+                    f"rows of another task's bucket assigner (of {self.assigners}); nothing was committed - "
+                    f"write with lakehouse.spark.write(df, {self.table.name!r}, ...), which sends each "
+                    f"assigner's keys to its task"
+                ) from e
             raise
-        return TaskCommit(context.partitionId(), context.attemptNumber(), tuple(messages))
+        lease.finish()
+        return TaskCommit(context.partitionId(), context.attemptNumber(), token, tuple(messages))
 
-    def _table_write(self, task: int) -> TableWrite:
+    def _table_write(self, task: int, lease: Lease, token: str) -> TableWrite:
         """The engine's writer of this task: for dynamic-bucket tables, as assigner ``task``."""
+        names = self.scope.namer(token, lease)
         if self.assigners is None:
-            return self.table.new_write(overwrite=self.overwrite)
+            return self.table.new_write(overwrite=self.overwrite, names=names)
         if task >= self.assigners:
             raise MisroutedRowsError(f"task {task} has no assigner among {self.assigners}")
         split = assigner_splits(self.table.schema, self.assigners)[task]
-        return self.table.new_write(overwrite=self.overwrite, assigner=split)
+        return self.table.new_write(overwrite=self.overwrite, assigner=split, names=names)
 
     def _abort(self, writer: TableWrite | None, messages: list[CommitMessage]) -> None:
         """Delete the files of a failed task."""
@@ -102,7 +119,8 @@ class PaimonWriter(DataSourceArrowWriter):
         self.table.new_commit().abort(messages)
 
     def commit(self, messages: list[TaskCommit | None]) -> None:
-        """Commit every task's files as one snapshot, or delete them all if that is impossible."""
+        """Commit every task's files as one snapshot, or delete every file of the write if that is
+        impossible. Never raises once the snapshot exists: Spark would abort a committed write."""
         tasks = [m for m in messages if m is not None]
         found = [m for t in tasks for m in t.messages]
         committer = self.table.new_commit(self.commit_user)
@@ -110,12 +128,16 @@ class PaimonWriter(DataSourceArrowWriter):
             check_one_writer_per_bucket(self.table, tasks)
             committer.commit(found, overwrite=self.mode)
         except BaseException:
-            committer.abort(found)
+            committer.abort(found, self.scope)
             raise
+        finish_write(self.table, self.scope, {t.writer for t in tasks})
 
     def abort(self, messages: list[TaskCommit | None]) -> None:
-        """Delete the files of every task attempt Spark reports (nothing was committed)."""
-        self.table.new_commit().abort([m for t in messages if t is not None for m in t.messages])
+        """Delete every file of the write once no task can still create one (nothing was committed;
+        whatever a later snapshot references is kept all the same)."""
+        found = [m for t in messages if t is not None for m in t.messages]
+        keep = committed_since(self.table, self.base_snapshot)
+        self.table.new_commit().abort(found, self.scope, keep)
 
 
 def overwrite_mode(table: Table, options: Mapping[str, str]) -> Overwrite:

@@ -10,14 +10,19 @@ deletes a file another commit already removed cannot be rebased and fails with
 data into the APPEND snapshot, those of compactions into the COMPACT one; an overwrite commits
 none (as Paimon) and deletes them. After a commit, automatic tags are created
 (:mod:`lakehouse.table.auto_tags`).
+
+Once the data snapshot exists the commit has happened: a compaction snapshot or an automatic tag
+that fails after it is logged, never raised, so that no caller retries (duplicating the rows) or
+aborts (deleting committed files); the next write compacts, the next commit tags.
 """
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -30,12 +35,14 @@ from lakehouse.table.auto_tags import create_auto_tags
 from lakehouse.table.partitions import PartitionFilter, partition_filter, partition_spec, partition_values
 from lakehouse.table.scan import live_entries
 from lakehouse.table.write import CommitMessage
+from lakehouse.table.write_scope import WriteScope, abort_write
 
 if TYPE_CHECKING:
     from lakehouse.table.table import Table
 
 Overwrite = bool | str | Mapping[str, Any] | None
 Changes = tuple[list[ManifestEntry], list[IndexManifestEntry]]  # data files, index files
+log = logging.getLogger(__name__)
 
 
 class TableCommit:
@@ -53,6 +60,7 @@ class TableCommit:
         self.timeout_ms = options.duration_ms("commit.timeout")
         self.min_wait_ms = options.duration_ms("commit.min-retry-wait")
         self.max_wait_ms = options.duration_ms("commit.max-retry-wait")
+        self.landed: list[int] = []  # snapshots this committer created
 
     def commit(
         self, messages: list[CommitMessage], overwrite: Overwrite = None, watermark: int | None = None
@@ -95,7 +103,8 @@ class TableCommit:
         compact_changelog = entries(FileKind.ADD, "compact_changelog_files")
         scope = self._overwrite_scope(overwrite, adds)
         if scope is not None and (changelog or compact_changelog):
-            self._delete(messages, [(m, m.changelog_files + m.compact_changelog_files) for m in messages])
+            changelog_files = [(m, m.changelog_files + m.compact_changelog_files) for m in messages]
+            self.table.io.delete_quietly(self._data_paths(changelog_files))
             changelog, compact_changelog = [], []
         snapshot_id = None
         if not (overwrite == "dynamic" and not adds) and (scope is not None or adds or deletes or changelog):
@@ -134,14 +143,29 @@ class TableCommit:
                 snapshot_id = self._commit_with_retries(
                     compaction, CommitKind.COMPACT, compact_changelog, watermark
                 )
-            except CommitConflictError:
-                self._delete_compaction_output(messages)
+            except Exception as e:
+                self.table.io.delete_quietly(self._compaction_output(messages))
                 if snapshot_id is None:
                     raise
-                # the data is committed; a concurrent compaction won the files, and the
-                # next write or compaction job will compact them again
+                if not isinstance(e, CommitConflictError):  # a conflict: another compaction won
+                    log.warning(
+                        "table %s: snapshot %d is committed, its compaction failed (the next write or "
+                        "compaction compacts again)",
+                        self.table.name,
+                        snapshot_id,
+                        exc_info=True,
+                    )
         if snapshot_id is not None:
-            create_auto_tags(self.table)
+            try:
+                create_auto_tags(self.table)
+            except Exception:
+                log.warning(
+                    "table %s: snapshot %d is committed, creating its automatic tags failed (the next "
+                    "commit creates them)",
+                    self.table.name,
+                    snapshot_id,
+                    exc_info=True,
+                )
         return snapshot_id
 
     def _check_deletes(self, deletes: list[ManifestEntry], live: list[ManifestEntry]) -> None:
@@ -186,34 +210,47 @@ class TableCommit:
                 f"time); nothing was committed - redo the write"
             )
 
-    def abort(self, messages: list[CommitMessage]) -> None:
-        """Delete the files written for messages that will not be committed."""
-        self._delete(messages, [(m, m.new_files + m.changelog_files) for m in messages])
-        self._delete_compaction_output(messages)
-        self._delete_index_files([f for m in messages for f in m.new_index_files])
+    def abort(
+        self, messages: list[CommitMessage], scope: WriteScope | None = None, keep: Collection[str] = ()
+    ) -> None:
+        """Delete the files written for ``messages``, which will not be committed; with their write's
+        ``scope``, also every other file of that write. Paths in ``keep`` stay (see
+        :func:`~lakehouse.table.write_scope.committed_since`). Nothing, once this committer committed."""
+        if self.landed:
+            return
+        kept = set(keep)
+        written = [
+            *self._data_paths([(m, m.new_files + m.changelog_files) for m in messages]),
+            *self._index_paths([f for m in messages for f in m.new_index_files]),
+            *self._compaction_output(messages),
+        ]
+        self.table.io.delete_quietly([p for p in written if p not in kept])
+        if scope is not None:
+            abort_write(self.table, scope, kept)
 
-    def _delete_index_files(self, files: list[IndexFileMeta]) -> None:
-        paths = self.table.paths
-        self.table.io.delete_quietly([paths.index_file(f.file_name, f.external_path) for f in files])
+    def _compaction_output(self, messages: list[CommitMessage]) -> list[str]:
+        """Files a compaction wrote (not those it only moved to another level)."""
+        rewritten = [
+            (m, [f for f in m.compact_after if f.file_name not in {b.file_name for b in m.compact_before}])
+            for m in messages
+        ]
+        return [
+            *self._index_paths([f for m in messages for f in m.compact_index_files]),
+            *self._data_paths(rewritten + [(m, m.compact_changelog_files) for m in messages]),
+        ]
 
-    def _delete_compaction_output(self, messages: list[CommitMessage]) -> None:
-        """Delete files a compaction wrote (not those it only moved to another level)."""
-        self._delete_index_files([f for m in messages for f in m.compact_index_files])
-        self._delete(
-            messages,
-            [(m, [f for f in m.compact_after if f.file_name not in {b.file_name for b in m.compact_before}]
-              + list(m.compact_changelog_files))
-             for m in messages],
-        )  # fmt: skip
+    def _index_paths(self, files: list[IndexFileMeta]) -> list[str]:
+        return [self.table.paths.index_file(f.file_name, f.external_path) for f in files]
 
-    def _delete(self, messages: list[CommitMessage], files) -> None:
+    def _data_paths(self, files) -> list[str]:
+        """Paths of (message, data file metas) pairs, with the files kept next to them."""
         table = self.table
         paths = []
         for m, metas in files:
             bucket_path = table.bucket_path(m.partition, m.bucket)
             for f in metas:
                 paths += table.paths.data_files(bucket_path, f)
-        table.io.delete_quietly(paths)
+        return paths
 
     def check_overwrite(self, overwrite: Overwrite) -> None:
         """Validate an overwrite argument before any data is written."""
@@ -341,6 +378,7 @@ class TableCommit:
                 next_row_id=0 if latest is None or latest.next_row_id is None else latest.next_row_id,
             )
             if table.snapshots.try_commit(snapshot):
+                self.landed.append(snapshot.id)
                 return snapshot.id
         except BaseException:
             store.delete(written)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakehouse.errors import UnsupportedFeatureError
 from lakehouse.io.pool import map_parallel
+from lakehouse.paths import FileNamer
 from lakehouse.table.partitions import in_partitions
 from lakehouse.table.write import CommitMessage
 
@@ -55,11 +56,12 @@ def compaction_buckets(
 
 
 def compact_buckets(
-    table: Table, buckets: list[tuple[bytes, int]], full: bool = False
+    table: Table, buckets: list[tuple[bytes, int]], full: bool = False, names: FileNamer | None = None
 ) -> list[CommitMessage]:
     """Compact some buckets (in parallel) and return the messages of those that changed; any
-    process can run this for its share of the buckets. On failure its files are deleted."""
-    writer = table.new_write()
+    process can run this for its share of the buckets (``names``: its file names in the job's
+    write scope). On failure its files are deleted."""
+    writer = table.new_write(names=names)
     try:
         compactors = [writer.compactor(p, b) for p, b in buckets]
         map_parallel(lambda c: c.compact(full=full), compactors)

@@ -1,8 +1,9 @@
 """Data files of one bucket: rolling Parquet writers and the manifest metadata of what they wrote.
 
-A :class:`BucketWriter` appends Arrow rows to ``data-<uuid>-<n>.parquet`` files, rolling at
-``target-file-size``, and keeps per file the column stats (from its Parquet footer), key range,
-sequence range and retract count its ``DataFileMeta`` needs. Stats stay as Python values until
+A :class:`BucketWriter` appends Arrow rows to ``data-<write id>-<writer>-<n>.parquet`` files (see
+:mod:`lakehouse.table.write_scope`), rolling at ``target-file-size``, and keeps per file the column
+stats (from its Parquet footer), key range, sequence range and retract count its ``DataFileMeta``
+needs. Stats stay as Python values until
 :func:`file_metas` encodes every file's BinaryRows in one vectorized pass.
 """
 
@@ -43,6 +44,7 @@ class FileLayout:
     indexes: FileIndexBuilder | None = None
     index_threshold: int = 500  # file-index.in-manifest-threshold
     key_mode: stats.StatsMode = field(default_factory=lambda: stats.StatsMode.parse(stats.KEY_STATS_MODE))
+    names: FileNamer = field(default_factory=lambda: FileNamer(""))  # the writer's, in its write scope
 
     def file_rows(self, run: pa.Table) -> pa.Table:
         """A merged run (key and value columns, sequence number, kind) in this file layout:
@@ -101,7 +103,7 @@ class BucketWriter:
         self.partition = partition
         self.bucket = bucket
         self.directory = directory
-        self.names = FileNamer(layout.prefix, ".parquet")
+        self.names = layout.names.with_prefix(layout.prefix, ".parquet")
         self.files: list[WrittenFile] = []
         self._file: parquet.ParquetFileWriter | None = None
         self._acc: _Accumulator | None = None

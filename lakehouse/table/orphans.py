@@ -4,8 +4,10 @@ Crashed writers and killed commits leave data files, manifests and index files n
 to. A file is an orphan when it sits where the engine writes files (``manifest/``, ``index/``,
 ``statistics/``, bucket directories, stray files in ``snapshot/``), no snapshot or tag references
 it, and it was last modified before ``older_than_ms`` (default: one day ago). The threshold is
-what keeps the files of a writer that has not committed yet; it must lie in the past.
-Files under external data paths are left alone.
+what keeps the files of a writer that has not committed yet; it must lie in the past. Files of
+an aborted write (:mod:`lakehouse.table.write_scope`) are orphans whatever their age: nothing
+will ever commit them. The leases and markers of writes in ``_writes/`` go once older than the
+threshold. Files under external data paths are left alone.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from typing import TYPE_CHECKING
 
 from lakehouse.errors import InvalidArgumentError
 from lakehouse.io.fs import FileStatus, join
+from lakehouse.paths import bucket_dirs
 from lakehouse.table import tags
 from lakehouse.table.references import STATISTICS_DIR, FileRefs, References, delete_paths
+from lakehouse.table.write_scope import SCOPES_DIR, aborted_writes
 
 if TYPE_CHECKING:
     from lakehouse.table.table import Table
@@ -58,8 +62,13 @@ def find_orphan_files(table: Table, older_than_ms: int | None = None) -> OrphanF
             f"table {table.name}: older_than_ms ({older_than_ms}) must lie in the past, or files "
             f"being written right now and not committed yet would be deleted"
         )
+    aborted = aborted_writes(table.io, table.paths)  # read first: an aborted write never commits later
     used = referenced_files(table).all()
-    found = [st for st in candidate_files(table) if st.mtime_ms < older_than_ms and st.path not in used]
+    found = [
+        st
+        for st in candidate_files(table)
+        if st.path not in used and (st.mtime_ms < older_than_ms or any(w in st.name for w in aborted))
+    ]
     return OrphanFiles(tuple(sorted(st.path for st in found)), sum(st.size for st in found), dry_run=True)
 
 
@@ -82,16 +91,9 @@ def candidate_files(table: Table) -> list[FileStatus]:
         for st in io.list_recursive(paths.snapshot_dir)
         if not st.name.startswith("snapshot-") and st.name not in _HINTS
     ]
-    for directory in (paths.manifest_dir, paths.index_dir, join(paths.root, STATISTICS_DIR)):
+    directories = [paths.manifest_dir, paths.index_dir, join(paths.root, STATISTICS_DIR)]
+    directories += [join(paths.root, SCOPES_DIR)]
+    directories += bucket_dirs(io, paths.root, len(table.schema.partition_keys))
+    for directory in directories:
         out += io.list_recursive(directory)
-    for bucket_dir in _bucket_dirs(table, paths.root, len(table.schema.partition_keys)):
-        out += io.list_recursive(bucket_dir)
     return out
-
-
-def _bucket_dirs(table: Table, directory: str, levels: int) -> list[str]:
-    """``bucket-N`` directories below ``levels`` levels of ``key=value`` partition directories."""
-    children = [st for st in table.io.list_dir(directory) if st.is_dir]
-    if levels == 0:
-        return [st.path for st in children if st.name.startswith("bucket-")]
-    return [found for st in children if "=" in st.name for found in _bucket_dirs(table, st.path, levels - 1)]

@@ -17,7 +17,7 @@ from lakehouse.io.fs import FileIO
 from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
 from lakehouse.manifest.files import ManifestStore
-from lakehouse.paths import TablePaths, partition_path
+from lakehouse.paths import FileNamer, TablePaths, partition_path
 from lakehouse.predicate import Predicate
 from lakehouse.schema import SchemaManager, TableSchema
 from lakehouse.snapshot import Snapshot, SnapshotManager
@@ -25,6 +25,7 @@ from lakehouse.table import scan
 from lakehouse.table.commit import Overwrite, TableCommit
 from lakehouse.table.read import TableRead
 from lakehouse.table.write import TableWrite
+from lakehouse.table.write_scope import WriteScope
 
 
 class Table:
@@ -147,10 +148,18 @@ class Table:
 
     # ---- writing -------------------------------------------------------------------------
 
-    def new_write(self, *, overwrite: bool = False, assigner: AssignerSplit | None = None) -> TableWrite:
+    def new_write(
+        self,
+        *,
+        overwrite: bool = False,
+        assigner: AssignerSplit | None = None,
+        names: FileNamer | None = None,
+    ) -> TableWrite:
         """A writer for data files (phase one of a write); usable in any process. ``assigner``:
-        this writer's split of a dynamic-bucket write by several writers (see ``TableWrite``)."""
-        return TableWrite(self, overwrite=overwrite, assigner=assigner)
+        this writer's split of a dynamic-bucket write by several writers (see ``TableWrite``);
+        ``names``: its file names in a write shared by several writers (``WriteScope.namer``), so
+        that ``new_commit().abort(messages, scope)`` finds every file of the write."""
+        return TableWrite(self, overwrite=overwrite, assigner=assigner, names=names)
 
     def new_commit(
         self, commit_user: str | None = None, clock: Callable[[], int] | None = None
@@ -167,7 +176,8 @@ class Table:
         """
         committer = self.new_commit()
         committer.check_overwrite(overwrite)
-        writer = self.new_write(overwrite=bool(overwrite))
+        scope = WriteScope()
+        writer = self.new_write(overwrite=bool(overwrite), names=scope.namer())
         messages = []
         try:
             writer.write(data)
@@ -175,7 +185,7 @@ class Table:
             snapshot_id = committer.commit(messages, overwrite=overwrite)
         except BaseException:
             writer.abort()
-            committer.abort(messages)
+            committer.abort(messages, scope if writer.names.used else None)
             raise
         self._expire_after_commit()
         return snapshot_id

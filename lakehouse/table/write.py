@@ -37,7 +37,7 @@ from lakehouse.mergetree.changelog import ChangelogProducer, changelog_layout, i
 from lakehouse.mergetree.compact import BucketCompactor
 from lakehouse.mergetree.engine import MergeEngine
 from lakehouse.options import parse_memory_size
-from lakehouse.paths import index_file_namer
+from lakehouse.paths import FileNamer, index_file_namer
 from lakehouse.schema import check_writable_keys
 from lakehouse.snapshot import CommitKind, Snapshot
 from lakehouse.table.conform import INSERT, conform
@@ -45,6 +45,7 @@ from lakehouse.table.cross_partition import KeyLocations
 from lakehouse.table.data_file import BucketWriter, FileLayout, file_metas
 from lakehouse.table.dynamic_buckets import DynamicBuckets
 from lakehouse.table.partitions import row_partitions
+from lakehouse.table.write_scope import WriteScope
 
 if TYPE_CHECKING:
     from lakehouse.table.table import Table
@@ -88,13 +89,20 @@ class TableWrite:
 
     ``assigner``: for dynamic-bucket tables written by several writers at once, the split of this
     writer (see :mod:`lakehouse.table.dynamic_buckets`); it must receive exactly the rows
-    ``assigner_channels`` sends to it.
+    ``assigner_channels`` sends to it. ``names``: this writer's file names in its write's scope
+    (:meth:`WriteScope.namer`; default: a write of its own).
     """
 
     def __init__(
-        self, table: Table, *, overwrite: bool = False, assigner: AssignerSplit | None = None
+        self,
+        table: Table,
+        *,
+        overwrite: bool = False,
+        assigner: AssignerSplit | None = None,
+        names: FileNamer | None = None,
     ) -> None:
         self.table = table
+        self.names = names or WriteScope().namer()
         schema = table.schema
         self.schema = schema
         options = schema.core_options
@@ -132,6 +140,7 @@ class TableWrite:
             )
             or None,
             index_threshold=fileindex_options.in_manifest_threshold(schema.options),
+            names=self.names,
         )
         self.ignore_previous_files = overwrite
         # an overwrite commits no changelog (Paimon), so its writer produces none
@@ -145,7 +154,7 @@ class TableWrite:
         self.stop_trigger = options.stop_trigger
         self.deletion_vectors = bool(schema.primary_keys) and options.get_bool("deletion-vectors.enabled")
         self.bitmap64 = options.get_bool("deletion-vectors.bitmap64")
-        self._index_names = index_file_namer()
+        self._index_names = index_file_namer(self.names)
         self._vector_files: dict[tuple[bytes, int], IndexManifestEntry] = {}
         self._hash_files: list[IndexManifestEntry] = []
         self._dynamic: DynamicBuckets | None = None

@@ -1,0 +1,70 @@
+"""The ``paimon`` data source with write tasks that die on purpose, for the Spark fault tests.
+
+Registered as ``paimon_dying``; write options choose the death: ``fault.mode`` ``raise`` (an
+exception), ``exit`` (``os._exit``: no clean-up runs) or ``kill`` (SIGKILL of the Python worker),
+in task ``fault.partition`` once it received ``fault.after-batches`` batches; every other task
+sleeps ``fault.slow-ms`` per batch, so that it is still writing when the job fails.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator, Mapping
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql.datasource import DataSourceWriter
+from pyspark.sql.types import StructType
+
+from lakehouse.paths import FileNamer
+from lakehouse.spark.source import PaimonDataSource, open_table
+from lakehouse.spark.writer import PaimonWriter, TaskCommit
+from lakehouse.table.compaction import compact_buckets
+from lakehouse.table.table import Table
+
+
+class DyingWriter(PaimonWriter):
+    def __init__(self, table: Table, schema: StructType, overwrite: bool, options: Mapping[str, str]) -> None:
+        super().__init__(table, schema, overwrite, options)
+        self.fault = {k: v for k, v in options.items() if k.startswith("fault.")}
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
+        return super().write(self._dying(iterator))
+
+    def _dying(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        options = self.fault
+        victim = TaskContext.get().partitionId() == int(options["fault.partition"])
+        for i, batch in enumerate(batches):
+            if victim and i == int(options["fault.after-batches"]):
+                die(options["fault.mode"])
+            if not victim:
+                time.sleep(int(options.get("fault.slow-ms", "0")) / 1000)
+            yield batch
+
+
+def die(mode: str) -> None:
+    if mode == "raise":
+        raise RuntimeError("the task dies on purpose")
+    if mode == "exit":
+        os._exit(3)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+class DyingSource(PaimonDataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "paimon_dying"
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        return DyingWriter(open_table(self.options), schema, overwrite, dict(self.options))
+
+
+def compact_then_die(table: Table, victim: int, share: list, names: FileNamer) -> list:
+    """A compaction task of ``lakehouse.spark.maintenance`` that dies (``os._exit``) in
+    partition ``victim`` after compacting its buckets, before returning their messages."""
+    messages = compact_buckets(table, share, True, names)
+    if TaskContext.get().partitionId() == victim:
+        os._exit(3)
+    return messages
