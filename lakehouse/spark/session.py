@@ -3,6 +3,8 @@
 Spark starts Python workers with ``$PYSPARK_PYTHON`` (default: the machine's ``python3``) and its
 own ``PYTHONPATH``; both are pinned here to the current interpreter and to the directory this
 package is imported from, so workers run the same code with the same libraries as the driver.
+A local session listens on the loopback interface only (``spark.driver.bindAddress`` and
+``spark.driver.host`` 127.0.0.1) unless ``conf`` says otherwise: nothing on the network reaches it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pyspark.sql import SparkSession
 import lakehouse
 from lakehouse.spark.source import register
 
+LOOPBACK = "127.0.0.1"
 PROJECT_ROOT = str(Path(lakehouse.__file__).resolve().parent.parent)
 
 
@@ -45,6 +48,8 @@ def session(
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", "false")
     )
+    if master.startswith("local"):
+        builder = builder.config("spark.driver.bindAddress", LOOPBACK).config("spark.driver.host", LOOPBACK)
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
