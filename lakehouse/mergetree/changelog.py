@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 from lakehouse.errors import InvalidOptionError, UnsupportedFeatureError
 from lakehouse.format import parquet
 from lakehouse.manifest import stats
+from lakehouse.mergetree.keyorder import comparable_keys
 from lakehouse.table.data_file import FileLayout
 
 PRODUCERS = ("none", "input", "full-compaction", "lookup")
@@ -108,9 +109,11 @@ def changelog_layout(layout: FileLayout, options) -> FileLayout:
 
 def input_rows(versions: pa.Table, key: list[str], sequence_fields: list[str]) -> pa.Table:
     """Input rows as ``input`` writes them: by key, then ``sequence.field``, then sequence number."""
-    order = [*key, *sequence_fields, parquet.SEQUENCE_NUMBER]
+    columns = comparable_keys(versions, key)
+    for c in [*sequence_fields, parquet.SEQUENCE_NUMBER]:
+        columns = columns.append_column(c, versions.column(c))
     indices = pc.sort_indices(
-        versions, sort_keys=[(c, "ascending") for c in order], null_placement="at_start"
+        columns, sort_keys=[(c, "ascending") for c in columns.column_names], null_placement="at_start"
     )
     return versions.take(indices)
 

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakehouse.format.parquet import VALUE_KIND
+from lakehouse.mergetree.keyorder import comparable_keys
 
 RETRACT_KINDS = (1, 3)  # -U and -D: RowKind.isRetract
 DELETE = 3
@@ -46,13 +47,17 @@ class KeyGroups:
 
     @classmethod
     def of(cls, table: pa.Table, key: list[str], order: list[str], kind_column: str) -> KeyGroups:
-        """Sort ``table`` by ``key`` then ``order`` (nulls first, as Paimon's sequence comparators)."""
+        """Sort ``table`` by ``key`` (as keys compare) then ``order`` (nulls first, as Paimon's
+        sequence comparators)."""
         idx = None
+        keys = comparable_keys(table, key)
         if table.num_rows > 1:
             sort_keys = [(c, "ascending") for c in key + order]
-            idx = pc.sort_indices(table.select(key + order), sort_keys=sort_keys, null_placement="at_start")
-            idx = idx.to_numpy()
-        sorted_keys = [table.column(k) if idx is None else table.column(k).take(idx) for k in key]
+            columns = keys
+            for c in order:
+                columns = columns.append_column(c, table.column(c))
+            idx = pc.sort_indices(columns, sort_keys=sort_keys, null_placement="at_start").to_numpy()
+        sorted_keys = [keys.column(k) if idx is None else keys.column(k).take(idx) for k in key]
         ends = np.flatnonzero(run_ends(sorted_keys)).astype(np.int64) + 1
         starts = np.concatenate([[0], ends[:-1]]).astype(np.int64) if len(ends) else ends
         kinds = table.column(kind_column).to_numpy().astype(np.int8)

@@ -13,6 +13,7 @@ from functools import cached_property
 
 from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import DataFileMeta
+from lakehouse.mergetree.keyorder import comparable_value, float_width
 from lakehouse.types import DataType
 
 
@@ -29,17 +30,19 @@ class SortedRun:
 
 
 class KeyRanges:
-    """Decoded ``min_key``/``max_key`` of files, for ordering and overlap tests (cached)."""
+    """Decoded ``min_key``/``max_key`` of files as keys compare, for ordering and overlap tests
+    (cached)."""
 
     def __init__(self, key_types: list[DataType]) -> None:
         self.types = key_types
+        self.widths = [float_width(t) for t in key_types]
         self._cache: dict[bytes, tuple] = {}
 
     def key(self, row: bytes) -> tuple:
         found = self._cache.get(row)
         if found is None:
             values = binary_row.decode_row(binary_row.deserialize(row)[1], self.types)
-            found = self._cache[row] = tuple(values)
+            found = self._cache[row] = tuple(map(comparable_value, values, self.widths))
         return found
 
     def min(self, f: DataFileMeta) -> tuple:

@@ -23,8 +23,9 @@ import pyarrow as pa
 
 from lakehouse.format import parquet
 from lakehouse.manifest.entries import DataFileMeta
+from lakehouse.mergetree.keyorder import comparable_keys
 from lakehouse.mergetree.levels import SortedRun
-from lakehouse.mergetree.stream import count_at_most, last_key
+from lakehouse.mergetree.stream import count_at_most, first_key, last_key
 from lakehouse.table.read import iter_data_file
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ class Lookup:
         none = np.zeros(0, np.int64), None
         if not merged.num_rows or not self.cursors:
             return none
-        self._low = tuple(merged.column(k)[0].as_py() for k in self.key)
+        self._low = first_key(merged, self.key)
         bound = last_key(merged, self.key)
         found = [c.take_until(bound) for c in self.cursors]
         found = [t for t in found if t is not None and t.num_rows]
@@ -154,9 +155,9 @@ class _Cursor:
 
 def _matches(merged: pa.Table, candidates: pa.Table, key: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Row indices (into ``merged``, into ``candidates``) of the pairs with equal keys."""
-    left = merged.select(key).append_column(_LEFT, pa.array(np.arange(merged.num_rows, dtype=np.int64)))
-    right = candidates.select(key).append_column(
-        _RIGHT, pa.array(np.arange(candidates.num_rows, dtype=np.int64))
-    )
+    left = comparable_keys(merged, key)
+    left = left.append_column(_LEFT, pa.array(np.arange(merged.num_rows, dtype=np.int64)))
+    right = comparable_keys(candidates, key)
+    right = right.append_column(_RIGHT, pa.array(np.arange(candidates.num_rows, dtype=np.int64)))
     joined = left.join(right, keys=key, join_type="inner")
     return np.asarray(joined.column(_LEFT)), np.asarray(joined.column(_RIGHT))

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakehouse.mergetree.engine import ORDINAL
+from lakehouse.mergetree.keyorder import comparable
 
 
 def merge_steps(runs: list[Iterator[pa.Table]], key: list[str]) -> Iterator[pa.Table]:
@@ -45,16 +46,27 @@ def merge_steps(runs: list[Iterator[pa.Table]], key: list[str]) -> Iterator[pa.T
         yield pa.concat_tables(taken) if len(taken) > 1 else taken[0]
 
 
+def first_key(table: pa.Table, key: list[str]) -> tuple:
+    """The key of the first row, as keys compare (:mod:`lakehouse.mergetree.keyorder`)."""
+    return key_at(table, key, 0)
+
+
 def last_key(table: pa.Table, key: list[str]) -> tuple:
-    return tuple(table.column(k)[table.num_rows - 1].as_py() for k in key)
+    """The key of the last row, as keys compare."""
+    return key_at(table, key, table.num_rows - 1)
+
+
+def key_at(table: pa.Table, key: list[str], row: int) -> tuple:
+    return tuple(comparable(table.column(k).slice(row, 1))[0].as_py() for k in key)
 
 
 def count_at_most(table: pa.Table, key: list[str], bound: tuple) -> int:
-    """How many leading rows of key-sorted ``table`` have a key <= ``bound`` (lexicographic)."""
+    """How many leading rows of key-sorted ``table`` have a key <= ``bound`` (lexicographic, as
+    keys compare: ``bound`` from :func:`last_key`)."""
     below = np.zeros(table.num_rows, bool)
     equal = np.ones(table.num_rows, bool)
     for name, value in zip(key, bound, strict=True):
-        column = table.column(name)
+        column = comparable(table.column(name))
         scalar = pa.scalar(value, column.type)
         below |= equal & np.asarray(pc.less(column, scalar))
         equal &= np.asarray(pc.equal(column, scalar))

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakehouse.mergetree.groups import run_ends
+from lakehouse.mergetree.keyorder import comparable_keys
 
 LEVEL = "_LEVEL"  # column: the LSM level of the file a row was read from
 
@@ -45,8 +46,9 @@ class KeyLevels:
         if n == 0:
             empty = np.zeros(0, np.int64)
             return cls(empty, empty, empty.astype(bool), empty, empty, levels)
-        order = pc.sort_indices(versions.select(key), sort_keys=[(k, "ascending") for k in key]).to_numpy()
-        ends = np.flatnonzero(run_ends([versions.column(k).take(order) for k in key])) + 1
+        keys = comparable_keys(versions, key)
+        order = pc.sort_indices(keys, sort_keys=[(k, "ascending") for k in key]).to_numpy()
+        ends = np.flatnonzero(run_ends([keys.column(k).take(order) for k in key])) + 1
         starts = np.concatenate([[0], ends[:-1]])
         count = ends - starts
         sorted_group = np.repeat(np.arange(len(starts)), count)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakehouse.bucket import hash_index
@@ -28,6 +29,7 @@ from lakehouse.errors import CorruptFileError
 from lakehouse.fileindex.maintenance import IndexReport
 from lakehouse.io.pool import map_parallel
 from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
+from lakehouse.mergetree.keyorder import comparable_keys
 from lakehouse.snapshot import Snapshot
 from lakehouse.table.partitions import partition_values
 from lakehouse.table.read import TableRead, read_data_file
@@ -181,11 +183,12 @@ def verify_primary_key(table: Table, snapshot_id: int | None = None) -> IndexRep
     columns = list(dict.fromkeys([*schema.primary_keys, *schema.partition_keys]))
     key = list(schema.primary_keys) if schema.cross_partition_update else columns
     rows = TableRead(table, columns).read(plan.splits)
-    counts = rows.group_by(key, use_threads=False).aggregate([([], "count_all")])
+    keys = comparable_keys(rows, key).append_column("_row", pa.array(np.arange(rows.num_rows)))
+    counts = keys.group_by(key, use_threads=False).aggregate([([], "count_all"), ("_row", "min")])
     repeated = counts.filter(pc.greater(counts.column("count_all"), 1))
     files = sum(len(s.files) for s in plan.splits)
     if repeated.num_rows == 0:
         return IndexReport(True, files)
-    shown = repeated.slice(0, _SHOWN).to_pylist()
+    shown = rows.select(key).take(repeated.column("_row_min").slice(0, _SHOWN)).to_pylist()
     problem = f"{repeated.num_rows} primary keys are visible more than once, e.g. {shown}"
     return IndexReport(False, files, [problem])
