@@ -5,7 +5,8 @@ A write - ``table.write``, a Spark job with all its task attempts, the processes
 write - has one id, and each of its writers names its data, changelog, index and file-index files
 ``<prefix><write id>-<writer>-<n><suffix>`` (:meth:`WriteScope.namer`), its writer token unique
 within the write. :func:`abort_write` deletes every file of the write in the table's bucket and
-index directories, except what a snapshot committed after the write began references.
+index directories; a caller that cannot know whether the write was committed (Spark may abort
+after a commit) keeps what snapshots after the write's start reference (:func:`committed_since`).
 
 Writers in other processes (Spark tasks) hold a :class:`Lease` while they write: the file
 ``_writes/<write id>/<writer>`` in the table, rewritten every ``write.heartbeat-interval``, set to
