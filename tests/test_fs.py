@@ -103,3 +103,19 @@ def test_the_shared_pool_keeps_order_and_survives_fork():
     # child would inherit (and block on), which a Spark Python worker never has
     done = subprocess.run([sys.executable, "-c", _FORK_CHECK], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_listings_do_not_follow_symbolic_links(tmp_path):
+    """A link inside a table to a directory or file elsewhere is neither listed nor walked into."""
+    outside = tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "deep" / "precious.parquet").write_bytes(b"x")
+    (outside / "single.parquet").write_bytes(b"y")
+    root = tmp_path / "table"
+    (root / "bucket-0").mkdir(parents=True)
+    (root / "bucket-0" / "data-1.parquet").write_bytes(b"z")
+    (root / "bucket-1").symlink_to(outside, target_is_directory=True)
+    (root / "bucket-0" / "data-2.parquet").symlink_to(outside / "single.parquet")
+    io, path = FileIO.for_uri(str(root))
+    assert [st.name for st in io.list_dir(path)] == ["bucket-0"]
+    assert [st.name for st in io.list_recursive(path)] == ["data-1.parquet"]

@@ -231,3 +231,22 @@ def test_orphan_files_older_than_the_threshold_go(catalog):
     assert rows(t.read()) and t.snapshots.snapshot_ids() == [1, 2, 3]
     with pytest.raises(InvalidArgumentError, match="past"):
         t.remove_orphan_files(older_than_ms=int(time.time() * 1000) + 60_000)
+
+
+def test_orphan_cleanup_never_reaches_through_a_symbolic_link(catalog, tmp_path):
+    t = pk_orders_table(catalog)
+    history(t, 2)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    kept = [outside / "data-x.parquet", outside / "manifest-y"]
+    for path in kept:
+        path.write_bytes(b"precious")
+    partition = os.path.dirname(t.paths.data_file(t.bucket_path(t.live_entries()[0].partition, 0), "x"))
+    os.symlink(outside, os.path.join(os.path.dirname(partition), "bucket-7"), target_is_directory=True)
+    os.symlink(kept[1], os.path.join(t.paths.manifest_dir, "manifest-linked"))
+    two_days_ago = time.time() - 2 * 86400
+    for path in kept:
+        os.utime(path, (two_days_ago, two_days_ago))
+    assert t.remove_orphan_files().files == 0
+    assert all(path.read_bytes() == b"precious" for path in kept)
+    assert rows(t.read())

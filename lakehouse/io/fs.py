@@ -9,7 +9,9 @@ Invariants:
   upload atomically, so they are written in place);
 - :meth:`FileIO.try_create` is an atomic create-if-absent on local filesystems (``link(2)``) and on
   HDFS (rename never overwrites). Object stores have no such primitive through ``pyarrow.fs``:
-  there, as with Apache Paimon, concurrent committers need an external lock.
+  there, as with Apache Paimon, concurrent committers need an external lock;
+- listings never follow a symbolic link: a link inside a table (to a directory or a file
+  elsewhere) is not listed, so nothing that cleans by listing reaches outside the table.
 """
 
 from __future__ import annotations
@@ -93,7 +95,10 @@ class FileIO:
         return _status(info)
 
     def list_dir(self, path: str) -> list[FileStatus]:
-        """List a directory's direct children, skipping hidden temporary files; [] if absent."""
+        """List a directory's direct children, skipping hidden temporary files and symbolic
+        links; [] if absent."""
+        if self.is_local:
+            return [st for st in _local_children(path) if not st.name.startswith(".")]
         infos = self.fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
         return [_status(i) for i in infos if not i.base_name.startswith(".")]
 
@@ -107,7 +112,17 @@ class FileIO:
         return sorted(numbers)
 
     def list_recursive(self, path: str) -> list[FileStatus]:
-        """List every file under a directory, temporary files included; [] if absent."""
+        """List every file under a directory, temporary files included, symbolic links neither
+        listed nor followed; [] if absent."""
+        if self.is_local:
+            found, pending = [], [path]
+            while pending:
+                for st in _local_children(pending.pop()):
+                    if st.is_dir:
+                        pending.append(st.path)
+                    else:
+                        found.append(st)
+            return found
         selector = pafs.FileSelector(path, allow_not_found=True, recursive=True)
         return [_status(i) for i in self.fs.get_file_info(selector) if i.type == pafs.FileType.File]
 
@@ -246,6 +261,26 @@ def _write_synced(path: str, data: bytes) -> None:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
+
+
+def _local_children(path: str) -> list[FileStatus]:
+    """The entries of a local directory but symbolic links; [] if it is absent."""
+    try:
+        entries = list(os.scandir(path))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    out = []
+    for e in entries:
+        if e.is_symlink():
+            continue
+        try:
+            st = e.stat(follow_symlinks=False)
+        except FileNotFoundError:  # deleted while listing
+            continue
+        out.append(
+            FileStatus(e.path, st.st_size, e.is_dir(follow_symlinks=False), st.st_mtime_ns // 1_000_000)
+        )
+    return out
 
 
 def _status(info: pafs.FileInfo) -> FileStatus:
