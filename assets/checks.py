@@ -6,7 +6,10 @@
   are);
 - ``primary_key_unique`` (primary-key tables): no key visible twice.
 
-A failing check carries its problems as metadata; a blocking one stops downstream assets.
+A failing check carries its problems as metadata; a blocking one stops downstream assets. Files
+that only lack an index configured after they were written are stale, not wrong: the index check
+then fails with WARN severity (downstream assets still run) and shows the coverage, until
+``rewrite_file_index`` builds the missing indexes.
 """
 
 
@@ -21,10 +24,16 @@ _PROBLEMS_SHOWN = 50
 
 def _result(reports: dict[str, IndexReport]) -> AssetCheckResult:
     problems = [f"{name}: {p}" for name, report in reports.items() for p in report.problems]
+    missing = [f"{name}: {m}" for name, report in reports.items() for m in report.missing]
     metadata = {f"{name}_checked": MetadataValue.int(r.files_checked) for name, r in reports.items()}
     metadata["problems"] = MetadataValue.json(problems[:_PROBLEMS_SHOWN])
     metadata["problem_count"] = MetadataValue.int(len(problems))
-    return AssetCheckResult(passed=not problems, severity=AssetCheckSeverity.ERROR, metadata=metadata)
+    for name, report in reports.items():
+        if report.indexes_expected:
+            metadata[f"{name}_coverage"] = MetadataValue.float(report.coverage)
+            metadata[f"{name}_missing"] = MetadataValue.json(report.missing[:_PROBLEMS_SHOWN])
+    severity = AssetCheckSeverity.ERROR if problems else AssetCheckSeverity.WARN
+    return AssetCheckResult(passed=not problems and not missing, severity=severity, metadata=metadata)
 
 
 def index_check(spec: TableSpec) -> AssetChecksDefinition:

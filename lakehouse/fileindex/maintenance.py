@@ -42,11 +42,24 @@ class IndexRewrite:
 
 @dataclass(frozen=True)
 class IndexReport:
-    """What ``verify_file_indexes`` found; each problem names the file, column and index."""
+    """What a verification found; each problem names the file, column and index.
+
+    ``problems`` are wrong: an index that would skip matching rows, is unreadable or does not fit
+    its file; ``ok`` is their absence. ``missing`` is stale coverage, not wrong: files written
+    before an index was configured lack it (``rewrite_file_index`` builds it) and are read
+    unpruned meanwhile. ``coverage``: the share of the configured indexes that files have.
+    """
 
     ok: bool
     files_checked: int
     problems: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    indexes_expected: int = 0
+
+    @property
+    def coverage(self) -> float:
+        expected = self.indexes_expected
+        return 1.0 if expected == 0 else (expected - len(self.missing)) / expected
 
 
 def _file_indexes(table: Table, schema_id: int) -> FileIndexBuilder:
@@ -183,12 +196,13 @@ def verify_file_indexes(table: Table, snapshot_id: int | None = None) -> IndexRe
     entries = table.live_entries(snapshot) if snapshot is not None else []
     threshold = in_manifest_threshold(table.schema.options)
 
-    def check(entry: ManifestEntry) -> list[str]:
+    def check(entry: ManifestEntry) -> tuple[list[str], list[str], int]:
+        """(problems, missing indexes, indexes expected) of one file."""
         label = f"{table.bucket_path(entry.partition, entry.bucket)}/{entry.file.file_name}"
         stored, name = _stored_index(table, entry)
         expected = {(i.column, i.index_type) for i in _file_indexes(table, entry.file.schema_id).indexes}
         if name is not None and stored is None:
-            return [f"{label}: index file {name} is missing"]
+            return [f"{label}: index file {name} is missing"], [], len(expected)
         problems = []
         if stored is not None and (len(stored) > threshold) != (name is not None):
             where = "in its own file" if name else "embedded in the manifest"
@@ -196,9 +210,9 @@ def verify_file_indexes(table: Table, snapshot_id: int | None = None) -> IndexRe
         try:
             indexes = container.read(stored) if stored is not None else {}
         except CorruptFileError as e:
-            return [*problems, f"{label}: index container is unreadable ({e})"]
+            return [*problems, f"{label}: index container is unreadable ({e})"], [], len(expected)
         present = {(c, t) for c, types in indexes.items() for t in types}
-        problems += [f"{label}: column {c!r} has no {t} index" for c, t in sorted(expected - present)]
+        missing = [f"{label}: column {c!r} has no {t} index" for c, t in sorted(expected - present)]
         file_schema = table.schema_by_id(entry.file.schema_id)
         columns = [c for c in indexes if c in file_schema.field_names]
         problems += [f"{label}: index on unknown column {c!r}" for c in indexes if c not in columns]
@@ -209,7 +223,9 @@ def verify_file_indexes(table: Table, snapshot_id: int | None = None) -> IndexRe
                     dtype = file_schema.field(column).type
                     for problem in check_index(index_type, payload, data.column(column), dtype):
                         problems.append(f"{label}: {index_type} index of column {column!r}: {problem}")
-        return problems
+        return problems, missing, len(expected)
 
-    problems = [p for found in map_parallel(check, entries) for p in found]
-    return IndexReport(not problems, len(entries), problems)
+    found = map_parallel(check, entries)
+    problems = [p for file_problems, _, _ in found for p in file_problems]
+    missing = [m for _, file_missing, _ in found for m in file_missing]
+    return IndexReport(not problems, len(entries), problems, missing, sum(n for *_, n in found))

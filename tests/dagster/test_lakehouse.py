@@ -12,7 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from dagster import DagsterInstance, SensorResult, SkipReason, build_sensor_context, materialize
+from dagster import (
+    AssetCheckSeverity,
+    DagsterInstance,
+    SensorResult,
+    SkipReason,
+    build_sensor_context,
+    materialize,
+)
 
 from assets.checks import index_check
 from assets.definitions import PIPELINE, defs
@@ -221,6 +228,19 @@ def test_an_edited_bitmap_fails_the_index_check(copy):
     path.write_bytes(format.write(container))
     passed, problems = _check(copy)
     assert not passed and any("bitmap" in p and "status" in p for p in problems)
+
+
+def test_an_index_configured_after_the_files_is_a_warning_until_rewritten(copy):
+    table = Catalog(copy).get_table("dwd.orders")
+    table.set_options({"file-index.bloom-filter.columns": "user_id,order_id"})
+    check = index_check(SPECS["dwd.orders"])
+    stale = check(lakehouse=LakehouseResource(warehouse=copy))
+    assert not stale.passed and stale.severity == AssetCheckSeverity.WARN  # downstream still runs
+    assert stale.metadata["problems"].value == [] and stale.metadata["file_indexes_coverage"].value < 1
+    assert all("order_id" in m for m in stale.metadata["file_indexes_missing"].value)
+    table.rewrite_file_index()
+    rewritten = check(lakehouse=LakehouseResource(warehouse=copy))
+    assert rewritten.passed and rewritten.metadata["file_indexes_coverage"].value == 1.0
 
 
 def test_a_key_in_the_wrong_bucket_fails_the_index_check(copy):
