@@ -16,17 +16,19 @@ from lakehouse.errors import (
     DatabaseExistsError,
     DatabaseNotEmptyError,
     DatabaseNotFoundError,
+    InvalidArgumentError,
     TableExistsError,
     TableNotFoundError,
 )
 from lakehouse.io.fs import FileIO, join
 from lakehouse.paths import TablePaths
 from lakehouse.schema import SchemaManager, new_schema
-from lakehouse.system import SystemTable, is_system_name
+from lakehouse.system import SYSTEM_DATABASE, SystemTable, is_system_name
 from lakehouse.table.table import Table
 
 DB_SUFFIX = ".db"
-_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-]*")
+MAX_NAME = 200  # a directory name of every filesystem, with room for suffixes
 
 
 class Catalog:
@@ -57,10 +59,18 @@ class Catalog:
         return self.io.exists(self._db_path(database))
 
     def create_database(self, database: str, ignore_if_exists: bool = False) -> None:
+        if database == SYSTEM_DATABASE:
+            raise InvalidArgumentError(
+                f"database name {database!r} is reserved for the catalog's system tables "
+                f"({SYSTEM_DATABASE}.all_table_options, ...); choose another name"
+            )
         if self.database_exists(database):
             if ignore_if_exists:
                 return
-            raise DatabaseExistsError(f"database {database!r} already exists in {self.warehouse}")
+            raise DatabaseExistsError(
+                f"database {database!r} already exists in {self.warehouse}; pass ignore_if_exists=True to "
+                f"keep it"
+            )
         self.io.mkdirs(self._db_path(database))
 
     def drop_database(self, database: str, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
@@ -116,7 +126,10 @@ class Catalog:
         if self.table_exists(identifier):
             if ignore_if_exists:
                 return self.get_table(identifier)
-            raise TableExistsError(f"table {identifier} already exists in {self.warehouse}")
+            raise TableExistsError(
+                f"table {identifier} already exists in {self.warehouse}; open it with catalog.get_table, or "
+                f"pass ignore_if_exists=True"
+            )
         table_schema = new_schema(
             identifier, schema, list(primary_keys or []), list(partition_keys or []), options or {}, comment
         )
@@ -139,9 +152,13 @@ class Catalog:
         database, _, path = self._table_path(identifier)
         latest = SchemaManager(self.io, TablePaths(path), identifier).latest()
         if latest is None:
+            if not self.database_exists(database):
+                hint = f"there is no database {database!r} either; databases are {self.list_databases()}"
+            else:
+                hint = f"tables of {database} are {self.list_tables(database)}"
             raise TableNotFoundError(
-                f"table {identifier} does not exist in {self.warehouse}"
-                + ("" if self.database_exists(database) else f" (no database {database!r} either)")
+                f"table {identifier} does not exist in {self.warehouse}; check the name ({hint}) or create "
+                f"it with catalog.create_table"
             )
         return Table(self.io, path, identifier, latest)
 
@@ -170,12 +187,17 @@ def table_at(path: str) -> Table:
 
 
 def _split(identifier: str) -> tuple[str, str]:
-    parts = identifier.split(".")
+    parts = identifier.split(".") if isinstance(identifier, str) else []
     if len(parts) != 2 or not all(parts):
-        raise ValueError(f"table identifier {identifier!r} must look like 'database.table'")
+        raise InvalidArgumentError(
+            f"table identifier {identifier!r} must look like 'database.table' (letters, digits, '_' and '-')"
+        )
     return parts[0], parts[1]
 
 
 def _check_name(name: str, kind: str) -> None:
-    if not _NAME.match(name):
-        raise ValueError(f"{kind} name {name!r} may only hold letters, digits, '_' and '-'")
+    if not _NAME.fullmatch(name) or len(name) > MAX_NAME:
+        raise InvalidArgumentError(
+            f"{kind} name {name!r} may only hold letters, digits, '_' and '-', at most {MAX_NAME} of them; "
+            f"choose another name"
+        )

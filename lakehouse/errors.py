@@ -63,7 +63,11 @@ class TagExistsError(LakehouseError):
 
 
 class InvalidArgumentError(LakehouseError, ValueError):
-    """A maintenance call got an argument it cannot act on (nothing was changed)."""
+    """A call got an argument value it cannot act on (nothing was changed)."""
+
+
+class ArgumentTypeError(LakehouseError, TypeError):
+    """A call got an argument of a type it does not take (nothing was changed)."""
 
 
 class WriteAbortedError(LakehouseError):

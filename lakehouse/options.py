@@ -7,7 +7,7 @@ parsing rules for memory sizes (``"128 mb"``) and durations (``"1 h"``).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from lakehouse.errors import InvalidOptionError
 
@@ -117,6 +117,79 @@ def parse_bool(text: str, key: str = "option") -> bool:
     if low not in ("true", "false"):
         raise InvalidOptionError(f"{key}={text!r} must be 'true' or 'false'")
     return low == "true"
+
+
+def parse_int(text: str, key: str = "option", minimum: int | None = None) -> int:
+    """A whole number, at least ``minimum`` when given."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise InvalidOptionError(f"{key}={text!r} is not a whole number") from None
+    if minimum is not None and value < minimum:
+        raise InvalidOptionError(f"{key}={text!r} must be at least {minimum}")
+    return value
+
+
+PARQUET_CODECS = ("none", "uncompressed", "snappy", "gzip", "brotli", "lz4", "zstd")  # Paimon's, but lzo
+
+
+def parse_codec(text: str, key: str, codecs: tuple[str, ...]) -> str:
+    codec = text.strip().lower()
+    if codec not in codecs:
+        raise InvalidOptionError(
+            f"{key}={text!r} is not a compression this engine writes; use one of {', '.join(codecs)}"
+        )
+    return codec
+
+
+def _counts(minimum: int, *keys: str) -> dict[str, Callable[[str, str], object]]:
+    return {k: lambda text, key, m=minimum: parse_int(text, key, m) for k in keys}
+
+
+def _kind(parse: Callable[[str, str], object], *keys: str) -> dict[str, Callable[[str, str], object]]:
+    return dict.fromkeys(keys, parse)
+
+
+# How the values of the options Paimon types are checked when a table is created or altered, so
+# that a value no writer or maintenance job could use is refused at once, not days later.
+VALUE_CHECKS: dict[str, Callable[[str, str], object]] = {
+    **_counts(1, "snapshot.num-retained.min", "snapshot.num-retained.max", "snapshot.expire.limit",
+              "changelog.num-retained.min", "changelog.num-retained.max", "tag.num-retained-max",
+              "num-sorted-run.compaction-trigger", "num-sorted-run.stop-trigger", "num-levels",
+              "full-compaction.delta-commits", "dynamic-bucket.target-row-num",
+              "dynamic-bucket.initial-buckets", "dynamic-bucket.assigner-parallelism",
+              "manifest.merge-min-count"),
+    **_counts(0, "commit.max-retries", "compaction.max-size-amplification-percent", "compaction.size-ratio"),
+    **_counts(-1, BUCKET),
+    **_counts(-131072, ZSTD_LEVEL),
+    **_kind(parse_duration_ms, "snapshot.time-retained", "changelog.time-retained", COMMIT_TIMEOUT,
+            COMMIT_MIN_RETRY_WAIT, COMMIT_MAX_RETRY_WAIT, "consumer.expiration-time",
+            "partition.expiration-time", "partition.expiration-check-interval", "tag.creation-delay",
+            "tag.default-time-retained", "tag.creation-period-duration", "cross-partition-upsert.index-ttl",
+            "write.heartbeat-interval", "write.heartbeat-timeout"),
+    **_kind(parse_memory_size, TARGET_FILE_SIZE, "write-buffer-size", MANIFEST_TARGET_FILE_SIZE,
+            MANIFEST_FULL_COMPACTION_SIZE, SPLIT_TARGET_SIZE, SPLIT_OPEN_FILE_COST,
+            "file-index.in-manifest-threshold", "page-size"),
+    **_kind(parse_bool, "write-only", "deletion-vectors.enabled", "deletion-vectors.bitmap64", THIN_MODE,
+            DYNAMIC_PARTITION_OVERWRITE, PRIMARY_KEY_NULLABLE, "changelog-producer.row-deduplicate",
+            "snapshot.expire.after-commit", "tag.automatic-completion", STATS_DENSE_STORE,
+            "file-index.read.enabled", "partial-update.remove-record-on-delete",
+            "aggregation.remove-record-on-delete", "ignore-delete", "write-buffer-spillable"),
+    **_kind(lambda text, key: parse_codec(text, key, PARQUET_CODECS), FILE_COMPRESSION,
+            "changelog-file.compression"),
+}  # fmt: skip
+
+
+def check_values(options: Mapping[str, str], table: str) -> None:
+    """Refuse an option whose value Paimon would not parse, naming the table and the option."""
+    for key, value in options.items():
+        check = VALUE_CHECKS.get(key)
+        if check is None:
+            continue
+        try:
+            check(value, key)
+        except InvalidOptionError as e:
+            raise InvalidOptionError(f"table {table}: {e}; fix the option and try again") from None
 
 
 class CoreOptions:

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from lakehouse.errors import InvalidArgumentError
 from lakehouse.io.fs import FileIO, join
 from lakehouse.types import TIMESTAMP_ROOTS, DataType, timestamp_unit
 
@@ -144,6 +145,28 @@ def bucket_dirs(io: FileIO, root: str, partition_levels: int) -> list[str]:
     return [
         found for st in children if "=" in st.name for found in bucket_dirs(io, st.path, partition_levels - 1)
     ]
+
+
+MAX_NAME_BYTES = 200  # of a name that becomes part of a file name: fits every filesystem's 255
+
+
+def checked_name(kind: str, name: object, table: str) -> str:
+    """``name`` (a tag, consumer or branch name) if it can be part of a file name of ``table``:
+    non-blank, no path separator, no surrounding spaces or leading dot, at most
+    :data:`MAX_NAME_BYTES` bytes; otherwise :class:`InvalidArgumentError`."""
+    if (
+        not isinstance(name, str)
+        or not name.strip()
+        or name != name.strip()
+        or name.startswith(".")
+        or any(c in name for c in "/\\\0")
+        or len(name.encode()) > MAX_NAME_BYTES
+    ):
+        raise InvalidArgumentError(
+            f"table {table}: {kind} {name!r} must be a non-blank name of at most {MAX_NAME_BYTES} bytes "
+            f"without '/', '\\', a leading '.' or surrounding spaces; choose another"
+        )
+    return name
 
 
 def escape_path_name(text: str) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakehouse.errors import SchemaMismatchError
+from lakehouse.errors import ArgumentTypeError, SchemaMismatchError
 
 # op -> op of its negation (SQL three-valued logic: NOT(x = 1) is x <> 1 for non-null x).
 _NEGATION = {
@@ -162,6 +162,11 @@ def push_not_down(pred: Predicate, negate: bool = False) -> Predicate:
 
 def bind(pred: Predicate, types: dict[str, pa.DataType], table: str) -> Predicate:
     """Check column names and cast literals to their column's Arrow type (in NNF)."""
+    if not isinstance(pred, Predicate):
+        raise ArgumentTypeError(
+            f"filter on table {table} must be a predicate built with col(...), e.g. col('id') > 1, "
+            f"not {type(pred).__name__} {pred!r}"
+        )
 
     def cast(leaf: Leaf) -> Leaf:
         if leaf.column not in types:

@@ -18,12 +18,14 @@ from typing import Any
 import pyarrow as pa
 
 from lakehouse import json_pretty
-from lakehouse.errors import CorruptFileError, SchemaMismatchError, TableExistsError
+from lakehouse.errors import CorruptFileError, InvalidOptionError, SchemaMismatchError, TableExistsError
 from lakehouse.fileindex import options as fileindex_options
+from lakehouse.format.parquet import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from lakehouse.io.fs import FileIO
+from lakehouse.manifest.avro import avro_codec
 from lakehouse.mergetree.changelog import ChangelogProducer
 from lakehouse.mergetree.engine import MergeEngine
-from lakehouse.options import CoreOptions
+from lakehouse.options import CoreOptions, check_values
 from lakehouse.paths import TablePaths
 from lakehouse.types import (
     AtomicType,
@@ -37,6 +39,10 @@ from lakehouse.types import (
 )
 
 SCHEMA_VERSION = 3
+ROW_KIND = "_row_kind"  # the input column that gives each written row its kind
+# Names a user column cannot take: Paimon's system fields (``SpecialFields``) and ROW_KIND.
+RESERVED_NAMES = (SEQUENCE_NUMBER, VALUE_KIND, "_LEVEL", "_ROW_ID", ROW_KIND)
+KEY_DECLARATIONS = {"primary-key": "primary_keys", "partition": "partition_keys"}
 
 
 @dataclass(frozen=True)
@@ -156,11 +162,19 @@ def new_schema(
 ) -> TableSchema:
     """Build and validate schema 0 of a new table from an Arrow schema."""
     opts = {str(k): _option_string(v) for k, v in (options or {}).items()}
-    if "primary-key" in opts:
-        primary_keys = primary_keys or [p.strip() for p in opts.pop("primary-key").split(",")]
-    if "partition" in opts:
-        partition_keys = partition_keys or [p.strip() for p in opts.pop("partition").split(",")]
+    declared = {"primary_keys": list(primary_keys or []), "partition_keys": list(partition_keys or [])}
+    for option, argument in KEY_DECLARATIONS.items():
+        if option in opts:
+            if declared[argument]:
+                raise InvalidOptionError(
+                    f"table {table}: keys are declared twice, as {argument}={declared[argument]} and as "
+                    f"option {option}={opts[option]!r}; declare them one way only"
+                )
+            declared[argument] = [p.strip() for p in opts.pop(option).split(",") if p.strip()]
+    primary_keys, partition_keys = declared["primary_keys"], declared["partition_keys"]
     names = schema.names
+    for name in names:
+        check_column_name(name, table)
     if len(set(names)) != len(names):
         dupes = sorted({n for n in names if names.count(n) > 1})
         raise SchemaMismatchError(f"table {table}: duplicate column names {dupes}")
@@ -209,7 +223,6 @@ def _option_string(value: Any) -> str:
 def check_writable_keys(schema: TableSchema, table: str) -> None:
     """A primary key without every partition key moves rows between partitions (cross-partition
     upsert): Paimon allows it only with dynamic buckets and without ``sequence.field``."""
-    from lakehouse.errors import InvalidOptionError
 
     if not schema.cross_partition_update:
         return
@@ -228,11 +241,28 @@ def check_writable_keys(schema: TableSchema, table: str) -> None:
         )
 
 
+def check_column_name(name: str, table: str) -> None:
+    """Refuse a column name that is empty or reserved (:data:`RESERVED_NAMES`, ``_KEY_*``)."""
+    if not name or not name.strip():
+        raise SchemaMismatchError(f"table {table}: a column needs a name; {name!r} is empty")
+    if name in RESERVED_NAMES or name.startswith(KEY_PREFIX):
+        raise SchemaMismatchError(
+            f"table {table}: column name {name!r} is reserved (Paimon's system fields {RESERVED_NAMES[:4]}, "
+            f"'{KEY_PREFIX}*' key copies, and {ROW_KIND!r}, which gives written rows their kind); "
+            f"choose another name"
+        )
+
+
 def validate(schema: TableSchema, table: str) -> None:
     """Reject schemas Paimon or this engine cannot serve, with a message saying what to change."""
-    from lakehouse.errors import InvalidOptionError, UnsupportedFeatureError
+    from lakehouse.errors import UnsupportedFeatureError
 
+    check_values(schema.options, table)
     opts = schema.core_options
+    try:
+        avro_codec(opts.get("manifest.compression"))
+    except InvalidOptionError as e:
+        raise InvalidOptionError(f"table {table}: {e}") from None
     pk, parts = list(schema.primary_keys), list(schema.partition_keys)
     if pk and set(pk) == set(parts):
         raise SchemaMismatchError(
@@ -258,7 +288,9 @@ def validate(schema: TableSchema, table: str) -> None:
     bucket_key = opts.names("bucket-key")
     unknown = [k for k in bucket_key if k not in schema.field_names]
     if unknown:
-        raise InvalidOptionError(f"table {table}: bucket-key {unknown} names unknown columns")
+        raise InvalidOptionError(
+            f"table {table}: bucket-key {unknown} names unknown columns; the columns are {schema.field_names}"
+        )
     if set(bucket_key) & set(parts):
         raise InvalidOptionError(f"table {table}: bucket-key {bucket_key} must not contain partition keys")
     if pk and bucket_key and not set(bucket_key) <= set(pk):
@@ -352,6 +384,12 @@ def next_version(base: TableSchema, changed: TableSchema, table: str) -> TableSc
 
 def set_options(schema: TableSchema, table: str, updates: Mapping[str, Any], has_data: bool) -> TableSchema:
     new = {k: _option_string(v) for k, v in updates.items()}
+    declared = [k for k in KEY_DECLARATIONS if k in new]
+    if declared:
+        raise SchemaMismatchError(
+            f"table {table}: options {declared} declare keys, which are fixed when the table is created; "
+            f"create a new table with the keys you want and copy the data"
+        )
     if has_data:
         for key in IMMUTABLE_OPTIONS:
             if key in new and new[key] != schema.options.get(key):
@@ -375,8 +413,9 @@ def remove_options(schema: TableSchema, table: str, keys: list[str], has_data: b
 def add_column(
     schema: TableSchema, table: str, name: str, atype: pa.DataType | pa.Field, comment: str | None = None
 ) -> TableSchema:
+    check_column_name(name, table)
     if name in schema.field_names:
-        raise SchemaMismatchError(f"table {table}: column {name!r} already exists")
+        raise SchemaMismatchError(f"table {table}: column {name!r} already exists; choose another name")
     try:
         dtype = from_arrow_field(atype if isinstance(atype, pa.Field) else pa.field(name, atype))
         if not dtype.nullable:
@@ -393,6 +432,7 @@ def add_column(
 
 def rename_column(schema: TableSchema, table: str, old: str, new: str) -> TableSchema:
     _require_column(schema, table, old)
+    check_column_name(new, table)
     if old in schema.partition_keys:
         raise SchemaMismatchError(f"table {table}: partition column {old!r} cannot be renamed")
     if new in schema.field_names:
@@ -485,13 +525,17 @@ class SchemaManager:
     def schema(self, schema_id: int) -> TableSchema:
         path = self.paths.schema(schema_id)
         try:
-            text = self.io.read_bytes(path).decode("utf-8")
+            data = self.io.read_bytes(path)
         except FileNotFoundError:
-            raise CorruptFileError(f"table {self.table}: schema file {path} is missing") from None
+            raise CorruptFileError(
+                f"table {self.table}: schema file {path} is missing; restore it from a backup"
+            ) from None
         try:
-            return TableSchema.from_json(text)
-        except (ValueError, KeyError, TypeError) as e:
-            raise CorruptFileError(f"table {self.table}: schema file {path} is unreadable ({e})") from None
+            return TableSchema.from_json(data.decode("utf-8"))
+        except (ValueError, KeyError, TypeError) as e:  # UnicodeDecodeError is a ValueError
+            raise CorruptFileError(
+                f"table {self.table}: schema file {path} is unreadable ({e}); restore it from a backup"
+            ) from None
 
     def create(self, schema: TableSchema) -> None:
         if not self.io.try_create(self.paths.schema(schema.id), schema.to_json().encode()):

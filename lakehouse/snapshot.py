@@ -18,7 +18,7 @@ from typing import Any
 from lakehouse import json_pretty
 from lakehouse.errors import CorruptFileError, SnapshotNotFoundError
 from lakehouse.io.fs import FileIO
-from lakehouse.paths import TablePaths
+from lakehouse.paths import TablePaths, checked_name
 
 SNAPSHOT_VERSION = 3
 BATCH_COMMIT_IDENTIFIER = 2**63 - 1  # BatchWriteBuilder.COMMIT_IDENTIFIER
@@ -196,11 +196,14 @@ class SnapshotManager:
 
     def tag(self, name: str) -> Snapshot:
         """The snapshot a tag (``tag/tag-<name>``) pins."""
-        path = f"{self.paths.tag_dir}/tag-{name}"
+        path = f"{self.paths.tag_dir}/tag-{checked_name('tag name', name, self.table)}"
         try:
             data = self.io.read_bytes(path)
         except FileNotFoundError:
-            raise SnapshotNotFoundError(f"table {self.table} has no tag {name!r}") from None
+            tags = sorted(st.name.removeprefix("tag-") for st in self.io.list_dir(self.paths.tag_dir))
+            raise SnapshotNotFoundError(
+                f"table {self.table} has no tag {name!r}; its tags are {tags}"
+            ) from None
         try:
             return Snapshot.from_json(data.decode("utf-8"))
         except (ValueError, KeyError, TypeError) as e:

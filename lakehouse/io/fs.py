@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -228,6 +228,21 @@ class FileIO:
         """Delete a directory and everything in it; nothing if it is absent."""
         if self.exists(path):
             self.fs.delete_dir(path)
+
+    def remove_empty_dirs(self, directories: Iterable[str], stop: str) -> None:
+        """Remove each directory, then its parents below ``stop``, while they are empty: what a
+        failed write leaves of the directories it created. Local filesystems only (object stores
+        have no directories); a directory another writer filled meanwhile stays, and a writer whose
+        directory goes before its file creates it again (:meth:`open_output`)."""
+        if not self.is_local:
+            return
+        for directory in sorted(set(directories), key=len, reverse=True):
+            while directory.startswith(stop.rstrip("/") + "/"):
+                try:
+                    os.rmdir(directory)
+                except OSError:
+                    break
+                directory = _parent(directory)
 
     def delete_quietly(self, paths: list[str]) -> None:
         """Best-effort removal of files a failed operation wrote."""

@@ -59,7 +59,7 @@ def load(catalog: Catalog, identifier: str, options: Mapping[str, str] | None = 
 
     options = dict(options or {})
     if "$" not in identifier:
-        name = identifier.split(".", 1)[1]
+        name = identifier.split(".", 1)[1] if "." in identifier else ""
         build = global_tables.TABLES.get(name)
         if build is None:
             raise TableNotFoundError(

@@ -26,7 +26,12 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from lakehouse.errors import CommitConflictError, SchemaMismatchError, UnsupportedFeatureError
+from lakehouse.errors import (
+    ArgumentTypeError,
+    CommitConflictError,
+    SchemaMismatchError,
+    UnsupportedFeatureError,
+)
 from lakehouse.manifest.entries import FileKind, IndexFileMeta, IndexManifestEntry, ManifestEntry
 from lakehouse.manifest.index_manifest import combine
 from lakehouse.manifest.merge import merge_manifests
@@ -35,7 +40,7 @@ from lakehouse.table.auto_tags import create_auto_tags
 from lakehouse.table.partitions import PartitionFilter, partition_filter, partition_spec, partition_values
 from lakehouse.table.scan import live_entries
 from lakehouse.table.write import CommitMessage
-from lakehouse.table.write_scope import WriteScope, abort_write
+from lakehouse.table.write_scope import WriteScope, abort_write, data_dirs
 
 if TYPE_CHECKING:
     from lakehouse.table.table import Table
@@ -74,6 +79,12 @@ class TableCommit:
         ``watermark`` (epoch millis) becomes the snapshots' watermark unless an earlier snapshot's
         is later.
         """
+        strays = [m for m in messages if not isinstance(m, CommitMessage)]
+        if strays:
+            raise ArgumentTypeError(
+                f"commit to table {self.table.name} takes the commit messages a writer's prepare_commit() "
+                f"returned, not {type(strays[0]).__name__} {strays[0]!r}; nothing was committed"
+            )
 
         def entries(kind: FileKind, attr: str) -> list[ManifestEntry]:
             return [
@@ -224,7 +235,9 @@ class TableCommit:
             *self._index_paths([f for m in messages for f in m.new_index_files]),
             *self._compaction_output(messages),
         ]
-        self.table.io.delete_quietly([p for p in written if p not in kept])
+        doomed = [p for p in written if p not in kept]
+        self.table.io.delete_quietly(doomed)
+        self.table.io.remove_empty_dirs(data_dirs(self.table, doomed), self.table.paths.root)
         if scope is not None:
             abort_write(self.table, scope, kept)
 
@@ -263,7 +276,10 @@ class TableCommit:
         if isinstance(overwrite, Mapping):
             partition_spec(self.table.schema, self.table.name, overwrite, "overwrite")
         elif overwrite not in (None, False, True, "dynamic"):
-            raise TypeError(f"overwrite must be None, True, 'dynamic' or a partition dict, not {overwrite!r}")
+            raise ArgumentTypeError(
+                f"overwrite of table {self.table.name} must be None, True, 'dynamic' or a partition dict "
+                f"such as {{'dt': '2024-01-01'}}, not {overwrite!r}"
+            )
 
     # ---- overwrite scope -----------------------------------------------------------------
 

@@ -14,9 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakehouse.errors import SchemaMismatchError
-from lakehouse.schema import TableSchema
+from lakehouse.schema import ROW_KIND, TableSchema
 
-ROW_KIND = "_row_kind"
 ROW_KINDS = ("+I", "-U", "+U", "-D")  # RowKind byte values 0..3
 INSERT = 0
 
@@ -78,7 +77,7 @@ def conform(data: pa.Table, schema: TableSchema, table: str) -> tuple[pa.Table, 
         )
     columns = []
     for f in target:
-        columns.append(_cast_column(data.column(f.name), f, table))
+        columns.append(_in_range(_cast_column(data.column(f.name), f, table), f, table))
     for f, col in zip(target, columns, strict=True):
         if not f.nullable and col.null_count:
             kind = "primary key" if f.name in schema.primary_keys else "NOT NULL"
@@ -87,6 +86,31 @@ def conform(data: pa.Table, schema: TableSchema, table: str) -> tuple[pa.Table, 
                 f"fill or drop those rows"
             )
     return pa.Table.from_arrays(columns, schema=target), kinds
+
+
+# Paimon's DATE and TIMESTAMP range: 0000-01-01 to 9999-12-31 (in days, and in seconds)
+_FIRST_DAY, _LAST_DAY = -719_528, 2_932_896
+_FIRST_SECOND, _END_SECOND = -62_167_219_200, 253_402_300_800
+_PER_SECOND = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+def _in_range(col: pa.ChunkedArray, f: pa.Field, table: str) -> pa.ChunkedArray:
+    """``col`` if its dates and timestamps lie in Paimon's range (years 0000 to 9999)."""
+    if _t.is_date32(f.type):
+        low, high, ints = _FIRST_DAY, _LAST_DAY, pa.int32()
+    elif _t.is_timestamp(f.type):
+        per = _PER_SECOND[f.type.unit]
+        low, high, ints = _FIRST_SECOND * per, _END_SECOND * per - 1, pa.int64()
+    else:
+        return col
+    bounds = pc.min_max(col.cast(ints))
+    lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+    if lo is not None and (lo < low or hi > high):
+        raise SchemaMismatchError(
+            f"column {f.name!r} of table {table} received values outside Paimon's range, years 0000 to "
+            f"9999; fix or drop those rows"
+        )
+    return col
 
 
 def _cast_column(col: pa.ChunkedArray, f: pa.Field, table: str) -> pa.ChunkedArray:

@@ -11,8 +11,9 @@ import json
 import time
 from typing import TYPE_CHECKING
 
-from lakehouse.errors import CorruptFileError, InvalidArgumentError
+from lakehouse.errors import CorruptFileError
 from lakehouse.io.fs import join
+from lakehouse.paths import checked_name
 
 if TYPE_CHECKING:
     from lakehouse.table.table import Table
@@ -25,11 +26,7 @@ def consumer_dir(table: Table) -> str:
 
 
 def _path(table: Table, consumer_id: str) -> str:
-    if not consumer_id or "/" in consumer_id or consumer_id != consumer_id.strip():
-        raise InvalidArgumentError(
-            f"table {table.name}: consumer id {consumer_id!r} must be a non-blank name without '/'"
-        )
-    return join(consumer_dir(table), PREFIX + consumer_id)
+    return join(consumer_dir(table), PREFIX + checked_name("consumer id", consumer_id, table.name))
 
 
 def consumers(table: Table) -> dict[str, int]:

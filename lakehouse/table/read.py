@@ -177,9 +177,15 @@ def _reading(table: Table, path: str) -> Iterator[None]:
     try:
         yield
     except FileNotFoundError:
-        raise CorruptFileError(f"table {table.name}: data file {path} is missing") from None
+        raise CorruptFileError(
+            f"table {table.name}: data file {path} is missing; restore it or roll the table back to a "
+            f"snapshot that does not reference it"
+        ) from None
     except (OSError, pa.ArrowInvalid) as e:
-        raise CorruptFileError(f"table {table.name}: data file {path} is unreadable ({e})") from None
+        raise CorruptFileError(
+            f"table {table.name}: data file {path} is unreadable ({e}); restore it or roll the table back "
+            f"to a snapshot that does not reference it"
+        ) from None
 
 
 def _evolve(

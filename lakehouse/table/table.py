@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from lakehouse import schema as schemas
 from lakehouse.bucket.channels import AssignerSplit
+from lakehouse.errors import ArgumentTypeError, InvalidArgumentError
 from lakehouse.io.fs import FileIO
 from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
@@ -102,7 +103,15 @@ class Table:
         """The snapshot a read addresses: by id, by time, by tag, or the latest (None if empty)."""
         given = [x for x in (snapshot_id, timestamp_ms, tag) if x is not None]
         if len(given) > 1:
-            raise ValueError("pass at most one of snapshot_id, timestamp_ms and tag")
+            raise InvalidArgumentError(
+                f"table {self.name}: pass at most one of snapshot_id, timestamp_ms and tag, not {given}"
+            )
+        for name, value in (("snapshot_id", snapshot_id), ("timestamp_ms", timestamp_ms)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise ArgumentTypeError(
+                    f"table {self.name}: {name} must be an integer (a snapshot id, epoch millis), "
+                    f"not {type(value).__name__} {value!r}"
+                )
         snapshots = self.snapshots
         if snapshot_id is not None:
             return snapshots.snapshot(snapshot_id)

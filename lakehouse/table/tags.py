@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lakehouse.errors import InvalidArgumentError, SnapshotNotFoundError, TagExistsError
+from lakehouse.errors import SnapshotNotFoundError, TagExistsError
 from lakehouse.io.fs import join
+from lakehouse.paths import checked_name
 from lakehouse.snapshot import Snapshot
 from lakehouse.table.references import Deleted, FileRefs, References, delete_files
 
@@ -31,12 +32,7 @@ class Tag:
 
 
 def tag_path(table: Table, name: str) -> str:
-    if not name or not name.strip() or "/" in name or name != name.strip():
-        raise InvalidArgumentError(
-            f"table {table.name}: tag name {name!r} must be a non-blank name without '/' or "
-            f"surrounding spaces"
-        )
-    return join(table.paths.tag_dir, PREFIX + name)
+    return join(table.paths.tag_dir, PREFIX + checked_name("tag name", name, table.name))
 
 
 def list_tags(table: Table) -> list[Tag]:

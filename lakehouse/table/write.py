@@ -25,7 +25,7 @@ from lakehouse.bucket.fixed import fixed_buckets
 from lakehouse.bucket.hash_index import HASH_INDEX
 from lakehouse.deletionvectors.index_file import DELETION_VECTORS
 from lakehouse.deletionvectors.maintainer import BucketDeletionVectors
-from lakehouse.errors import InvalidOptionError, SchemaMismatchError
+from lakehouse.errors import ArgumentTypeError, InvalidArgumentError, InvalidOptionError, SchemaMismatchError
 from lakehouse.fileindex import options as fileindex_options
 from lakehouse.fileindex.build import FileIndexBuilder
 from lakehouse.format import parquet
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from lakehouse.table.table import Table
 
 DEFAULT_WRITE_BUFFER = "256 mb"
+MAX_FILE_NAME_BYTES = 255  # NAME_MAX of local filesystems and HDFS's default component limit
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,7 @@ class TableWrite:
 
     def write(self, data: pa.Table | pa.RecordBatch | pa.RecordBatchReader) -> None:
         """Write rows; for primary-key tables they are upserts (see ``_row_kind``)."""
-        for batch in _batches(data):
+        for batch in _batches(data, self.table.name):
             if batch.num_rows == 0:
                 continue
             self._pending.append(batch)
@@ -203,9 +204,13 @@ class TableWrite:
         return [CommitMessage(p, b, self.bucket_count, tuple(files)) for (p, b), files in messages.items()]
 
     def abort(self) -> None:
-        """Delete every file this writer produced (nothing of it was committed)."""
-        for w in [*self._done, *self._writers.values(), *self._changelog_writers.values()]:
+        """Delete every file this writer produced (nothing of it was committed), and the
+        directories it created for them that are now empty."""
+        writers = [*self._done, *self._writers.values(), *self._changelog_writers.values()]
+        for w in writers:
             w.abort()
+        directories = [w.directory for w in writers] + [c.directory for c in self._compactors.values()]
+        self.table.io.remove_empty_dirs(directories, self.table.paths.root)
         for c in self._compactors.values():
             c.abort()
         self._done, self._writers, self._changelog_writers, self._pending = [], {}, {}, []
@@ -496,9 +501,26 @@ class TableWrite:
         key = (partition, bucket)
         w = writers.get(key)
         if w is None:
-            directory = f"{self.table.paths.root}/{self.table.bucket_path(partition, bucket)}"
+            bucket_path = self.table.bucket_path(partition, bucket)
+            self._check_name_lengths(bucket_path)
+            directory = f"{self.table.paths.root}/{bucket_path}"
             w = writers[key] = BucketWriter(layout, partition, bucket, directory)
         return w
+
+    def _check_name_lengths(self, bucket_path: str) -> None:
+        """Local and HDFS file names have at most 255 bytes: refuse a partition value whose
+        directory would be longer before any file is written (object stores take any)."""
+        io = self.table.io
+        if not (io.is_local or io.is_hdfs):
+            return
+        for part in bucket_path.split("/"):
+            if len(part.encode()) > MAX_FILE_NAME_BYTES:
+                column = part.split("=", 1)[0]
+                raise InvalidArgumentError(
+                    f"table {self.table.name}: partition directory {part[:40]}... would be "
+                    f"{len(part.encode())} bytes, more than the {MAX_FILE_NAME_BYTES} a file name has on "
+                    f"this filesystem; use shorter values for partition column {column!r}"
+                )
 
 
 def _runs(sorted_ids: np.ndarray) -> Iterator[tuple[int, int, int]]:
@@ -509,7 +531,7 @@ def _runs(sorted_ids: np.ndarray) -> Iterator[tuple[int, int, int]]:
         yield int(sorted_ids[start]), start, end
 
 
-def _batches(data) -> Iterator[pa.Table]:
+def _batches(data, table: str) -> Iterator[pa.Table]:
     if isinstance(data, pa.Table):
         yield data
     elif isinstance(data, pa.RecordBatch):
@@ -518,6 +540,7 @@ def _batches(data) -> Iterator[pa.Table]:
         for batch in data:
             yield pa.Table.from_batches([batch])
     else:
-        raise TypeError(
-            f"write() takes a pyarrow Table, RecordBatch or RecordBatchReader, not {type(data).__name__}"
+        raise ArgumentTypeError(
+            f"write() to table {table} takes a pyarrow Table, RecordBatch or RecordBatchReader, not "
+            f"{type(data).__name__}; convert it first (e.g. pa.Table.from_pylist(rows))"
         )

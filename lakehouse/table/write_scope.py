@@ -31,7 +31,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -165,6 +165,7 @@ def abort_write(table: Table, scope: WriteScope, keep: Collection[str] = ()) -> 
     kept = set(keep)
     doomed = [p for p in write_files(table, scope.write_id) if p not in kept]
     delete_paths(table.io, doomed)
+    table.io.remove_empty_dirs(data_dirs(table, doomed), table.paths.root)
     if scope.leased:
         delete_paths(table.io, [st.path for st in table.io.list_dir(directory) if st.name != ENDED])
     return doomed
@@ -202,6 +203,12 @@ def write_files(table: Table, marker: str) -> list[str]:
     io, paths = table.io, table.paths
     directories = [paths.index_dir, *bucket_dirs(io, paths.root, len(table.schema.partition_keys))]
     return [st.path for d in directories for st in io.list_recursive(d) if marker in st.name]
+
+
+def data_dirs(table: Table, paths: Iterable[str]) -> set[str]:
+    """The bucket directories of those of ``paths`` that are data files (not index files)."""
+    index_dir = table.paths.index_dir + "/"
+    return {p.rsplit("/", 1)[0] for p in paths if not p.startswith(index_dir)}
 
 
 def aborted_writes(io: FileIO, paths: TablePaths) -> list[str]:
