@@ -174,7 +174,8 @@ VALUE_CHECKS: dict[str, Callable[[str, str], object]] = {
             DYNAMIC_PARTITION_OVERWRITE, PRIMARY_KEY_NULLABLE, "changelog-producer.row-deduplicate",
             "snapshot.expire.after-commit", "tag.automatic-completion", STATS_DENSE_STORE,
             "file-index.read.enabled", "partial-update.remove-record-on-delete",
-            "aggregation.remove-record-on-delete", "ignore-delete", "write-buffer-spillable"),
+            "aggregation.remove-record-on-delete", "ignore-delete", "write-buffer-spillable",
+            "row-tracking.enabled", "data-evolution.enabled"),
     **_kind(lambda text, key: parse_codec(text, key, PARQUET_CODECS), FILE_COMPRESSION,
             "changelog-file.compression"),
 }  # fmt: skip

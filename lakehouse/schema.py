@@ -11,14 +11,20 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
 
 from lakehouse import json_pretty
-from lakehouse.errors import CorruptFileError, InvalidOptionError, SchemaMismatchError, TableExistsError
+from lakehouse.errors import (
+    CorruptFileError,
+    InvalidOptionError,
+    SchemaMismatchError,
+    TableExistsError,
+    UnsupportedFeatureError,
+)
 from lakehouse.fileindex import options as fileindex_options
 from lakehouse.format.parquet import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from lakehouse.io.fs import FileIO
@@ -36,6 +42,8 @@ from lakehouse.types import (
     from_arrow,
     from_arrow_field,
     max_field_id,
+    to_arrow,
+    unsupported,
 )
 
 SCHEMA_VERSION = 3
@@ -43,6 +51,7 @@ ROW_KIND = "_row_kind"  # the input column that gives each written row its kind
 # Names a user column cannot take: Paimon's system fields (``SpecialFields``) and ROW_KIND.
 RESERVED_NAMES = (SEQUENCE_NUMBER, VALUE_KIND, "_LEVEL", "_ROW_ID", ROW_KIND)
 KEY_DECLARATIONS = {"primary-key": "primary_keys", "partition": "partition_keys"}
+ROW_ID_OPTIONS = ("row-tracking.enabled", "data-evolution.enabled")
 
 
 @dataclass(frozen=True)
@@ -143,7 +152,8 @@ class TableSchema:
         return arrow_schema(self.fields)
 
     def arrow_types(self) -> dict[str, pa.DataType]:
-        return {f.name: f.type for f in self.arrow_schema}
+        """Arrow type of every column that has one (not those of a newer Paimon type it cannot read)."""
+        return {f.name: to_arrow(f.type) for f in self.fields if not _unreadable(f.type)}
 
     def partition_types(self) -> list[DataType]:
         return [f.type for f in self.fields_named(self.partition_keys)]
@@ -172,6 +182,7 @@ def new_schema(
                 )
             declared[argument] = [p.strip() for p in opts.pop(option).split(",") if p.strip()]
     primary_keys, partition_keys = declared["primary_keys"], declared["partition_keys"]
+    check_format(opts, table)
     names = schema.names
     for name in names:
         check_column_name(name, table)
@@ -241,6 +252,63 @@ def check_writable_keys(schema: TableSchema, table: str) -> None:
         )
 
 
+def check_format(options: Mapping[str, str], table: str) -> None:
+    """Refuse a ``file.format`` other than Parquet for data this engine would write."""
+    fmt = (options.get("file.format") or "parquet").strip().lower()
+    if fmt != "parquet":
+        raise UnsupportedFeatureError(
+            f"table {table}: file.format={fmt!r}: this engine writes Parquet data files only; use "
+            f"'parquet', or write the table with Apache Paimon (Java) or pypaimon"
+        )
+
+
+def check_writable(schema: TableSchema, table: str) -> None:
+    """Refuse to write a table this engine cannot keep correct for Paimon: data files of another
+    format, columns of a newer Paimon type, row tracking or data evolution (row ids it does not
+    assign)."""
+    check_format(schema.options, table)
+    for f in schema.fields:
+        newer = unsupported(f.type)
+        if newer is not None:
+            raise UnsupportedFeatureError(
+                f"table {table}: column {f.name!r} has type {newer}, newer than this engine, which does "
+                f"not write it; write the table with Apache Paimon (Java) or pypaimon"
+            )
+    for option in ROW_ID_OPTIONS:
+        if schema.core_options.get_bool(option):
+            raise UnsupportedFeatureError(
+                f"table {table}: {option}=true - this engine does not assign Paimon's row ids, so it "
+                f"does not write such tables; write it with Apache Paimon (Java) or pypaimon"
+            )
+
+
+def check_readable(schema: TableSchema, table: str, columns: Iterable[str], filtered: Iterable[str]) -> None:
+    """Refuse a read this engine would get wrong: of a data-evolution table (rows merged by row id
+    over files), of a column of a newer Paimon type that does not read as it is stored, or a
+    filter on any column of a newer type."""
+    if schema.core_options.get_bool("data-evolution.enabled"):
+        raise UnsupportedFeatureError(
+            f"table {table}: data-evolution.enabled=true - its rows are spread over files merged by row "
+            f"id, which this engine does not read; read it with Apache Paimon (Java) or pypaimon"
+        )
+    filtered = set(filtered)
+    for name in dict.fromkeys([*columns, *filtered]):
+        newer = unsupported(schema.field(name).type) if name in schema.field_names else None
+        if newer is None:
+            continue
+        if name in filtered or not newer.readable:
+            what = "filter on" if name in filtered else "read"
+            raise UnsupportedFeatureError(
+                f"table {table}: column {name!r} has type {newer}, newer than this engine, which cannot "
+                f"{what} it; leave it out (columns=[...]) or use Apache Paimon (Java) or pypaimon"
+            )
+
+
+def _unreadable(dtype: DataType) -> bool:
+    newer = unsupported(dtype)
+    return newer is not None and not newer.readable
+
+
 def check_column_name(name: str, table: str) -> None:
     """Refuse a column name that is empty or reserved (:data:`RESERVED_NAMES`, ``_KEY_*``)."""
     if not name or not name.strip():
@@ -255,8 +323,6 @@ def check_column_name(name: str, table: str) -> None:
 
 def validate(schema: TableSchema, table: str) -> None:
     """Reject schemas Paimon or this engine cannot serve, with a message saying what to change."""
-    from lakehouse.errors import UnsupportedFeatureError
-
     check_values(schema.options, table)
     opts = schema.core_options
     try:
@@ -279,11 +345,6 @@ def validate(schema: TableSchema, table: str) -> None:
             raise SchemaMismatchError(
                 f"table {table}: partition column {name!r} is binary, which cannot name a directory"
             )
-    fmt = (opts.get("file.format") or "parquet").lower()
-    if fmt != "parquet":
-        raise UnsupportedFeatureError(
-            f"table {table}: file.format={fmt!r} is not supported by this engine; use 'parquet'"
-        )
     bucket = opts.bucket
     bucket_key = opts.names("bucket-key")
     unknown = [k for k in bucket_key if k not in schema.field_names]
@@ -384,6 +445,8 @@ def next_version(base: TableSchema, changed: TableSchema, table: str) -> TableSc
 
 def set_options(schema: TableSchema, table: str, updates: Mapping[str, Any], has_data: bool) -> TableSchema:
     new = {k: _option_string(v) for k, v in updates.items()}
+    if "file.format" in new:
+        check_format(new, table)
     declared = [k for k in KEY_DECLARATIONS if k in new]
     if declared:
         raise SchemaMismatchError(

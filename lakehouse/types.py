@@ -2,6 +2,13 @@
 
 Atomic types serialize as their SQL string (``"DECIMAL(10, 2) NOT NULL"``); ARRAY, MAP, MULTISET
 and ROW serialize as JSON objects, as ``org.apache.paimon.types.DataTypeJsonParser`` reads them.
+
+Types of a newer Paimon (VARIANT, BLOB, VECTOR, or any other well-formed name) load as a
+:class:`NewerType` that keeps its spelling, so the table opens, its other columns read, and schema
+changes write the type back unchanged. Two of them read as Paimon lays them out in Parquet:
+VARIANT as ``struct<value: binary, metadata: binary>`` (its binary encoding, as pypaimon returns
+it) and VECTOR as a fixed-size list; the rest raise :class:`UnsupportedFeatureError` when their
+column is read. No newer type is written.
 """
 
 from __future__ import annotations
@@ -12,6 +19,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
+
+from lakehouse.errors import UnsupportedFeatureError
 
 MAX_LENGTH = 2**31 - 1  # VARCHAR/VARBINARY length of STRING/BYTES
 
@@ -171,6 +180,60 @@ class RowType(DataType):
         return {"type": "ROW" + self._null_suffix(), "fields": [f.to_json() for f in self.fields]}
 
 
+@dataclass(frozen=True)
+class NewerType(DataType):
+    """A type of a newer Paimon than this engine, kept as spelled in the schema file."""
+
+    name: str
+    spelling: Any = field(compare=False)  # the schema file's value: a string or an object
+    nullable: bool = True
+
+    @property
+    def root(self) -> str:
+        return self.name
+
+    def __str__(self) -> str:
+        if isinstance(self.spelling, str):
+            return self.spelling
+        return f"{self.name}{self._null_suffix()}"
+
+    def copy(self, nullable: bool) -> DataType:
+        spelling, suffix = self.spelling, "" if nullable else " NOT NULL"
+        if isinstance(spelling, str):
+            spelling = re.sub(r"\s+NOT\s+NULL\s*$", "", spelling) + suffix
+        else:
+            spelling = {**spelling, "type": re.sub(r"\s+NOT\s+NULL\s*$", "", spelling["type"]) + suffix}
+            if "nullable" in self.spelling:
+                spelling["nullable"] = nullable
+        return NewerType(self.name, spelling, nullable)
+
+    def to_json(self) -> Any:
+        return self.spelling
+
+    @property
+    def readable(self) -> bool:
+        """Whether values read as Paimon stores them in Parquet (VARIANT, VECTOR)."""
+        return self.name in ("VARIANT", "VECTOR")
+
+
+VARIANT_ARROW = pa.struct(
+    [pa.field("value", pa.binary(), nullable=False), pa.field("metadata", pa.binary(), nullable=False)]
+)
+
+
+def unsupported(dtype: DataType) -> NewerType | None:
+    """The newer type ``dtype`` is or holds (None: every part of it is known)."""
+    if isinstance(dtype, NewerType):
+        return dtype
+    if isinstance(dtype, ArrayType | MultisetType):
+        return unsupported(dtype.element)
+    if isinstance(dtype, MapType):
+        return unsupported(dtype.key) or unsupported(dtype.value)
+    if isinstance(dtype, RowType):
+        return next((found for f in dtype.fields if (found := unsupported(f.type))), None)
+    return None
+
+
 # ---- constructors -------------------------------------------------------------------------
 
 
@@ -205,11 +268,18 @@ _SIMPLE = {
 }
 
 
+_NEWER = re.compile(r"^\s*(?P<name>[A-Z][A-Z0-9_]*)\b[^{}]*$")
+
+
 def parse_type(value: Any) -> DataType:
-    """Parse a type as it appears in a Paimon schema file (SQL string or JSON object)."""
+    """Parse a type as it appears in a Paimon schema file (SQL string or JSON object); a
+    well-formed type this engine does not know parses as a :class:`NewerType`."""
     if isinstance(value, str):
-        return _parse_atomic(value)
-    if isinstance(value, dict):
+        try:
+            return _parse_atomic(value)
+        except ValueError:
+            return _newer(value, value) or _raise_unparsable(value)
+    if isinstance(value, dict) and isinstance(value.get("type"), str):
         kind = value["type"]
         nullable = "NOT NULL" not in kind
         if kind.startswith("ARRAY"):
@@ -221,6 +291,18 @@ def parse_type(value: Any) -> DataType:
         if kind.startswith("ROW"):
             fields = tuple(DataField.from_json(f) for f in value["fields"])
             return RowType(fields, nullable)
+        return _newer(kind, value) or _raise_unparsable(value)
+    return _raise_unparsable(value)
+
+
+def _newer(text: str, spelling: Any) -> NewerType | None:
+    match = _NEWER.match(text.upper())
+    if match is None or match["name"] in _SIMPLE or match["name"] in ("ARRAY", "MAP", "MULTISET", "ROW"):
+        return None
+    return NewerType(match["name"], spelling, "NOT NULL" not in text.upper())
+
+
+def _raise_unparsable(value: Any) -> DataType:
     raise ValueError(f"cannot parse Paimon data type {value!r}")
 
 
@@ -327,6 +409,14 @@ def to_arrow(dtype: DataType) -> pa.DataType:
         return pa.map_(arrow_field("key", dtype.key.copy(False)), arrow_field("value", dtype.value))
     if isinstance(dtype, RowType):
         return pa.struct([arrow_field(f.name, f.type) for f in dtype.fields])
+    if isinstance(dtype, NewerType) and dtype.name == "VARIANT":
+        return VARIANT_ARROW
+    if isinstance(dtype, NewerType) and dtype.name == "VECTOR" and isinstance(dtype.spelling, dict):
+        return pa.list_(to_arrow(parse_type(dtype.spelling["element"])), int(dtype.spelling["length"]))
+    if isinstance(dtype, NewerType):
+        raise UnsupportedFeatureError(
+            f"Paimon type {dtype} is newer than this engine, which cannot read or write its values"
+        )
     raise ValueError(f"no Arrow type for {dtype}")
 
 

@@ -37,7 +37,7 @@ def check_index(index_type: str, data: bytes | None, column: pa.Array, dtype: Da
             return _check_bsi(data, column, dtype)
     except CorruptFileError as e:
         return [f"unreadable: {e}"]
-    return [f"index type {index_type!r} is not known to this engine"]
+    return [f"index type {index_type!r} is newer than this engine, which cannot check it"]
 
 
 def _check_bloom(data: bytes, column: pa.Array, dtype: DataType) -> list[str]:

@@ -63,6 +63,12 @@ class DataFileMeta:
     write_cols: tuple[str, ...] | None = None
     write_cols_sequences: tuple[int, ...] | None = None
 
+    @property
+    def stats_columns(self) -> tuple[str, ...] | None:
+        """The columns its value stats cover, in order: ``_VALUE_STATS_COLS``, else the columns
+        the file holds (``_WRITE_COLS``, data evolution), else None - every column of its schema."""
+        return self.value_stats_cols if self.value_stats_cols is not None else self.write_cols
+
 
 @dataclass(frozen=True)
 class ManifestEntry:

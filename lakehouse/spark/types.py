@@ -65,7 +65,13 @@ def spark_type(dtype: DataType) -> st.DataType:
 
 def spark_schema(fields: tuple[DataField, ...] | list[DataField]) -> st.StructType:
     """The Spark schema of a table's (or a row type's) fields."""
-    return st.StructType([st.StructField(f.name, spark_type(f.type), f.type.nullable) for f in fields])
+    out = []
+    for f in fields:
+        try:
+            out.append(st.StructField(f.name, spark_type(f.type), f.type.nullable))
+        except UnsupportedFeatureError as e:
+            raise UnsupportedFeatureError(f"column {f.name!r}: {e}") from None
+    return st.StructType(out)
 
 
 def spark_schema_of_arrow(schema: pa.Schema) -> st.StructType:

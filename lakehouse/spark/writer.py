@@ -35,6 +35,7 @@ from pyspark.sql.types import StructType
 from lakehouse.bucket.dynamic import ASSIGNER_PARALLELISM
 from lakehouse.errors import InvalidOptionError, MisroutedRowsError, UnsupportedFeatureError
 from lakehouse.options import parse_bool
+from lakehouse.schema import check_writable
 from lakehouse.spark.types import arrow_layout
 from lakehouse.table.commit import Overwrite
 from lakehouse.table.conform import conform
@@ -62,6 +63,7 @@ class PaimonWriter(DataSourceArrowWriter):
     """Writes a DataFrame into a table (append, overwrite or dynamic partition overwrite)."""
 
     def __init__(self, table: Table, schema: StructType, overwrite: bool, options: Mapping[str, str]) -> None:
+        check_writable(table.schema, table.name)
         conform(arrow_layout(schema).empty_table(), table.schema, table.name)  # columns and types fit
         self.table = table
         self.overwrite = overwrite

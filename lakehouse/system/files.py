@@ -140,7 +140,7 @@ def _key_string(types: list[DataType], key: bytes) -> str | None:
 def _value_stats(table: Table, f: DataFileMeta) -> tuple[str, str, str]:
     """Null counts, minimums and maximums per column, as ``{col=value, ...}`` by column name."""
     schema = table.schema_by_id(f.schema_id)
-    cols = f.value_stats_cols
+    cols = f.stats_columns
     fields = list(schema.fields) if cols is None else schema.fields_named(list(cols))
     decoded = stats.decode(f.value_stats, [x.type for x in fields], f.row_count)
     by_name = sorted(zip(fields, decoded, strict=True), key=lambda p: p[0].name)

@@ -21,7 +21,7 @@ from pyroaring import BitMap
 
 from lakehouse.deletionvectors.index_file import DeletionFile
 from lakehouse.deletionvectors.vector import DeletionVector
-from lakehouse.errors import CorruptFileError, SchemaMismatchError
+from lakehouse.errors import CorruptFileError, SchemaMismatchError, UnsupportedFeatureError
 from lakehouse.format import parquet
 from lakehouse.io.pool import map_parallel
 from lakehouse.manifest.entries import DataFileMeta
@@ -29,8 +29,9 @@ from lakehouse.mergetree.engine import ORDINAL, MergeEngine
 from lakehouse.mergetree.groups import drop_retracts
 from lakehouse.mergetree.versions import LEVEL, KeyLevels, lookup_merge, with_level
 from lakehouse.predicate import Predicate, bind, to_expression
+from lakehouse.schema import check_readable
 from lakehouse.table.scan import Split
-from lakehouse.types import DataField, arrow_field
+from lakehouse.types import DataField, NewerType, arrow_field
 
 if TYPE_CHECKING:
     from lakehouse.table.table import Table
@@ -51,6 +52,7 @@ class TableRead:
         unknown = [c for c in columns if c not in names]
         if unknown:
             raise SchemaMismatchError(f"table {table.name} has no columns {unknown}; columns are {names}")
+        check_readable(schema, table.name, columns, filter.columns() if isinstance(filter, Predicate) else ())
         self.columns = columns
         self.filter = bind(filter, schema.arrow_types(), table.name) if filter is not None else None
         needed = set(columns) | (self.filter.columns() if self.filter is not None else set())
@@ -131,7 +133,7 @@ def read_data_file(
     path, old_by_id, wanted = _locate(table, bucket_path, meta, fields, system)
     with _reading(table, path):
         raw = parquet.read_columns(table.io, path, wanted, rows)
-    return _evolve(raw, fields, old_by_id, list(system))
+    return _evolve(raw, fields, old_by_id, list(system), f"table {table.name}: data file {path}")
 
 
 def iter_data_file(
@@ -154,7 +156,7 @@ def iter_data_file(
     start = 0
     with _reading(table, path):
         for raw in parquet.iter_batches(table.io, path, wanted, rows):
-            batch = _evolve(raw, fields, old_by_id, list(system))
+            batch = _evolve(raw, fields, old_by_id, list(system), f"table {table.name}: data file {path}")
             n = batch.num_rows
             if position is not None:
                 batch = batch.append_column(position, pa.array(np.arange(start, start + n, dtype=np.int64)))
@@ -166,9 +168,23 @@ def iter_data_file(
 
 def _locate(table: Table, bucket_path: str, meta: DataFileMeta, fields: list[DataField], system):
     path = table.paths.data_file(bucket_path, meta.file_name, meta.external_path)
+    check_format(table.name, path)
     old_by_id = {f.id: f for f in table.schema_by_id(meta.schema_id).fields}
     wanted = [old_by_id[f.id].name for f in fields if f.id in old_by_id]
     return path, old_by_id, wanted + list(system)
+
+
+def check_format(table: str, path: str) -> None:
+    """Refuse a data file this engine cannot read: its format (the name's extension, as Paimon
+    decides it) is not Parquet. The file is valid; a newer or other Paimon wrote it."""
+    name = path.rsplit("/", 1)[-1]
+    fmt = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    if fmt != "parquet" or ".vector." in name:
+        kind = "vector" if ".vector." in name else fmt.upper() or "an unknown"
+        raise UnsupportedFeatureError(
+            f"table {table}: data file {path} is in {kind} format; this engine reads Parquet data files "
+            f"only - read the table with Apache Paimon (Java) or pypaimon"
+        )
 
 
 @contextmanager
@@ -189,7 +205,7 @@ def _reading(table: Table, path: str) -> Iterator[None]:
 
 
 def _evolve(
-    raw: pa.Table, fields: list[DataField], old_by_id: dict[int, DataField], system: list[str]
+    raw: pa.Table, fields: list[DataField], old_by_id: dict[int, DataField], system: list[str], where: str
 ) -> pa.Table:
     n = raw.num_rows
     arrays, out_fields = [], []
@@ -200,9 +216,26 @@ def _evolve(
             arrays.append(pa.nulls(n, target.type))
         else:
             col = raw.column(old.name)
+            if isinstance(f.type, NewerType) and not _same_layout(col.type, target.type):
+                raise UnsupportedFeatureError(
+                    f"{where} stores column {f.name!r} ({f.type}) as {col.type}, not as Paimon's plain "
+                    f"{target.type} (e.g. a shredded VARIANT), which this engine does not read; read "
+                    f"the other columns"
+                )
             arrays.append(col if col.type == target.type else col.cast(target.type, safe=False))
         out_fields.append(target)
     for name in system:
         arrays.append(raw.column(name))
         out_fields.append(raw.schema.field(name))
     return pa.Table.from_arrays(arrays, schema=pa.schema(out_fields))
+
+
+def _same_layout(stored: pa.DataType, expected: pa.DataType) -> bool:
+    """Whether ``stored`` holds ``expected``'s values as they are (field names, types; not nullability)."""
+    if pa.types.is_struct(stored) and pa.types.is_struct(expected):
+        return [(f.name, f.type) for f in stored] == [(f.name, f.type) for f in expected]
+    if pa.types.is_fixed_size_list(expected):
+        return (pa.types.is_fixed_size_list(stored) or pa.types.is_list(stored)) and (
+            stored.value_type == expected.value_type
+        )
+    return stored == expected

@@ -255,7 +255,7 @@ class _Pruner:
 
     def _file_stats(self, f: DataFileMeta) -> dict[str, ColumnStats]:
         """Current-schema column name -> stats of that column in file ``f`` (the filter's columns)."""
-        cols = None if self.key_stats else f.value_stats_cols
+        cols = None if self.key_stats else f.stats_columns
         key = (f.schema_id, cols)
         layout = self._stats_layouts.get(key)
         if layout is None:

@@ -25,7 +25,13 @@ from lakehouse.bucket.fixed import fixed_buckets
 from lakehouse.bucket.hash_index import HASH_INDEX
 from lakehouse.deletionvectors.index_file import DELETION_VECTORS
 from lakehouse.deletionvectors.maintainer import BucketDeletionVectors
-from lakehouse.errors import ArgumentTypeError, InvalidArgumentError, InvalidOptionError, SchemaMismatchError
+from lakehouse.errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    InvalidOptionError,
+    SchemaMismatchError,
+    UnsupportedFeatureError,
+)
 from lakehouse.fileindex import options as fileindex_options
 from lakehouse.fileindex.build import FileIndexBuilder
 from lakehouse.format import parquet
@@ -38,7 +44,7 @@ from lakehouse.mergetree.compact import BucketCompactor
 from lakehouse.mergetree.engine import MergeEngine
 from lakehouse.options import parse_memory_size
 from lakehouse.paths import FileNamer, index_file_namer
-from lakehouse.schema import check_writable_keys
+from lakehouse.schema import check_writable, check_writable_keys
 from lakehouse.snapshot import CommitKind, Snapshot
 from lakehouse.table.conform import INSERT, conform
 from lakehouse.table.cross_partition import KeyLocations
@@ -115,6 +121,7 @@ class TableWrite:
         self.assigner = assigner
         self.primary_key = list(schema.trimmed_primary_keys) if schema.primary_keys else []
         self.bucket_count = options.bucket
+        check_writable(schema, table.name)
         self.engine = MergeEngine(schema, table.name) if schema.primary_keys else None
         if schema.primary_keys:
             check_writable_keys(schema, table.name)
@@ -468,6 +475,13 @@ class TableWrite:
         if not self.ignore_previous_files:
             latest = self._base = self.table.snapshots.latest()
             indexes = self.table.index_entries(latest)
+            newer = sorted({e.index_file.index_type for e in indexes} - {HASH_INDEX, DELETION_VECTORS})
+            if newer:
+                raise UnsupportedFeatureError(
+                    f"table {self.table.name}: its index manifest holds {newer} index files, newer than "
+                    f"this engine, which would leave them stale by rewriting the table's files; write "
+                    f"the table with Apache Paimon (Java) or pypaimon"
+                )
             self._vector_files = by_bucket(indexes, DELETION_VECTORS)
             self._hash_files = [e for e in indexes if e.index_file.index_type == HASH_INDEX]
             for e in self.table.live_entries(latest) if latest is not None else []:
