@@ -142,6 +142,15 @@ def parse_codec(text: str, key: str, codecs: tuple[str, ...]) -> str:
     return codec
 
 
+def parse_file_prefix(text: str, key: str) -> str:
+    """A file name prefix (``data-file.prefix``): part of a name, never a path that leaves the bucket."""
+    if not text or any(c in text for c in "/\\\0") or text.startswith("."):
+        raise InvalidOptionError(
+            f"{key}={text!r} must be the start of a file name, without '/', '\\' or a leading '.'"
+        )
+    return text
+
+
 def _counts(minimum: int, *keys: str) -> dict[str, Callable[[str, str], object]]:
     return {k: lambda text, key, m=minimum: parse_int(text, key, m) for k in keys}
 
@@ -178,6 +187,7 @@ VALUE_CHECKS: dict[str, Callable[[str, str], object]] = {
             "row-tracking.enabled", "data-evolution.enabled"),
     **_kind(lambda text, key: parse_codec(text, key, PARQUET_CODECS), FILE_COMPRESSION,
             "changelog-file.compression"),
+    **_kind(parse_file_prefix, DATA_FILE_PREFIX, "changelog-file.prefix"),
 }  # fmt: skip
 
 

@@ -34,3 +34,10 @@ def test_a_failed_background_write_raises_and_abort_leaves_nothing(tmp_path):
         writer.close()
     writer.abort()
     assert os.listdir(tmp_path) == []
+
+
+def test_a_writer_that_cannot_open_publishes_nothing(tmp_path):
+    io, root = FileIO.for_uri(str(tmp_path))
+    with pytest.raises(Exception, match="zip9"):
+        ParquetFileWriter(io, f"{root}/data-1.parquet", SCHEMA, ParquetOptions(compression="zip9"))
+    assert os.listdir(tmp_path) == []  # neither a 0-byte file under its name nor a temporary one

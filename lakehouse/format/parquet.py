@@ -134,8 +134,8 @@ class ParquetFileWriter:
             self._writer = pq.ParquetWriter(
                 self._sink, schema, metadata_collector=self._footer, **options.writer_kwargs(schema)
             )
-        except BaseException:
-            self._ctx.__exit__(None, None, None)
+        except BaseException as e:
+            self._ctx.__exit__(type(e), e, e.__traceback__)  # discards the file, publishes nothing
             raise
         self._inflight: Future | None = None
         self.rows = 0

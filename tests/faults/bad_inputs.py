@@ -117,20 +117,22 @@ class Outcome:
 
 
 def run(case: Case, warehouse: str) -> Outcome:
-    """Run ``case`` on a fresh warehouse directory."""
+    """Run ``case`` on a fresh warehouse directory; "unchanged" covers the directory around it
+    too (nothing may be written or deleted outside the warehouse)."""
     catalog = Catalog(warehouse)
     catalog.create_database("db")
     table = TABLES[case.table](catalog)
     if case.prepare is not None:
         case.prepare(table)
     manifest_files._CACHE._items.clear()  # damage must be seen, not a cached copy
-    before = picture(warehouse)
+    around = os.path.dirname(os.path.abspath(warehouse))
+    before = picture(around)
     error = None
     try:
         case.call(catalog, table)
     except Exception as e:
         error = e
-    return Outcome(error, picture(warehouse) == before)
+    return Outcome(error, picture(around) == before)
 
 
 def picture(root: str) -> dict[str, str]:
@@ -295,6 +297,10 @@ CASES: list[Case] = [
          InvalidOptionError, r"db\.x.*partition"),
     Case("keys declared by setting an option", lambda c, t: t.set_options({"primary-key": "user_id"}),
          SchemaMismatchError, r"db\.orders.*declare keys"),
+    Case("data file prefix climbing out", _create(options={"data-file.prefix": "../../../../outside-"}),
+         InvalidOptionError, r"db\.x.*data-file\.prefix.*'/'"),
+    Case("changelog prefix climbing out", lambda c, t: t.set_options({"changelog-file.prefix": "../x-"}),
+         InvalidOptionError, r"db\.orders.*changelog-file\.prefix.*'/'"),
     Case("bucket key of an unknown column", _create(options={"bucket": "2", "bucket-key": "nope"}),
          InvalidOptionError, r"db\.x.*bucket-key.*nope"),
     # reads
