@@ -170,6 +170,7 @@ def rewrite_indexes(
                     entry.total_buckets,
                     compact_before=(entry.file,),
                     compact_after=(meta,),
+                    table_id=table.identity,
                 )
             )
     except BaseException:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from lakehouse.errors import (
     ArgumentTypeError,
     CommitConflictError,
+    InvalidArgumentError,
     SchemaMismatchError,
     UnsupportedFeatureError,
 )
@@ -79,12 +80,10 @@ class TableCommit:
         ``watermark`` (epoch millis) becomes the snapshots' watermark unless an earlier snapshot's
         is later.
         """
-        strays = [m for m in messages if not isinstance(m, CommitMessage)]
-        if strays:
-            raise ArgumentTypeError(
-                f"commit to table {self.table.name} takes the commit messages a writer's prepare_commit() "
-                f"returned, not {type(strays[0]).__name__} {strays[0]!r}; nothing was committed"
-            )
+        self._check_messages(messages)
+        if self._committed_before(messages):
+            log.info("table %s: these commit messages were committed already; nothing to do", self.table.name)
+            return None
 
         def entries(kind: FileKind, attr: str) -> list[ManifestEntry]:
             return [
@@ -178,6 +177,53 @@ class TableCommit:
                     exc_info=True,
                 )
         return snapshot_id
+
+    def _check_messages(self, messages: list[CommitMessage]) -> None:
+        """Refuse what is not a commit message of this table."""
+        strays = [m for m in messages if not isinstance(m, CommitMessage)]
+        if strays:
+            raise ArgumentTypeError(
+                f"commit to table {self.table.name} takes the commit messages a writer's prepare_commit() "
+                f"returned, not {type(strays[0]).__name__} {strays[0]!r}; nothing was committed"
+            )
+        identity = self.table.identity
+        foreign = sorted({m.table_id for m in messages if m.table_id and m.table_id != identity})
+        if foreign:
+            raise InvalidArgumentError(
+                f"commit to table {self.table.name} ({identity}) got commit messages written for another "
+                f"table ({', '.join(foreign)}); commit them with that table's committer - nothing was "
+                f"committed"
+            )
+
+    def _committed_before(self, messages: list[CommitMessage]) -> bool:
+        """Whether a snapshot since the messages' writers started already added their new files
+        (the same messages committed twice): all of them - a no-op - or some - a conflict."""
+        new = {f.file_name for m in messages for f in m.new_files}
+        bases = [m.base_snapshot for m in messages if m.table_id]
+        if not new or len(bases) < len(messages):
+            return False
+        snapshots = self.table.snapshots
+        latest = snapshots.latest_id()
+        start = min((b for b in bases if b is not None), default=0) + 1
+        store = self.table.manifests()
+        added: set[str] = set()
+        for sid in range(start, (latest or 0) + 1):
+            if snapshots.exists(sid):
+                snap = snapshots.snapshot(sid)
+                for meta in store.read_list(snap.delta_manifest_list):
+                    added.update(
+                        e.file.file_name
+                        for e in store.read_manifest(meta.file_name)
+                        if e.kind == FileKind.ADD
+                    )
+        found = new & added
+        if found and found != new:
+            raise CommitConflictError(
+                f"commit to table {self.table.name}: {len(found)} of the {len(new)} new files of these "
+                f"messages were committed already, the others not; nothing was committed - write the "
+                f"data again"
+            )
+        return bool(found)
 
     def _check_deletes(self, deletes: list[ManifestEntry], live: list[ManifestEntry]) -> None:
         """Files a writer chose to delete must still be live; otherwise another commit won."""

@@ -74,6 +74,13 @@ class Table:
     def arrow_schema(self) -> pa.Schema:
         return self.schema.arrow_schema
 
+    @property
+    def identity(self) -> str:
+        """What tells this table from any other, a dropped and re-created one at the same place
+        included: its directory name and the creation time of its first schema (as Paimon's
+        filesystem tables derive their uuid)."""
+        return f"{self.paths.root.rstrip('/').rsplit('/', 1)[-1]}@{self.schema_by_id(0).time_millis}"
+
     def schema_by_id(self, schema_id: int) -> TableSchema:
         """A schema version (cached: schema files never change)."""
         found = self._schemas.get(schema_id)

@@ -73,7 +73,8 @@ class CommitMessage:
     ``key_index_snapshot``: a cross-partition writer placed keys by the table as of that snapshot,
     so the commit fails if other data was committed since (it could have placed the same keys).
     ``changelog_files`` are committed with the data, ``compact_changelog_files`` with the
-    compaction (changelog producers).
+    compaction (changelog producers). ``table_id`` and ``base_snapshot`` bind a message to its
+    table and bound the snapshots a commit searches for its files (were they committed already?).
     """
 
     partition: bytes
@@ -89,6 +90,8 @@ class CommitMessage:
     key_index_snapshot: int | None = None  # cross-partition: the snapshot its key index was read at
     changelog_files: tuple[DataFileMeta, ...] = ()
     compact_changelog_files: tuple[DataFileMeta, ...] = ()
+    table_id: str = ""  # Table.identity of the table it was written for ("": not checked)
+    base_snapshot: int | None = None  # the latest snapshot when its writer started
 
 
 class TableWrite:
@@ -110,6 +113,7 @@ class TableWrite:
     ) -> None:
         self.table = table
         self.names = names or WriteScope().namer()
+        self.origin = {"table_id": table.identity, "base_snapshot": table.latest_snapshot_id()}
         schema = table.schema
         self.schema = schema
         options = schema.core_options
@@ -208,7 +212,10 @@ class TableWrite:
             written, file_metas(self.layout, [f for *_, f in written]), strict=True
         ):
             messages.setdefault((part, bucket), []).append(meta)
-        return [CommitMessage(p, b, self.bucket_count, tuple(files)) for (p, b), files in messages.items()]
+        return [
+            CommitMessage(p, b, self.bucket_count, tuple(files), **self.origin)
+            for (p, b), files in messages.items()
+        ]
 
     def abort(self) -> None:
         """Delete every file this writer produced (nothing of it was committed), and the
@@ -251,6 +258,7 @@ class TableWrite:
                     key_index_snapshot=keys_at,
                     changelog_files=tuple(self._new_changelog.get((part, bucket), ())),
                     compact_changelog_files=tuple(c.changelog),
+                    **self.origin,
                 )
             )
         self._compactors, self._new_files, self._new_changelog, self._done = {}, {}, {}, []
