@@ -302,3 +302,26 @@ def test_orphan_files_older_than_the_threshold_go(catalog):
     assert rows(t.read()) and t.snapshots.snapshot_ids() == [1, 2, 3]
     with pytest.raises(InvalidArgumentError, match="past"):
         t.remove_orphan_files(older_than_ms=int(time.time() * 1000) + 60_000)
+
+
+def test_temporary_files_a_killed_process_left_next_to_metadata_are_orphans(catalog):
+    t = pk_orders_table(catalog)
+    history(t, 2)
+    t.set_options({"snapshot.num-retained.min": "3"})
+    t.create_tag("x")
+    consumers.record(t, "job", 2)
+    left = [
+        os.path.join(t.paths.schema_dir, ".schema-2.0f3a.tmp"),
+        os.path.join(t.paths.tag_dir, ".tag-y.9c1d.tmp"),
+        os.path.join(consumers.consumer_dir(t), ".consumer-job.77aa.tmp"),
+    ]
+    metadata = [*left, t.paths.schema(1), os.path.join(t.paths.tag_dir, "tag-x")]
+    for path in left:
+        Path(path).write_bytes(b"half")
+    two_days_ago = time.time() - 2 * 86400
+    for path in [*metadata, os.path.join(consumers.consumer_dir(t), "consumer-job")]:
+        os.utime(path, (two_days_ago, two_days_ago))
+    assert t.remove_orphan_files().paths == tuple(sorted(left))
+    assert not any(os.path.exists(p) for p in left)
+    assert t.refresh().schema.id == 1 and t.tags() == {"x": 2} and consumers.consumers(t) == {"job": 2}
+    assert_clean(t)
