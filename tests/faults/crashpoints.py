@@ -42,8 +42,9 @@ class KillSwitch:
             self.kill_at, self.count, self.phases = kill_at, 0, []
 
     def hit(self, what: str, path: str, partial: Callable[[], None] | None = None) -> None:
-        """Count an operation on ``path`` that just took effect; at the kill point die, after
-        ``partial`` if given (the part of an operation still to come that gets out first)."""
+        """Count an operation on ``path``: one that just took effect, or with ``partial`` one
+        about to happen, of which ``partial`` does the part that gets out before death. At the
+        kill point, die."""
         with self._lock:
             self.count += 1
             self.phases.append(self.phase)

@@ -9,7 +9,7 @@ engine and by :meth:`Op.apply` against the model; a retried operation writes the
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,14 +32,17 @@ Row = tuple[int, str, int, str]
 State = tuple[Row, ...]  # sorted rows
 
 # Index rewrites switch between these; every one sets the same keys, so each replaces the last.
+# Bloom filters are sized for a few rows (Paimon's default is a million items: 600 kB a file).
 INDEX_VARIANTS: tuple[dict[str, str], ...] = (
     {
         "file-index.bloom-filter.columns": "id",
+        "file-index.bloom-filter.id.items": "50",
         "file-index.bitmap.columns": "v",
         "file-index.in-manifest-threshold": "1 B",
     },
     {
-        "file-index.bloom-filter.columns": "id,v",
+        "file-index.bloom-filter.columns": "id",
+        "file-index.bloom-filter.id.items": "200",
         "file-index.bitmap.columns": "op",
         "file-index.in-manifest-threshold": "500 B",
     },
@@ -58,10 +61,12 @@ class Kind:
     def keyed(self) -> bool:
         return bool(self.primary_keys)
 
-    def create(self, catalog, identifier: str = "db.t") -> Table:
+    def create(self, catalog, identifier: str = "db.t", extra: Mapping[str, str] | None = None) -> Table:
+        """The table ``identifier`` of this kind, with ``extra`` options."""
         keys = list(self.primary_keys)
+        options = {**self.options, **(extra or {})}
         return catalog.create_table(
-            identifier, SCHEMA, primary_keys=keys, partition_keys=["p"], options=self.options
+            identifier, SCHEMA, primary_keys=keys, partition_keys=["p"], options=options
         )
 
 

@@ -336,7 +336,7 @@ def timer_series(kind: str, kills: int, ops_count: int, seed: int, workdir: str)
     while (
         sum(series.report.kills.values()) < kills and series.position < len(series.ops) and not series.stopped
     ):
-        series.run(timer_s=rng.uniform(0.005, 0.25))
+        series.run(timer_s=rng.uniform(0.002, 0.12))
     return series.finish()
 
 

@@ -26,6 +26,10 @@ from .history import KINDS, Row, State, arrow, partition_of
 from .killrun import TABLE, processes, progress, read_progress, start
 
 KEYS_PER_WRITER = 20
+# Writers committing back to back lose up to about 8 races for a snapshot in a row; Paimon's
+# default of 10 retries is made for occasional conflicts, so these tables allow more, as the
+# engine's error advises (a commit that runs out of retries fails cleanly: nothing to check here)
+RETRIES = {"commit.max-retries": "100"}
 
 
 @dataclass
@@ -91,7 +95,7 @@ def race(kind: str, writers: int, commits: int, compactors: int, rounds: int, wo
     warehouse = os.path.join(workdir, f"race-{kind}-{writers}x{commits}-{compactors}x{rounds}")
     catalog = Catalog(warehouse)
     catalog.create_database("db")
-    table = KINDS[kind].create(catalog, TABLE)
+    table = KINDS[kind].create(catalog, TABLE, RETRIES)
     gate, writers_done = processes().Barrier(writers + compactors), processes().Event()
     logs = [
         os.path.join(workdir, f"{os.path.basename(warehouse)}-{i}.log") for i in range(writers + compactors)
