@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import sys
 import tempfile
 import time
@@ -63,8 +64,10 @@ class Section:
 
 
 def series(run: Callable[..., Report], kills: int, per_series: int, operations: int, seed: int, workdir: str):
-    """Series of up to ``per_series`` kills each, the table kinds in turn, until ``kills`` kills
-    (or a series kills nothing); the merged report and the kills per table kind."""
+    """Series of up to ``per_series`` kills each (fewer if that spreads them over every table
+    kind), the kinds in turn, until ``kills`` kills (or a series kills nothing); the merged
+    report and the kills per table kind."""
+    per_series = min(per_series, math.ceil(kills / len(KINDS)))
     total, by_kind = Report(), dict.fromkeys(KINDS, 0)
     for i in itertools.count():
         wanted = kills - sum(total.kills.values())

@@ -219,9 +219,12 @@ def kill_targets(ops: list[Op], kills: int, rng: random.Random) -> dict[int, str
                 pools.setdefault(category, []).append(op.number)
     for pool in pools.values():
         rng.shuffle(pool)
+    order = sorted(pools)
+    rng.shuffle(order)  # which kinds a short series gets
     chosen: dict[int, str] = {}
     while len(chosen) < kills and any(pools.values()):
-        for category, pool in pools.items():
+        for category in order:
+            pool = pools[category]
             while pool and pool[-1] in chosen:
                 pool.pop()
             if pool and len(chosen) < kills:
