@@ -2,10 +2,10 @@
 
 Each writer commits batches of its own rows (append tables: new ids; primary-key tables: its own
 keys, each batch updating some of them) and reports the snapshot each ``write`` returned. Every
-write must land exactly once, and the snapshot it returned must read exactly the batches that
-returned snapshots up to it: the model of a race is the batches ordered by their snapshots. A
-compaction either commits or fails with ``CommitConflictError``; either way nothing it wrote
-may stay behind.
+write must land exactly once - one APPEND snapshot, found by its commit user - and every
+snapshot must read exactly the batches of the APPEND snapshots up to it: the model of a race is
+the batches in the order they landed. A compaction either commits or fails with
+``CommitConflictError``; either way nothing it wrote may stay behind.
 """
 
 from __future__ import annotations
