@@ -18,6 +18,7 @@ from lakehouse.snapshot import CommitKind
 from lakehouse.types import parse_type
 
 from .conftest import rows
+from .interop import oracle
 
 SCHEMA = pa.schema(
     [
@@ -159,6 +160,31 @@ def test_rewrite_after_an_options_change_builds_indexes_without_touching_data(ca
     t.rewrite_file_index()
     assert t.verify_file_indexes().ok
     assert t.plan(filter=col("status") == "OTHER").stats["pruned_by_index"] == 0
+
+
+@pytest.mark.parametrize("threshold", ["1 MB", "1 B"])
+def test_rewrites_back_to_an_earlier_index_keep_every_file(catalog, warehouse, threshold):
+    # a file's metadata that returns to an earlier version (embedded index bytes, or none at all)
+    # is that version's manifest identifier again: the pair that added and deleted it must not
+    # cancel the new ADD
+    t = catalog.create_table("db.b", SCHEMA, partition_keys=["dt"])
+    for i in range(3):
+        t.write(batch(i * 1000, n=20))
+    bloom = {"file-index.bloom-filter.columns": "user_id", "file-index.bloom-filter.user_id.items": "50"}
+    bitmap = {"file-index.bitmap.columns": "status"}
+    t.set_options({**bloom, "file-index.in-manifest-threshold": threshold})
+    for change in ([bitmap], [], ["file-index.bitmap.columns"], [], [bitmap], ["file-index.bitmap.columns"]):
+        if change and isinstance(change[0], dict):
+            t.set_options(change[0])
+        elif change:
+            t.remove_options(change)
+        t.rewrite_file_index()
+        assert t.read().num_rows == 60 and len(t.live_entries()) == 3
+        assert t.verify_file_indexes().ok
+    t.remove_options(list(bloom))
+    assert t.rewrite_file_index().files_rewritten == 3  # back to the metadata the files were written with
+    assert rows(t.read(), "id") == rows(t.read(snapshot_id=3), "id")
+    assert rows(oracle.read(warehouse, "db.b"), "id") == rows(t.read(), "id")
 
 
 def test_rewrite_of_some_partitions(catalog):

@@ -11,7 +11,6 @@ import pytest
 from lakehouse.errors import InvalidArgumentError, SnapshotNotFoundError, TagExistsError
 from lakehouse.table import consumers
 from lakehouse.table.orphans import candidate_files, referenced_files
-from lakehouse.table.references import References, delete_files
 
 from .conftest import orders, pk_orders_table, rows
 
@@ -95,18 +94,90 @@ def test_consumers_hold_snapshots_back_until_they_expire(catalog):
         consumers.record(t, "a/b", 1)
 
 
-def test_killed_expiration_leaves_a_readable_table_and_the_next_run_finishes(catalog):
+class Killed(BaseException):
+    """The process died here (nothing after it runs, no handler catches it)."""
+
+
+def killed_after(t, deletions: int):
+    """Make ``t``'s file deletions after the first ``deletions`` a kill."""
+    delete, done = t.io.delete, []
+
+    def dying(path: str) -> bool:
+        if len(done) == deletions:
+            raise Killed(path)
+        done.append(path)
+        return delete(path)
+
+    t.io.delete = dying
+    return done
+
+
+def assert_orphans_cleaned(t, readable: dict[int, list]) -> None:
+    """Every listed snapshot reads as before; once a day old, whatever a killed cleanup left is
+    an orphan, and removing the orphans leaves the table clean."""
+    for sid in t.snapshots.snapshot_ids():
+        assert rows(t.read(snapshot_id=sid)) == readable[sid]
+    two_days_ago = time.time() - 2 * 86400
+    for directory, _, names in os.walk(t.paths.root):
+        for name in names:
+            os.utime(os.path.join(directory, name), (two_days_ago, two_days_ago))
+    t.remove_orphan_files()
+    assert_clean(t)
+
+
+@pytest.mark.parametrize("deletions", [0, 1, 3, 4, 6, 12, 24])
+def test_an_expiration_killed_after_any_deletion_leaves_every_listed_snapshot_whole(catalog, deletions):
     t = pk_orders_table(catalog)
     seen = history(t, 6)
     latest = t.latest_snapshot_id()
-    # an expiration of 1..latest-2 killed after deleting files, before the snapshot files
-    refs = References(t)
-    doomed = [t.snapshots.snapshot(i) for i in range(1, latest - 1)]
-    delete_files(t.io, refs.of_removed(doomed).minus(refs.of(t.snapshots.snapshot(latest - 1))))
+    done = killed_after(t, deletions)
+    with pytest.raises(Killed):
+        t.expire_snapshots(retain_min=2, older_than_ms=FUTURE)
+    del t.io.delete
+    assert [os.path.basename(p) for p in done[:4]] == [f"snapshot-{i}" for i in range(1, 5)][: len(done)]
+    assert_orphans_cleaned(t, seen)
+    assert t.expire_snapshots(retain_min=1, older_than_ms=FUTURE).earliest_snapshot_id == latest
     assert rows(t.read()) == seen[latest]
-    result = t.expire_snapshots(retain_min=1, older_than_ms=FUTURE)
-    assert result.earliest_snapshot_id == latest
-    assert rows(t.read()) == seen[latest]
+    assert_clean(t)
+
+
+@pytest.mark.parametrize("deletions", [0, 1, 2, 3, 6])
+def test_a_tag_deletion_killed_after_any_deletion_leaves_the_rest_whole(catalog, deletions):
+    t = pk_orders_table(catalog)
+    history(t, 3)
+    t.create_tag("first")
+    t.compact(full=True)  # the first tag's files are its own once its snapshot expires
+    t.write(orders([7]))
+    t.create_tag("second")
+    t.write(orders([8]))
+    t.expire_snapshots(retain_min=1, older_than_ms=FUTURE)
+    seen = {sid: rows(t.read(snapshot_id=sid)) for sid in t.snapshots.snapshot_ids()}
+    second = rows(t.read(tag="second"))
+    done = killed_after(t, deletions)
+    with pytest.raises(Killed):
+        t.delete_tag("first")
+    del t.io.delete
+    assert t.tags().keys() == ({"first", "second"} if not done else {"second"})
+    assert_orphans_cleaned(t, seen)
+    assert rows(t.read(tag="second")) == second
+
+
+@pytest.mark.parametrize("deletions", [0, 1, 3, 4, 5, 9, 20])
+def test_a_rollback_killed_after_any_deletion_leaves_a_shorter_history(catalog, deletions):
+    t = pk_orders_table(catalog)
+    seen = history(t, 5)
+    latest = t.latest_snapshot_id()
+    t.create_tag("late", 4)
+    done = killed_after(t, deletions)
+    with pytest.raises(Killed):
+        t.rollback_to(snapshot_id=2)
+    del t.io.delete
+    later = [f"snapshot-{i}" for i in range(latest, 2, -1)]
+    assert [os.path.basename(p) for p in done[: len(later)]] == later[: len(done)]
+    assert t.snapshots.snapshot_ids() == list(range(1, latest + 1 - min(len(done), len(later))))
+    assert_orphans_cleaned(t, seen)
+    t.rollback_to(snapshot_id=2)
+    assert rows(t.read()) == seen[2] and t.tags() == {}
     assert_clean(t)
 
 
@@ -250,3 +321,26 @@ def test_orphan_cleanup_never_reaches_through_a_symbolic_link(catalog, tmp_path)
     assert t.remove_orphan_files().files == 0
     assert all(path.read_bytes() == b"precious" for path in kept)
     assert rows(t.read())
+
+
+def test_temporary_files_a_killed_process_left_next_to_metadata_are_orphans(catalog):
+    t = pk_orders_table(catalog)
+    history(t, 2)
+    t.set_options({"snapshot.num-retained.min": "3"})
+    t.create_tag("x")
+    consumers.record(t, "job", 2)
+    left = [
+        os.path.join(t.paths.schema_dir, ".schema-2.0f3a.tmp"),
+        os.path.join(t.paths.tag_dir, ".tag-y.9c1d.tmp"),
+        os.path.join(consumers.consumer_dir(t), ".consumer-job.77aa.tmp"),
+    ]
+    metadata = [*left, t.paths.schema(1), os.path.join(t.paths.tag_dir, "tag-x")]
+    for path in left:
+        Path(path).write_bytes(b"half")
+    two_days_ago = time.time() - 2 * 86400
+    for path in [*metadata, os.path.join(consumers.consumer_dir(t), "consumer-job")]:
+        os.utime(path, (two_days_ago, two_days_ago))
+    assert t.remove_orphan_files().paths == tuple(sorted(left))
+    assert not any(os.path.exists(p) for p in left)
+    assert t.refresh().schema.id == 1 and t.tags() == {"x": 2} and consumers.consumers(t) == {"job": 2}
+    assert_clean(t)

@@ -271,6 +271,12 @@ def _temp_name(path: str) -> str:
     return f"{parent}/.{name}.{uuid.uuid4().hex}.tmp"
 
 
+def is_temporary(name: str) -> bool:
+    """Whether a file name is a temporary name files are written under before they are moved
+    into place (what a process killed mid-write leaves behind)."""
+    return name.startswith(".") and name.endswith(".tmp")
+
+
 def _write_synced(path: str, data: bytes) -> None:
     with open(path, "wb") as f:
         f.write(data)

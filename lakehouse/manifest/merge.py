@@ -5,36 +5,71 @@ to ``manifest.full-compaction-threshold-size``, rewrite them with every cancelle
 pair dropped (full compaction); otherwise merge consecutive manifests in batches reaching
 ``manifest.target-file-size``, and a trailing batch once it has ``manifest.merge-min-count``
 files. Planning then reads a handful of manifests however many commits a table has seen.
+
+Readers cancel every ADD whose identifier a DELETE names (as Paimon's and pypaimon's do), so the
+manifests of a snapshot may hold at most one ADD per identifier. A metadata-only change can
+bring back an identifier that was added and deleted before (an index rewrite back to earlier
+index bytes, or to none): then the base is fully compacted, which drops that old pair.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from lakehouse.manifest import binary_row
-from lakehouse.manifest.entries import FileKind, ManifestFileMeta, merge_entries
+from lakehouse.manifest.entries import FileKind, ManifestEntry, ManifestFileMeta, merge_entries
 from lakehouse.manifest.files import ManifestStore
 from lakehouse.options import CoreOptions
 
 
 def merge_manifests(
-    store: ManifestStore, manifests: list[ManifestFileMeta], options: CoreOptions, schema_id: int
+    store: ManifestStore,
+    manifests: list[ManifestFileMeta],
+    options: CoreOptions,
+    schema_id: int,
+    committing: Sequence[ManifestEntry] = (),
 ) -> list[ManifestFileMeta]:
-    """The manifests to list as the next base: ``manifests`` merged where worthwhile."""
+    """The manifests to list as the next base: ``manifests`` merged where worthwhile, and with no
+    pair that added and deleted an identifier ``committing`` adds again."""
     target = options.memory("manifest.target-file-size")
-    full = _try_full_compaction(
-        store, manifests, target, options.memory("manifest.full-compaction-threshold-size"), schema_id
-    )
+    threshold = options.memory("manifest.full-compaction-threshold-size")
+    force = _readds(store, manifests, committing)
+    full = _try_full_compaction(store, manifests, target, threshold, schema_id, force)
     if full is not None:
         return full
     return _minor(store, manifests, target, options.get_int("manifest.merge-min-count"), schema_id)
 
 
+def _readds(
+    store: ManifestStore, manifests: list[ManifestFileMeta], committing: Sequence[ManifestEntry]
+) -> bool:
+    """Whether ``committing`` adds an identifier that a DELETE in ``manifests`` names. Only a file
+    whose metadata changes (deleted and added in one commit) can come back."""
+    changed = {e.file.file_name for e in committing if e.kind == FileKind.DELETE}
+    again = {e.identifier for e in committing if e.kind == FileKind.ADD and e.file.file_name in changed}
+    return bool(again) and any(
+        e.kind == FileKind.DELETE and e.identifier in again
+        for m in manifests
+        if m.num_deleted_files > 0
+        for e in store.read_manifest(m.file_name)
+    )
+
+
 def _try_full_compaction(
-    store: ManifestStore, manifests: list[ManifestFileMeta], target: int, threshold: int, schema_id: int
+    store: ManifestStore,
+    manifests: list[ManifestFileMeta],
+    target: int,
+    threshold: int,
+    schema_id: int,
+    force: bool = False,
 ) -> list[ManifestFileMeta] | None:
+    """Rewrite the small manifests and those with deletes once they add up to ``threshold`` (or
+    when ``force``), dropping every cancelled ADD/DELETE pair."""
+
     def must_change(m: ManifestFileMeta) -> bool:
         return m.num_deleted_files > 0 or m.file_size < target
 
-    if sum(m.file_size for m in manifests if must_change(m)) < threshold:
+    if not force and sum(m.file_size for m in manifests if must_change(m)) < threshold:
         return None
     deleted = {
         e.identifier
@@ -50,7 +85,7 @@ def _try_full_compaction(
 
     kept = [m for m in manifests if not must_change(m) and not touches_deletes(m)]
     to_merge = [m for m in manifests if must_change(m) or touches_deletes(m)]
-    if len(to_merge) <= 1:
+    if len(to_merge) <= 1 and not force:
         return None
     result = list(kept)
     rewrite = []

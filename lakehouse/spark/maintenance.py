@@ -9,9 +9,10 @@ engine's own per-unit functions, and finishes on the driver with the engine's la
   a failed task deletes what it wrote; when the job or its commit fails, the driver deletes every
   file of the job once no task can still create one, and after a commit the files of attempts
   that were not committed;
-- snapshot expiration: the driver plans it, tasks delete the data, changelog and index files in
-  chunks, then the driver deletes the metadata and snapshot files and moves ``EARLIEST``, in the
-  engine's order (``table.expire_snapshots``); orphan files: found on the driver, deleted by tasks.
+- snapshot expiration: the driver plans it, deletes the expired snapshot files, moves ``EARLIEST``
+  and deletes the metadata files, then tasks delete the changelog, index and data files in
+  chunks: the engine's order (``table.expire_snapshots``), so a failed job leaves only orphans;
+  orphan files: found on the driver, deleted by tasks.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from lakehouse.io.fs import FileIO
 from lakehouse.paths import FileNamer
 from lakehouse.spark.source import open_table
 from lakehouse.table.compaction import Compaction, commit_compaction, compact_buckets, compaction_buckets
-from lakehouse.table.expire import Expiration, finish_expiration, plan_expiration
+from lakehouse.table.expire import Expiration, plan_expiration, retire_snapshots
 from lakehouse.table.orphans import OrphanFiles, find_orphan_files
 from lakehouse.table.references import Deleted, FileRefs, delete_files, delete_paths
 from lakehouse.table.table import Table
@@ -86,9 +87,10 @@ def expire_snapshots(
     """``Table.expire_snapshots`` with the expired snapshots' data files deleted by Spark tasks."""
     target = _table(table, warehouse)
     plan = plan_expiration(target, retain_min, retain_max, older_than_ms, max_deletes)
+    retired = retire_snapshots(target, plan)
     pieces = plan.files.content().chunks(DELETE_CHUNK)
     deleted = _run(spark, pieces, functools.partial(_delete_pieces, target.io))
-    return finish_expiration(target, plan, sum(deleted, Deleted()))
+    return plan.report(sum(deleted, retired))
 
 
 def remove_orphan_files(

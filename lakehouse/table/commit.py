@@ -395,7 +395,7 @@ class TableCommit:
                 previous = store.read_list(latest.base_manifest_list) + store.read_list(
                     latest.delta_manifest_list
                 )
-            merged = merge_manifests(store, previous, options, schema_id)
+            merged = merge_manifests(store, previous, options, schema_id, entries)
             before = {m.file_name for m in previous}
             written += [m.file_name for m in merged if m.file_name not in before]
             base_list, base_size = store.write_list(merged)

@@ -11,15 +11,18 @@ Mirrors ``ExpireSnapshotsImpl``. Which snapshots go:
   per call.
 
 Files referenced by an expired snapshot but not by the first retained snapshot or a tag are
-deleted: data and changelog files first, then manifests and index files, then the snapshot files
-(oldest first), then the ``EARLIEST`` hint. A run killed at any point leaves a readable table and
-the next run finishes the job. New files of a concurrent writer are never candidates: candidates
-come from the expired snapshots' manifests only.
+deleted. Invariant: a file is deleted only once nothing still listed names it. The expired
+snapshot files go first (oldest first), then the ``EARLIEST`` hint moves, then the manifest
+lists, manifests, changelog, index and data files (Paimon deletes the files first, so that a
+kill can leave a listed snapshot that no longer reads). A run killed at any point leaves every
+listed snapshot whole; what it had not deleted yet is unreferenced, and ``remove_orphan_files``
+removes it (the next run plans from the snapshots still listed). New files of a concurrent
+writer are never candidates: candidates come from the expired snapshots' manifests only.
 
 The work comes in three units, so that other processes can delete the files:
-:func:`plan_expiration` (which snapshots and files go), ``delete_files`` over
-``plan.files.content()`` (in any number of pieces), :func:`finish_expiration` (metadata,
-snapshot files, hint).
+:func:`plan_expiration` (which snapshots and files go), :func:`retire_snapshots` (the snapshot
+files, the hint, the metadata files), then ``delete_files`` over ``plan.files.content()`` (in any
+number of pieces); :meth:`ExpirationPlan.report` sums them up.
 """
 
 from __future__ import annotations
@@ -66,6 +69,10 @@ class ExpirationPlan:
     snapshot_ids: tuple[int, ...] = ()
     files: FileRefs = field(default_factory=FileRefs)
 
+    def report(self, deleted: Deleted) -> Expiration:
+        """What the expiration did, once ``deleted`` are gone."""
+        return Expiration(len(self.snapshot_ids), self.end, deleted)
+
 
 def expire_snapshots(
     table: Table,
@@ -79,7 +86,8 @@ def expire_snapshots(
     ``older_than_ms`` is an epoch-millisecond timestamp (Paimon's ``older_than``).
     """
     plan = plan_expiration(table, retain_min, retain_max, older_than_ms, max_deletes)
-    return finish_expiration(table, plan, delete_files(table.io, plan.files.content()))
+    retired = retire_snapshots(table, plan)
+    return plan.report(retired + delete_files(table.io, plan.files.content()))
 
 
 def plan_expiration(
@@ -145,19 +153,18 @@ def plan_expiration_until(table: Table, earliest: int, end: int) -> ExpirationPl
     return ExpirationPlan(earliest, end, tuple(s.id for s in expired), files)
 
 
-def finish_expiration(table: Table, plan: ExpirationPlan, deleted: Deleted) -> Expiration:
-    """The last steps of an expiration whose data, changelog and index files are deleted
-    (``deleted`` counts them): its metadata files, then its snapshot files oldest first, then the
-    ``EARLIEST`` hint."""
+def retire_snapshots(table: Table, plan: ExpirationPlan) -> Deleted:
+    """The first deletions of an expiration: its snapshot files oldest first, then the
+    ``EARLIEST`` hint, then its metadata files. Its content files are unreferenced from then on:
+    delete them next (``plan.files.content()``, in any process)."""
     if plan.end is None:
-        return Expiration(0, None)
+        return Deleted()
     snapshots = table.snapshots
-    deleted = deleted + delete_files(table.io, plan.files.metadata_refs())
     for sid in plan.snapshot_ids:
         snapshots.delete(sid)
     if plan.end > plan.earliest or snapshots.read_hint("EARLIEST") != plan.end:
         snapshots.write_hint("EARLIEST", plan.end)
-    return Expiration(len(plan.snapshot_ids), plan.end, deleted)
+    return delete_files(table.io, plan.files.metadata())
 
 
 def protecting_tags(tagged: list, earliest: int, end: int) -> list:

@@ -17,9 +17,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from lakehouse.errors import InvalidArgumentError
-from lakehouse.io.fs import FileStatus, join
+from lakehouse.io.fs import FileStatus, is_temporary, join
 from lakehouse.paths import bucket_dirs
 from lakehouse.table import tags
+from lakehouse.table.consumers import consumer_dir
 from lakehouse.table.references import STATISTICS_DIR, FileRefs, References, delete_paths
 from lakehouse.table.write_scope import SCOPES_DIR, aborted_writes
 
@@ -91,6 +92,8 @@ def candidate_files(table: Table) -> list[FileStatus]:
         for st in io.list_recursive(paths.snapshot_dir)
         if not st.name.startswith("snapshot-") and st.name not in _HINTS
     ]
+    for directory in (paths.schema_dir, paths.tag_dir, consumer_dir(table)):
+        out += [st for st in io.list_recursive(directory) if is_temporary(st.name)]
     directories = [paths.manifest_dir, paths.index_dir, join(paths.root, STATISTICS_DIR)]
     directories += [join(paths.root, SCOPES_DIR)]
     directories += bucket_dirs(io, paths.root, len(table.schema.partition_keys))

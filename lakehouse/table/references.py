@@ -38,45 +38,49 @@ STATISTICS_DIR = "statistics"
 
 @dataclass
 class FileRefs:
-    """Absolute paths of referenced files, by the order cleanup deletes them in."""
+    """Absolute paths of referenced files, by role; cleanup deletes them in the reverse order of
+    references (:func:`delete_files`)."""
 
     data: set[str] = field(default_factory=set)  # data files and the files next to them
     changelog: set[str] = field(default_factory=set)
     index: set[str] = field(default_factory=set)  # hash index, deletion vectors
-    metadata: set[str] = field(default_factory=set)  # manifest lists, manifests, index manifests, stats
+    manifests: set[str] = field(default_factory=set)  # manifests the lists name
+    lists: set[str] = field(default_factory=set)  # manifest lists, index manifests, statistics
 
     def update(self, other: FileRefs) -> FileRefs:
-        self.data |= other.data
-        self.changelog |= other.changelog
-        self.index |= other.index
-        self.metadata |= other.metadata
+        for kind in _KINDS:
+            getattr(self, kind).update(getattr(other, kind))
         return self
 
     def minus(self, other: FileRefs) -> FileRefs:
         """These references without ``other``'s (a file may appear in either role)."""
         keep = other.all()
-        return FileRefs(self.data - keep, self.changelog - keep, self.index - keep, self.metadata - keep)
+        return FileRefs(**{kind: getattr(self, kind) - keep for kind in _KINDS})
 
     def all(self) -> set[str]:
-        return self.data | self.changelog | self.index | self.metadata
+        return self.data | self.changelog | self.index | self.manifests | self.lists
 
     def content(self) -> FileRefs:
         """The data, changelog and index files: what the metadata files lead to."""
         return FileRefs(set(self.data), set(self.changelog), set(self.index))
 
-    def metadata_refs(self) -> FileRefs:
+    def metadata(self) -> FileRefs:
         """Only the metadata files (manifest lists, manifests, index manifests, statistics)."""
-        return FileRefs(metadata=set(self.metadata))
+        return FileRefs(manifests=set(self.manifests), lists=set(self.lists))
 
     def chunks(self, size: int) -> list[FileRefs]:
-        """These references in pieces of at most ``size`` files, each kind's paths in sorted order."""
+        """These references in pieces of at most ``size`` files, each kind's paths in sorted order,
+        the kinds in the order :func:`delete_files` deletes them."""
         pieces: list[FileRefs] = []
-        kinds = ("data", "changelog", "index", "metadata")
-        for kind in kinds:
+        for kind in _DELETION_ORDER:
             paths = sorted(getattr(self, kind))
             for start in range(0, len(paths), size):
                 pieces.append(FileRefs(**{kind: set(paths[start : start + size])}))
         return pieces
+
+
+_KINDS = ("data", "changelog", "index", "manifests", "lists")
+_DELETION_ORDER = ("lists", "manifests", "changelog", "index", "data")
 
 
 class References:
@@ -100,9 +104,10 @@ class References:
     # ---- many snapshots --------------------------------------------------------------------
 
     def of_removed(self, snapshots: Sequence[Snapshot], changelog: bool = True) -> FileRefs:
-        """Every file any of ``snapshots`` (ascending ids) references, tolerating metadata a
-        crashed cleanup already deleted: such a snapshot is skipped (its own files went first)
-        and the walk restarts from the full file list of the next readable one."""
+        """Every file any of ``snapshots`` (ascending ids) references, tolerating a snapshot whose
+        metadata is gone (an expiration running meanwhile, or Paimon's own killed half way: it
+        deletes files before snapshot files): it is skipped and the walk restarts from the full
+        file list of the next readable one."""
         refs = FileRefs()
         previous: Snapshot | None = None
         for snap in snapshots:
@@ -129,24 +134,32 @@ class References:
             data=self._paths(data),
             changelog=self._paths(self._changelog_entries(snap)) if changelog else set(),
             index=set(self._index_files(snap)),
-            metadata=self._metadata(snap, changelog),
+            manifests=self._manifests(snap, changelog),
+            lists=self._lists(snap, changelog),
         )
 
     # ---- pieces ----------------------------------------------------------------------------
 
-    def _metadata(self, snap: Snapshot, changelog: bool) -> set[str]:
-        manifest = self.table.paths.manifest
-        lists = [snap.base_manifest_list, snap.delta_manifest_list]
-        if changelog and snap.changelog_manifest_list:
-            lists.append(snap.changelog_manifest_list)
-        out = {manifest(name) for name in lists}
-        for name in lists:
-            out |= {manifest(m.file_name) for m in self.store.read_list(name)}
+    def _lists(self, snap: Snapshot, changelog: bool) -> set[str]:
+        """The files ``snap`` names: manifest lists, index manifest, statistics."""
+        out = {self.table.paths.manifest(name) for name in self._list_names(snap, changelog)}
         if snap.index_manifest:
-            out.add(manifest(snap.index_manifest))
+            out.add(self.table.paths.manifest(snap.index_manifest))
         if snap.statistics:
             out.add(join(self.table.paths.root, STATISTICS_DIR, snap.statistics))
         return out
+
+    def _manifests(self, snap: Snapshot, changelog: bool) -> set[str]:
+        manifest = self.table.paths.manifest
+        names = self._list_names(snap, changelog)
+        return {manifest(m.file_name) for name in names for m in self.store.read_list(name)}
+
+    @staticmethod
+    def _list_names(snap: Snapshot, changelog: bool) -> list[str]:
+        lists = [snap.base_manifest_list, snap.delta_manifest_list]
+        if changelog and snap.changelog_manifest_list:
+            lists.append(snap.changelog_manifest_list)
+        return lists
 
     def _index_files(self, snap: Snapshot) -> set[str]:
         name = snap.index_manifest
@@ -208,12 +221,15 @@ class Deleted:
 
 
 def delete_files(io: FileIO, refs: FileRefs) -> Deleted:
-    """Delete ``refs`` in Paimon's order: data and changelog files first, then index files and
-    metadata, so a cleanup killed half way leaves the metadata through which the next cleanup
-    still finds whatever it did not delete. Work split over processes keeps that order by
-    deleting ``refs.content()`` everywhere before ``refs.metadata_refs()``."""
-    data, changelog = delete_paths(io, refs.data), delete_paths(io, refs.changelog)
-    index, metadata = delete_paths(io, refs.index), delete_paths(io, refs.metadata)
+    """Delete ``refs`` top down: manifest lists (with index manifests and statistics), manifests,
+    then changelog, index and data files, so that no file outlives a file naming it. Callers
+    delete the snapshot or tag files first: from then on every file here is unreferenced, and
+    whatever a cleanup killed half way leaves is an orphan that ``remove_orphan_files`` finds;
+    so pieces of ``refs.content().chunks()`` may also go in any order, in any process."""
+    metadata = delete_paths(io, refs.lists) + delete_paths(io, refs.manifests)
+    changelog = delete_paths(io, refs.changelog)
+    index = delete_paths(io, refs.index)
+    data = delete_paths(io, refs.data)
     return Deleted(data, changelog, index, metadata)
 
 

@@ -1,8 +1,10 @@
 """Rollback: make an earlier snapshot (or a tag) the latest again.
 
-Snapshots after the target and tags on them go, newest first, so a rollback killed half way
-leaves a shorter but consistent history; then the files only they referenced are deleted (data
-and changelog files, then manifests and index files). Rolling back to a tag whose snapshot already
+Invariant, as for expiration: a file is deleted only once nothing still listed names it.
+Snapshots after the target go newest first, so a rollback killed half way leaves a shorter but
+consistent history; then the tags on them, then the ``LATEST`` hint moves, then the manifest
+lists, manifests, changelog, index and data files only they referenced are deleted (what a kill
+leaves of them is ``remove_orphan_files``'). Rolling back to a tag whose snapshot already
 expired restores that snapshot file from the tag first and moves ``EARLIEST`` to it, as Paimon's
 ``RollbackHelper`` does. Like Paimon's, a rollback must not race writers of the same table.
 """
@@ -56,12 +58,12 @@ def rollback_to(table: Table, snapshot_id: int | None = None, tag: str | None = 
         earliest = target.id
     after = range(max(earliest, target.id + 1), latest + 1)
     removed = [snapshots.snapshot(sid) for sid in after if snapshots.exists(sid)]
-    snapshots.write_hint("LATEST", target.id)
     for snap in reversed(removed):
         snapshots.delete(snap.id)
     dropped = [t for t in tags.list_tags(table) if t.snapshot.id > target.id]
     for t in reversed(dropped):
         table.io.delete(tags.tag_path(table, t.name))
+    snapshots.write_hint("LATEST", target.id)
 
     refs = References(table)
     doomed = refs.of_removed(removed)

@@ -4,6 +4,11 @@ A tag file is the JSON of the snapshot it pins (a byte copy of ``snapshot-N``), 
 snapshot stays readable after its own snapshot file expired; its data files, manifests and index
 files are protected from expiration. Changelog files are not: as in Paimon, a tag is for batch
 reads. Deleting the last tag of an expired snapshot removes the files only it still needed.
+
+Invariant, as for expiration: a file is deleted only once nothing still listed names it. The tag
+file goes first, then the manifest lists, manifests, index and data files only it kept; a
+deletion killed half way leaves the other tags and snapshots whole and the rest to
+``remove_orphan_files``.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from lakehouse import col
 from lakehouse import spark as lakespark
 from lakehouse.snapshot import CommitKind
-from lakehouse.table.expire import Expiration
+from lakehouse.table.expire import Expiration, plan_expiration
 from lakehouse.table.orphans import candidate_files, referenced_files
 
 from ..conftest import ORDERS, orders, rows
@@ -138,3 +139,25 @@ def test_orphan_file_job_deletes_what_table_remove_orphan_files_would(spark, cat
     done = lakespark.remove_orphan_files(spark, "db.t", older_than_ms=hour_ago, warehouse=warehouse)
     assert done.files == 5 and not done.dry_run and not any(os.path.exists(p) for p in orphans)
     assert t.read().num_rows == 10
+
+
+def test_an_expiration_job_whose_tasks_fail_leaves_only_orphans(spark, catalog, warehouse):
+    t = catalog.create_table("db.t", ORDERS, primary_keys=["order_id", "dt"], options={"bucket": "2"})
+    for price in range(5):
+        t.write(orders(range(10), price=price), overwrite=True)
+    # a data file the expiration deletes, made undeletable: the task deleting it fails
+    doomed = plan_expiration(t, retain_min=2, older_than_ms=FUTURE).files.data
+    blocker = sorted(doomed)[0]
+    os.remove(blocker)
+    os.makedirs(os.path.join(blocker, "in-the-way"))
+    with pytest.raises(Exception, match="in-the-way|directory|Directory"):
+        lakespark.expire_snapshots(spark, "db.t", retain_min=2, older_than_ms=FUTURE, warehouse=warehouse)
+    assert t.snapshots.snapshot_ids() == [4, 5] and t.snapshots.read_hint("EARLIEST") == 4
+    assert rows(t.read(snapshot_id=4)) == rows(orders(range(10), price=3))
+    shutil.rmtree(blocker)
+    two_days_ago = time.time() - 2 * 86400
+    for st in candidate_files(t):
+        os.utime(st.path, (two_days_ago, two_days_ago))
+    assert t.remove_orphan_files().files > 0
+    assert {st.path for st in candidate_files(t)} == referenced_files(t).all()
+    assert rows(t.read()) == rows(orders(range(10), price=4))
