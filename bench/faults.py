@@ -7,10 +7,14 @@ The long version of ``tests/faults`` (its harness: ``tests/faults/killrun.py``, 
   indexes), ``--per-series`` kills per series;
 - ``--timer-kills`` (default 40) kills by the parent at random moments, inside CPU work too;
 - 4 writers x ``--commits`` (default 50) commits on an append and on a primary-key table, and
-  2 writers x ``--commits`` racing 2 x ``--commits`` full compactions.
+  2 writers x ``--commits`` racing 2 x ``--commits`` full compactions;
+- every bad input of ``tests/faults/bad_inputs.py`` (typed error, warehouse unchanged);
+- ``--spark-deaths`` (default 6) Spark writes whose task dies by an exception, ``os._exit`` and
+  SIGKILL of its Python worker, in turn (no snapshot, no file of the write left).
 After each kill the table must read its history (ours and pypaimon's reads), verify, take the
 next operation and lose exactly its orphan files to ``remove_orphan_files``. Prints kills by
-operation, every anomaly (there must be none), orphan files found and removed, and the races.
+operation, every anomaly (there must be none), orphan files found and removed, the races, the
+bad inputs and the Spark deaths.
 
     .venv/bin/python bench/faults.py [--kills N] [--timer-kills N] [--operations N] [--seed S]
 """
@@ -29,6 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the harness lives in tests/faults
 
+from tests.faults.bad_inputs import CASES  # noqa: E402
+from tests.faults.bad_inputs import run as run_bad_input  # noqa: E402
 from tests.faults.history import KINDS  # noqa: E402
 from tests.faults.killrun import Report, kill_series, timer_series  # noqa: E402
 from tests.faults.racing import race  # noqa: E402
@@ -126,6 +132,69 @@ def race_section(commits: int, workdir: str) -> Section:
     return section
 
 
+def bad_input_section(workdir: str) -> Section:
+    """Every bad input through the public API, each on a fresh warehouse."""
+    typed = unchanged = 0
+    section = Section("bad inputs", ("cases", "total", "typed", "table unchanged"))
+    for i, case in enumerate(CASES):
+        outcome = run_bad_input(case, f"{workdir}/bad-{i}/warehouse")
+        typed += outcome.typed(case)
+        unchanged += outcome.unchanged
+        if not (outcome.typed(case) and outcome.unchanged):
+            section.anomalies.append(
+                f"bad input {case.name!r}: {outcome.error!r}, unchanged={outcome.unchanged}"
+            )
+    section.rows = [("through the public API", len(CASES), typed, unchanged)]
+    return section
+
+
+def spark_section(deaths: int, workdir: str) -> Section:
+    """Spark writes whose task dies, each mode in turn: no snapshot, only the write's ENDED marker."""
+    import os
+
+    from lakehouse import Catalog
+    from lakehouse.spark import session
+    from tests.conftest import ORDERS
+    from tests.faults.dying import LEASES, DyingSource, orders_df, table_files
+
+    spark = session(
+        conf={"spark.sql.shuffle.partitions": "4", "spark.sql.execution.arrow.maxRecordsPerBatch": "40"}
+    )
+    spark.sparkContext.setLogLevel("OFF")
+    spark.dataSource.register(DyingSource)
+    section = Section("Spark writes whose task dies", ("death", "writes", "failed", "files left", "seconds"))
+    modes = ("raise", "exit", "kill")
+    for mode in modes:
+        runs = deaths // len(modes) + (modes.index(mode) < deaths % len(modes))
+        failed = left = 0
+        began = time.perf_counter()
+        for i in range(runs):
+            warehouse = f"{workdir}/spark-{mode}-{i}/warehouse"
+            catalog = Catalog(warehouse)
+            catalog.create_database("db")
+            t = catalog.create_table(
+                "db.t", ORDERS, partition_keys=["dt"], options={"target-file-size": "1 kb"}
+            )
+            save = orders_df(spark, 400).write.format("paimon_dying").option("warehouse", warehouse)
+            save = save.options(**LEASES, **{"fault.mode": mode, "fault.partition": str(i % 2)})
+            save = save.option("fault.after-batches", "3").option("fault.slow-ms", "50").mode("append")
+            try:
+                save.save("db.t")
+            except Exception:
+                failed += 1
+            files = [f for f in table_files(t.paths.root) if not f.endswith(os.sep + "ENDED")]
+            left += len(files)
+            if t.latest_snapshot_id() is not None or files:
+                section.anomalies.append(
+                    f"spark {mode} #{i}: snapshot {t.latest_snapshot_id()}, files {files}"
+                )
+        section.rows.append((mode, runs, failed, left, f"{time.perf_counter() - began:.1f}"))
+        if failed != runs:
+            section.anomalies.append(f"spark {mode}: {runs - failed} of {runs} writes did not fail")
+    spark.stop()
+    return section
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kills", type=int, default=120, help="kills at crash points")
@@ -133,11 +202,17 @@ def main() -> None:
     parser.add_argument("--operations", type=int, default=50, help="operations per series")
     parser.add_argument("--per-series", type=int, default=15, help="kills per series")
     parser.add_argument("--commits", type=int, default=50, help="commits per racing writer")
+    parser.add_argument("--spark-deaths", type=int, default=6, help="Spark writes whose task dies (0: none)")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
-        sections = [kill_section(args, workdir), race_section(args.commits, workdir)]
-        # bad inputs: the Section of tests/faults/bad_inputs.py's runs goes here, one more line
+        sections = [
+            kill_section(args, workdir),
+            race_section(args.commits, workdir),
+            bad_input_section(workdir),
+        ]
+        if args.spark_deaths:
+            sections.append(spark_section(args.spark_deaths, workdir))
     for section in sections:
         section.print()
     anomalies = [a for section in sections for a in section.anomalies]

@@ -68,3 +68,22 @@ def compact_then_die(table: Table, victim: int, share: list, names: FileNamer) -
     if TaskContext.get().partitionId() == victim:
         os._exit(3)
     return messages
+
+
+LEASES = {"write.heartbeat-interval": "100 ms", "write.heartbeat-timeout": "2 s"}
+
+
+def table_files(root: str) -> list[str]:
+    """Every file of the table but its schema files, relative to the table."""
+    found = [os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs]
+    return sorted(f for f in found if not f.startswith("schema"))
+
+
+def orders_df(spark, n: int):
+    return spark.range(0, n, numPartitions=2).selectExpr(
+        "id AS order_id",
+        "IF(id % 2 = 0, '2024-01-01', '2024-01-02') AS dt",
+        "CAST(id % 7 AS INT) AS user_id",
+        "CAST(id AS DOUBLE) AS price",
+        "'PAID' AS status",
+    )

@@ -15,11 +15,9 @@ from lakehouse.table.write_scope import ENDED, SCOPES_DIR
 
 from ..conftest import ORDERS, orders, rows
 from ..interop import oracle
-from .dying import DyingSource, compact_then_die
+from .dying import LEASES, DyingSource, compact_then_die, orders_df, table_files
 
 pytestmark = pytest.mark.spark
-
-LEASES = {"write.heartbeat-interval": "100 ms", "write.heartbeat-timeout": "2 s"}
 
 
 @pytest.fixture
@@ -31,22 +29,6 @@ def dying(spark):
     spark.conf.set(key, "40")
     yield spark
     spark.conf.set(key, before)
-
-
-def table_files(root: str) -> list[str]:
-    """Every file of the table but its schema files, relative to the table."""
-    found = [os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs]
-    return sorted(f for f in found if not f.startswith("schema"))
-
-
-def orders_df(spark, n: int):
-    return spark.range(0, n, numPartitions=2).selectExpr(
-        "id AS order_id",
-        "IF(id % 2 = 0, '2024-01-01', '2024-01-02') AS dt",
-        "CAST(id % 7 AS INT) AS user_id",
-        "CAST(id AS DOUBLE) AS price",
-        "'PAID' AS status",
-    )
 
 
 @pytest.mark.parametrize("mode", ["raise", "exit", "kill"])
