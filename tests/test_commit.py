@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from lakehouse import Catalog
-from lakehouse.errors import CommitConflictError
+from lakehouse.errors import CommitConflictError, InvalidArgumentError
 from lakehouse.snapshot import CommitKind, SnapshotManager
 from lakehouse.table.write import CommitMessage
 
@@ -160,3 +160,47 @@ def test_a_writer_killed_at_any_moment_leaves_a_readable_table(catalog, warehous
     assert got == list(range(n * 100))  # exactly the committed writes, each whole
     t.write(orders([10**6]))  # and writers carry on
     assert table.read().num_rows == n * 100 + 1
+
+
+def test_committing_the_same_messages_again_is_a_no_op(catalog):
+    t = catalog.create_table("db.t", ORDERS, primary_keys=["order_id", "dt"], options={"bucket": "2"})
+    writer = t.new_write()
+    writer.write(orders(range(10)))
+    messages = writer.prepare_commit()
+    first = t.new_commit().commit(messages)
+    t.write(orders([20]))  # someone else commits in between
+    latest = t.latest_snapshot_id()
+    for committer in (t.new_commit(), t.new_commit("another-user")):
+        assert committer.commit(messages) is None
+    assert t.latest_snapshot_id() == latest and first is not None
+    assert [r["order_id"] for r in rows(t.read())] == [*range(10), 20]
+    half = [m for m in messages if m.new_files][:1] + [
+        CommitMessage(m.partition, m.bucket, m.total_buckets, (), table_id=m.table_id, base_snapshot=0)
+        for m in messages
+    ]
+    other = t.new_write()
+    other.write(orders([30]))
+    mixed = [*half, *other.prepare_commit()]  # some files committed, some not: refused
+    with pytest.raises(CommitConflictError, match="were committed already"):
+        t.new_commit().commit(mixed)
+    assert t.latest_snapshot_id() == latest
+
+
+def test_messages_of_another_table_are_refused(catalog):
+    t = catalog.create_table("db.t", ORDERS)
+    u = catalog.create_table("db.u", ORDERS)
+    t.write(orders([1]))
+    writer = u.new_write()
+    writer.write(orders([2]))
+    messages = writer.prepare_commit()
+    files = sorted(os.listdir(t.paths.root))
+    with pytest.raises(InvalidArgumentError, match=r"commit to table db\.t .*written for another table \(u@"):
+        t.new_commit().commit(messages)
+    assert t.latest_snapshot_id() == 1 and sorted(os.listdir(t.paths.root)) == files
+    catalog.drop_table("db.u")  # a table re-created under the same name is another table
+    time.sleep(0.002)  # identities tell tables apart by their first schema's time, in millis
+    again = catalog.create_table("db.u", ORDERS)
+    assert again.identity != u.identity
+    with pytest.raises(InvalidArgumentError, match="written for another table"):
+        again.new_commit().commit(messages)
+    assert again.latest_snapshot_id() is None
