@@ -155,9 +155,7 @@ def test_a_file_index_of_a_newer_type_is_ignored_by_reads_and_named_by_verify(ca
     [entry] = t.live_entries()
     container = fileindex_format.read(entry.file.embedded_index)
     container["price"] = {"range-bitmap": b"\x01\x02\x03"}  # a newer index this engine cannot decode
-    t.new_commit().commit([CommitMessage(entry.partition, entry.bucket, entry.total_buckets,
-                                         compact_before=(entry.file,),
-                                         compact_after=(_with_index(entry.file, container),))])  # fmt: skip
+    _replace_index(t, entry, fileindex_format.write(container))
     assert rows(t.read(filter=col("price") > 0.5)) == rows(orders(range(20)))
     assert rows(t.read(filter=col("user_id") == 3)) == rows(orders([3, 10, 17]))
     report = t.verify_file_indexes()
@@ -166,8 +164,31 @@ def test_a_file_index_of_a_newer_type_is_ignored_by_reads_and_named_by_verify(ca
     )
 
 
-def _with_index(meta, container):
-    return replace(meta, embedded_index=fileindex_format.write(container))
+def test_a_file_index_container_of_a_newer_version_is_read_around(catalog):
+    options = {"file-index.bloom-filter.columns": "user_id", "file-index.bloom-filter.user_id.items": "20"}
+    t = catalog.create_table("db.t", ORDERS, options=options)
+    t.write(orders(range(20)))
+    [entry] = t.live_entries()
+    newer = bytearray(entry.file.embedded_index)
+    newer[8:12] = (2).to_bytes(4, "big")  # container version 2
+    _replace_index(t, entry, bytes(newer))
+    assert rows(t.read(filter=col("user_id") == 3)) == rows(orders([3, 10, 17]))
+    assert t.plan(filter=col("user_id") == 99).stats["pruned_by_index"] == 0
+    report = t.verify_file_indexes()
+    assert any(entry.file.file_name in p and "version 2 is newer" in p for p in report.problems)
+
+
+def _replace_index(t, entry, index: bytes) -> None:
+    """Commit ``index`` as the embedded file index of ``entry``'s file (as a newer writer would)."""
+    after = replace(entry.file, embedded_index=index)
+    message = CommitMessage(
+        entry.partition,
+        entry.bucket,
+        entry.total_buckets,
+        compact_before=(entry.file,),
+        compact_after=(after,),
+    )
+    t.new_commit().commit([message])
 
 
 def test_index_files_of_a_newer_type_block_rewrites_not_reads(catalog):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Mapping
 
-from lakehouse.errors import CorruptFileError
+from lakehouse.errors import CorruptFileError, UnsupportedFeatureError
 
 MAGIC = 1493475289347502
 VERSION = 1
@@ -99,8 +99,13 @@ def read_columns(
         magic, version, head_length, count = struct.unpack_from(">qiii", prefix, 0)
         if magic != MAGIC:
             raise CorruptFileError("not a Paimon file index (bad magic)")
-        if version != VERSION:
-            raise CorruptFileError(f"file index version {version} is not supported (only {VERSION})")
+        if version > VERSION:
+            raise UnsupportedFeatureError(
+                f"file index container version {version} is newer than this engine, which reads version "
+                f"{VERSION}"
+            )
+        if version < VERSION:
+            raise CorruptFileError(f"file index version {version} does not exist")
         if head_length > len(prefix):
             prefix += fetch(len(prefix), head_length - len(prefix))
         view = memoryview(prefix)

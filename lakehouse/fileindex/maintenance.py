@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from lakehouse.errors import CorruptFileError
+from lakehouse.errors import CorruptFileError, UnsupportedFeatureError
 from lakehouse.fileindex import format as container
 from lakehouse.fileindex.build import INDEX_SUFFIX, FileIndexBuilder
 from lakehouse.fileindex.options import buildable, declared, in_manifest_threshold
@@ -210,7 +210,7 @@ def verify_file_indexes(table: Table, snapshot_id: int | None = None) -> IndexRe
             problems.append(f"{label}: a {len(stored)}-byte index is {where}; the threshold is {threshold}")
         try:
             indexes = container.read(stored) if stored is not None else {}
-        except CorruptFileError as e:
+        except (CorruptFileError, UnsupportedFeatureError) as e:
             return [*problems, f"{label}: index container is unreadable ({e})"], [], len(expected)
         present = {(c, t) for c, types in indexes.items() for t in types}
         missing = [f"{label}: column {c!r} has no {t} index" for c, t in sorted(expected - present)]

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pyarrow as pa
 
 from lakehouse.deletionvectors.index_file import DeletionFile, deletion_files
-from lakehouse.errors import CorruptFileError
+from lakehouse.errors import CorruptFileError, UnsupportedFeatureError
 from lakehouse.fileindex import format as fileindex_format
 from lakehouse.fileindex import options as fileindex_options
 from lakehouse.fileindex import roaring
@@ -230,6 +230,8 @@ class _Pruner:
             where = table.paths.extra_file(bucket_path, name, f.external_path)
             with table.io.open_ranges(where) as read:
                 return fileindex_format.read_columns(read, wanted)
+        except UnsupportedFeatureError:
+            return None  # a newer container: read the file unpruned, an index only ever skips
         except FileNotFoundError:
             raise CorruptFileError(
                 f"table {table.name}: index file {where} of data file {f.file_name} is missing; "
