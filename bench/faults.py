@@ -9,6 +9,8 @@ The long version of ``tests/faults`` (its harness: ``tests/faults/killrun.py``, 
 - 4 writers x ``--commits`` (default 50) commits on an append and on a primary-key table, and
   2 writers x ``--commits`` racing 2 x ``--commits`` full compactions;
 - every bad input of ``tests/faults/bad_inputs.py`` (typed error, warehouse unchanged);
+- ``--index-damage`` (default 240) damages to file indexes behind valid headers: every one that
+  changes a filtered read's result must be reported by ``verify_file_indexes``;
 - ``--spark-deaths`` (default 6) Spark writes whose task dies by an exception, ``os._exit`` and
   SIGKILL of its Python worker, in turn (no snapshot, no file of the write left).
 After each kill the table must read its history (ours and pypaimon's reads), verify, take the
@@ -36,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the harness live
 from tests.faults.bad_inputs import CASES  # noqa: E402
 from tests.faults.bad_inputs import run as run_bad_input  # noqa: E402
 from tests.faults.history import KINDS  # noqa: E402
+from tests.faults.index_damage import run_trials  # noqa: E402
 from tests.faults.killrun import Report, kill_series, timer_series  # noqa: E402
 from tests.faults.racing import race  # noqa: E402
 
@@ -148,6 +151,19 @@ def bad_input_section(workdir: str) -> Section:
     return section
 
 
+def index_damage_section(trials: int, seed: int, workdir: str) -> Section:
+    """File indexes damaged behind valid headers, in runs of 60 trials over fresh tables."""
+    section = Section("damaged file indexes", ("damage", "trials", "changed a result", "reported"))
+    total = harmful = reported = 0
+    for i in range(0, trials, 60):
+        damage = run_trials(f"{workdir}/index-{i}/warehouse", seed + i, min(60, trials - i))
+        total, harmful, reported = total + damage.trials, harmful + damage.harmful, reported + damage.reported
+    section.rows = [("zeroed spans, flipped bits", total, harmful, reported)]
+    if reported != harmful:
+        section.anomalies.append(f"{harmful - reported} of {harmful} harmful index damages went unreported")
+    return section
+
+
 def spark_section(deaths: int, workdir: str) -> Section:
     """Spark writes whose task dies, each mode in turn: no snapshot, only the write's ENDED marker."""
     import os
@@ -202,6 +218,7 @@ def main() -> None:
     parser.add_argument("--operations", type=int, default=50, help="operations per series")
     parser.add_argument("--per-series", type=int, default=15, help="kills per series")
     parser.add_argument("--commits", type=int, default=50, help="commits per racing writer")
+    parser.add_argument("--index-damage", type=int, default=240, help="damages to file indexes")
     parser.add_argument("--spark-deaths", type=int, default=6, help="Spark writes whose task dies (0: none)")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
@@ -210,6 +227,7 @@ def main() -> None:
             kill_section(args, workdir),
             race_section(args.commits, workdir),
             bad_input_section(workdir),
+            index_damage_section(args.index_damage, args.seed, workdir),
         ]
         if args.spark_deaths:
             sections.append(spark_section(args.spark_deaths, workdir))
