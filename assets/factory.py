@@ -2,7 +2,6 @@
 reads the upstream tables through the ``paimon`` data source and writes through the engine's
 Spark write path (one commit; a compaction may follow as its own snapshot)."""
 
-
 from dagster import (
     AssetExecutionContext,
     AssetsDefinition,

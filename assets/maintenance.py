@@ -3,7 +3,6 @@
 orphan-file cleanup. Each op reports what it did as metadata and records an observation on the
 table's asset."""
 
-
 import time
 from typing import Any
 

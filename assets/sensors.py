@@ -9,7 +9,6 @@
   pick (sorted runs, size amplification, size ratio, as the table's options set them).
 """
 
-
 from collections.abc import Sequence
 
 from dagster import (

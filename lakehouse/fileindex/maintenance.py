@@ -23,6 +23,7 @@ from lakehouse.manifest.entries import ManifestEntry
 from lakehouse.paths import FileNamer
 from lakehouse.table.partitions import in_partitions
 from lakehouse.table.read import read_data_file
+from lakehouse.table.scan import added_entries
 from lakehouse.table.write import CommitMessage
 from lakehouse.table.write_scope import WriteScope
 
@@ -191,10 +192,22 @@ def commit_index_rewrite(table: Table, changes: list[IndexChanges], files_checke
     return IndexRewrite(files_checked, len(messages), sum(c.index_bytes for c in changes), snapshot_id)
 
 
-def verify_file_indexes(table: Table, snapshot_id: int | None = None) -> IndexReport:
-    """Check every index of every file of a snapshot (default: latest) against the data."""
+def verify_file_indexes(
+    table: Table, snapshot_id: int | None = None, commit_user: str | None = None
+) -> IndexReport:
+    """Check every index of every file of a snapshot (default: latest) against the data;
+    ``commit_user``: only the files its snapshots added (what one writer wrote)."""
     snapshot = table.snapshot(snapshot_id)
     entries = table.live_entries(snapshot) if snapshot is not None else []
+    if commit_user is not None and snapshot is not None:
+        snapshots = table.snapshots
+        mine = {
+            e.file.file_name
+            for sid in snapshots.snapshot_ids()
+            if sid <= snapshot.id and (snap := snapshots.snapshot(sid)).commit_user == commit_user
+            for e in added_entries(table, snap)
+        }
+        entries = [e for e in entries if e.file.file_name in mine]
     threshold = in_manifest_threshold(table.schema.options)
 
     def check(entry: ManifestEntry) -> tuple[list[str], list[str], int]:

@@ -25,6 +25,7 @@ from lakehouse.system.rows import kind_strings
 from lakehouse.table import consumers
 from lakehouse.table.conform import ROW_KIND
 from lakehouse.table.read import read_data_file
+from lakehouse.table.scan import added_entries
 
 if TYPE_CHECKING:
     from lakehouse.table.table import Table
@@ -81,13 +82,10 @@ def _changed(table: Table, snap: Snapshot, changelog: bool) -> list[ManifestEntr
     """The files holding ``snap``'s changes: its changelog files, or its delta's new files."""
     if snap.commit_kind == CommitKind.OVERWRITE:
         return []
-    store = table.manifests()
-    if changelog:
-        if not snap.changelog_manifest_list:
-            return []
-        manifests = store.read_list(snap.changelog_manifest_list)
-    elif snap.commit_kind == CommitKind.APPEND:
-        manifests = store.read_list(snap.delta_manifest_list)
-    else:
+    if not changelog:
+        return added_entries(table, snap) if snap.commit_kind == CommitKind.APPEND else []
+    if not snap.changelog_manifest_list:
         return []
+    store = table.manifests()
+    manifests = store.read_list(snap.changelog_manifest_list)
     return [e for m in manifests for e in store.read_manifest(m.file_name) if e.kind == FileKind.ADD]

@@ -39,7 +39,7 @@ from lakehouse.manifest.merge import merge_manifests
 from lakehouse.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from lakehouse.table.auto_tags import create_auto_tags
 from lakehouse.table.partitions import PartitionFilter, partition_filter, partition_spec, partition_values
-from lakehouse.table.scan import live_entries
+from lakehouse.table.scan import added_entries, live_entries
 from lakehouse.table.write import CommitMessage
 from lakehouse.table.write_scope import WriteScope, abort_write, data_dirs
 
@@ -205,17 +205,12 @@ class TableCommit:
         snapshots = self.table.snapshots
         latest = snapshots.latest_id()
         start = min((b for b in bases if b is not None), default=0) + 1
-        store = self.table.manifests()
-        added: set[str] = set()
-        for sid in range(start, (latest or 0) + 1):
-            if snapshots.exists(sid):
-                snap = snapshots.snapshot(sid)
-                for meta in store.read_list(snap.delta_manifest_list):
-                    added.update(
-                        e.file.file_name
-                        for e in store.read_manifest(meta.file_name)
-                        if e.kind == FileKind.ADD
-                    )
+        added = {
+            e.file.file_name
+            for sid in range(start, (latest or 0) + 1)
+            if snapshots.exists(sid)
+            for e in added_entries(self.table, snapshots.snapshot(sid))
+        }
         found = new & added
         if found and found != new:
             raise CommitConflictError(

@@ -80,6 +80,14 @@ def live_entries(table: Table, snapshot: Snapshot) -> list[ManifestEntry]:
     return _live(store, _manifests(store, snapshot))
 
 
+def added_entries(table: Table, snapshot: Snapshot) -> list[ManifestEntry]:
+    """ADD entries of ``snapshot``'s delta: the files its commit added (new data or compaction
+    output)."""
+    store = table.manifests()
+    manifests = store.read_list(snapshot.delta_manifest_list)
+    return [e for m in manifests for e in store.read_manifest(m.file_name) if e.kind == FileKind.ADD]
+
+
 def _manifests(store: ManifestStore, snapshot: Snapshot) -> list[ManifestFileMeta]:
     return store.read_list(snapshot.base_manifest_list) + store.read_list(snapshot.delta_manifest_list)
 

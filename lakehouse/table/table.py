@@ -262,11 +262,12 @@ class Table:
 
         return rewrite_file_index(self, partitions)
 
-    def verify_file_indexes(self, snapshot_id: int | None = None):
-        """Check every file index of a snapshot (default latest) against its data."""
+    def verify_file_indexes(self, snapshot_id: int | None = None, commit_user: str | None = None):
+        """Check every file index of a snapshot (default latest) against its data; ``commit_user``:
+        only the files that user's commits added."""
         from lakehouse.fileindex.maintenance import verify_file_indexes
 
-        return verify_file_indexes(self, snapshot_id)
+        return verify_file_indexes(self, snapshot_id, commit_user)
 
     def verify_deletion_vectors(self, snapshot_id: int | None = None):
         """Check every deletion vector of a snapshot against its data file."""

@@ -17,6 +17,7 @@ from dagster import (
     DagsterInstance,
     SensorResult,
     SkipReason,
+    build_asset_check_context,
     build_sensor_context,
     materialize,
 )
@@ -202,7 +203,9 @@ def _index_container(table, nth: int = 0) -> tuple[Path, dict]:
 
 
 def _check(copy: str):
-    result = index_check(SPECS["dwd.orders"])(lakehouse=LakehouseResource(warehouse=copy))
+    result = index_check(SPECS["dwd.orders"])(
+        build_asset_check_context(), lakehouse=LakehouseResource(warehouse=copy)
+    )
     return result.passed, result.metadata["problems"].value
 
 
@@ -234,13 +237,34 @@ def test_an_index_configured_after_the_files_is_a_warning_until_rewritten(copy):
     table = Catalog(copy).get_table("dwd.orders")
     table.set_options({"file-index.bloom-filter.columns": "user_id,order_id"})
     check = index_check(SPECS["dwd.orders"])
-    stale = check(lakehouse=LakehouseResource(warehouse=copy))
+    stale = check(build_asset_check_context(), lakehouse=LakehouseResource(warehouse=copy))
     assert not stale.passed and stale.severity == AssetCheckSeverity.WARN  # downstream still runs
     assert stale.metadata["problems"].value == [] and stale.metadata["file_indexes_coverage"].value < 1
     assert all("order_id" in m for m in stale.metadata["file_indexes_missing"].value)
     table.rewrite_file_index()
-    rewritten = check(lakehouse=LakehouseResource(warehouse=copy))
+    rewritten = check(build_asset_check_context(), lakehouse=LakehouseResource(warehouse=copy))
     assert rewritten.passed and rewritten.metadata["file_indexes_coverage"].value == 1.0
+
+
+def test_a_runs_index_check_proves_the_files_the_run_wrote(copy):
+    table = Catalog(copy).get_table("dwd.orders")
+    first_day = next(
+        i for i, e in enumerate(table.live_entries()) if DAYS[0] in table.bucket_path(e.partition, 0)
+    )
+    path, container = _index_container(table, first_day)  # a file of an earlier run's day
+    stored = container["user_id"]["bloom-filter"]
+    container["user_id"]["bloom-filter"] = stored[:4] + bytes(len(stored) - 4)
+    path.write_bytes(format.write(container))
+    run = run_day(copy, DAYS[1])  # writes the second day's files again
+    [evaluation] = [
+        c
+        for c in run.get_asset_check_evaluations()
+        if c.asset_key.to_user_string() == "dwd/orders" and c.check_name == "indexes_match_data"
+    ]
+    assert evaluation.passed and 0 < evaluation.metadata["file_indexes_checked"].value < len(
+        table.live_entries()
+    )
+    assert not _check(copy)[0]  # invoked outside a run, the check proves every file, and finds it
 
 
 def test_a_key_in_the_wrong_bucket_fails_the_index_check(copy):
