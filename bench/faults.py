@@ -6,6 +6,8 @@ The long version of ``tests/faults`` (its harness: ``tests/faults/killrun.py``, 
   operations on each table kind (append, primary key, primary key with deletion vectors, file
   indexes), ``--per-series`` kills per series;
 - ``--timer-kills`` (default 40) kills by the parent at random moments, inside CPU work too;
+- ``--expiration-kills`` (default 100) kills during expirations only (no listed snapshot may be
+  unreadable after one);
 - 4 writers x ``--commits`` (default 50) commits on an append and on a primary-key table, and
   2 writers x ``--commits`` racing 2 x ``--commits`` full compactions;
 - every bad input of ``tests/faults/bad_inputs.py`` (typed error, warehouse unchanged);
@@ -74,20 +76,20 @@ class Section:
 
 def series(run: Callable[..., Report], kills: int, per_series: int, operations: int, seed: int, workdir: str):
     """Series of up to ``per_series`` kills each (fewer if that spreads them over every table
-    kind), the kinds in turn, until ``kills`` kills (or a series kills nothing); the merged
-    report and the kills per table kind."""
+    kind), the kinds in turn, until ``kills`` kills (or a round over every kind kills nothing);
+    the merged report and the kills per table kind."""
     per_series = min(per_series, math.ceil(kills / len(KINDS)))
     total, by_kind = Report(), dict.fromkeys(KINDS, 0)
+    idle = 0  # series in a row that killed nothing
     for i in itertools.count():
         wanted = kills - sum(total.kills.values())
-        if wanted <= 0:
+        if wanted <= 0 or idle == len(KINDS):
             break
         kind = list(KINDS)[i % len(KINDS)]
         report = run(kind, min(per_series, wanted), operations, seed + i, workdir)
         by_kind[kind] += sum(report.kills.values())
         total.add(report)
-        if not report.kills:
-            break
+        idle = 0 if report.kills else idle + 1
     return total, by_kind
 
 
@@ -115,6 +117,34 @@ def kill_section(args: argparse.Namespace, workdir: str) -> Section:
         ("orphan bytes removed", "", "", both.orphan_bytes),
     ]
     section.anomalies = both.anomalies
+    return section
+
+
+def expiration_section(kills: int, operations: int, seed: int, workdir: str) -> Section:
+    """Kills aimed at expirations, series after series, until ``kills`` of them (a target with
+    nothing to expire passes to a later operation, whose kill is counted in its own category):
+    no listed snapshot may be unreadable or wrong."""
+    began = time.perf_counter()
+    report, by_kind = Report(), dict.fromkeys(KINDS, 0)
+    for i in range(10 * len(KINDS)):
+        wanted = kills - report.kills["expire"]
+        if wanted <= 0:
+            break
+        kind = list(KINDS)[i % len(KINDS)]
+        found = kill_series(kind, min(wanted, 20), operations, seed + i, workdir, only=("expire",))
+        by_kind[kind] += found.kills["expire"]
+        report.add(found)
+    section = Section(f"kill -9 during expiration ({time.perf_counter() - began:.0f} s)", ("kills", "count"))
+    section.rows = [(f"table {kind}", n) for kind, n in by_kind.items() if n]
+    section.rows += [
+        ("all during expiration", report.kills["expire"]),
+        ("passed on to another operation", sum(report.kills.values()) - report.kills["expire"]),
+        ("listed snapshots unreadable or wrong", len(report.anomalies)),
+        ("orphan files removed", report.orphans_removed),
+    ]
+    section.anomalies = report.anomalies
+    if report.kills["expire"] < kills:
+        section.anomalies.append(f"only {report.kills['expire']} of {kills} expiration kills happened")
     return section
 
 
@@ -218,6 +248,7 @@ def main() -> None:
     parser.add_argument("--operations", type=int, default=50, help="operations per series")
     parser.add_argument("--per-series", type=int, default=15, help="kills per series")
     parser.add_argument("--commits", type=int, default=50, help="commits per racing writer")
+    parser.add_argument("--expiration-kills", type=int, default=100, help="kills during expirations only")
     parser.add_argument("--index-damage", type=int, default=240, help="damages to file indexes")
     parser.add_argument("--spark-deaths", type=int, default=6, help="Spark writes whose task dies (0: none)")
     parser.add_argument("--seed", type=int, default=1)
@@ -225,6 +256,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as workdir:
         sections = [
             kill_section(args, workdir),
+            expiration_section(args.expiration_kills, args.operations, args.seed + 2000, workdir),
             race_section(args.commits, workdir),
             bad_input_section(workdir),
             index_damage_section(args.index_damage, args.seed, workdir),

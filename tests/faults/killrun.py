@@ -26,7 +26,7 @@ import signal
 import tempfile
 import traceback
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -208,14 +208,16 @@ def outcome(run: Run, exitcode: int | None) -> Outcome:
     return Outcome(done, killed, error)
 
 
-def kill_targets(ops: list[Op], kills: int, rng: random.Random) -> dict[int, str]:
+def kill_targets(
+    ops: list[Op], kills: int, rng: random.Random, only: Collection[str] = tuple(PHASES)
+) -> dict[int, str]:
     """``kills`` operations to kill and the phase to kill each in, taken in turn from each kind of
     operation the history has: a data operation's writer and its committer, compaction, index
-    rewrite, expiration."""
+    rewrite, expiration (``only``: those kinds)."""
     pools: dict[str, list[int]] = {}
     for op in ops:
         for category in ("write", "commit") if op.action in DATA else (op.category,):
-            if category in PHASES:
+            if category in PHASES and category in only:
                 pools.setdefault(category, []).append(op.number)
     for pool in pools.values():
         rng.shuffle(pool)
@@ -310,13 +312,15 @@ class Series:
         self.stopped = True
 
 
-def kill_series(kind: str, kills: int, ops_count: int, seed: int, workdir: str) -> Report:
+def kill_series(
+    kind: str, kills: int, ops_count: int, seed: int, workdir: str, only: Collection[str] = tuple(PHASES)
+) -> Report:
     """A table of ``kind`` through a history of ``ops_count`` operations with ``kills`` kills at
-    crash points spread over it; then the rest of the history. A target whose operation has no
-    crash point (an expiration with nothing to expire) passes to a later operation, one like it
-    if there is one."""
+    crash points spread over it (of the operations ``only`` names); then the rest of the history.
+    A target whose operation has no crash point (an expiration with nothing to expire) passes to
+    a later operation, one like it if there is one."""
     series = Series(kind, ops_count, seed, workdir)
-    targets = kill_targets(list(series.ops), kills, random.Random(seed))
+    targets = kill_targets(list(series.ops), kills, random.Random(seed), only)
     while targets and not series.stopped:
         target = min(targets)
         phase = targets.pop(target)
