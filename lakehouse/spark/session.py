@@ -4,7 +4,8 @@ Spark starts Python workers with ``$PYSPARK_PYTHON`` (default: the machine's ``p
 own ``PYTHONPATH``; both are pinned here to the current interpreter and to the directory this
 package is imported from, so workers run the same code with the same libraries as the driver.
 A local session listens on the loopback interface only (``spark.driver.bindAddress`` and
-``spark.driver.host`` 127.0.0.1) unless ``conf`` says otherwise: nothing on the network reaches it.
+``spark.driver.host`` 127.0.0.1, and ``SPARK_LOCAL_IP`` unless set) unless ``conf`` says otherwise:
+nothing on the network reaches it.
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ def session(
         .config("spark.ui.enabled", "false")
     )
     if master.startswith("local"):
+        # Spark resolves its own address before reading the conf: without this it warns that it
+        # uses the machine's network address (it then binds where the conf says).
+        os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
         builder = builder.config("spark.driver.bindAddress", LOOPBACK).config("spark.driver.host", LOOPBACK)
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
