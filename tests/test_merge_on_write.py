@@ -112,9 +112,7 @@ def test_engines_see_the_older_version_found_by_lookup(catalog, options):
     batches = [
         orders(range(200), price=1.0),  # small updates land above it: merged by lookup, not rewritten
         orders([3, 4, 5], price=2.0, status=None),
-        orders([4, 11], price=5.0, status="DONE").set_column(
-            2, "user_id", pa.array([-1, 100], pa.int32())
-        ),
+        orders([4, 11], price=5.0, status="DONE").set_column(2, "user_id", pa.array([-1, 100], pa.int32())),
     ]
     marked = 0
     for batch in batches:

@@ -50,9 +50,7 @@ class DagsterServer:
     def graphql(self, query: str, variables: dict | None = None, timeout: float = 60.0) -> dict:
         """The ``data`` of a GraphQL request; errors raise with the server's messages."""
         body = json.dumps({"query": query, "variables": variables or {}}).encode()
-        request = urllib.request.Request(
-            f"{self.url}/graphql", body, {"Content-Type": "application/json"}
-        )
+        request = urllib.request.Request(f"{self.url}/graphql", body, {"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=timeout) as response:
             answer = json.load(response)
         if answer.get("errors"):
@@ -106,8 +104,15 @@ def dagster_server(tmp: Path) -> Iterator[DagsterServer]:
         for name, command in commands.items():
             log = stack.enter_context((tmp / f"{name}.log").open("w"))
             processes.append(
-                subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+                subprocess.Popen(
+                    command,
+                    cwd=ROOT,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )  # fmt: skip
             )
         logs = tuple(tmp / f"{name}.log" for name in commands)
         server = DagsterServer(f"http://127.0.0.1:{port}", str(warehouse), logs)
