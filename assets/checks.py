@@ -25,7 +25,7 @@ from dagster import (
 
 from assets.factory import commit_user
 from assets.spec import TableSpec
-from lakehouse.fileindex.maintenance import IndexReport
+from lakehouse.ops.file_index import IndexReport
 from resources import LakehouseResource
 
 _PROBLEMS_SHOWN = 50

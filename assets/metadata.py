@@ -11,7 +11,7 @@ from dagster import MetadataValue
 from lakehouse import Table
 from lakehouse.manifest.entries import FileKind, ManifestEntry
 from lakehouse.snapshot import CommitKind, Snapshot
-from lakehouse.table.partitions import partition_values
+from lakehouse.store.partitions import partition_values
 
 
 def delta_entries(table: Table, snapshot: Snapshot) -> list[ManifestEntry]:

@@ -25,6 +25,7 @@ from lakehouse.paths import TablePaths
 from lakehouse.schema import SchemaManager, new_schema
 from lakehouse.system import SYSTEM_DATABASE, SystemTable, is_system_name
 from lakehouse.table.table import Table
+from lakehouse.table.validation import check_mechanisms
 
 DB_SUFFIX = ".db"
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-]*")
@@ -130,8 +131,16 @@ class Catalog:
                 f"table {identifier} already exists in {self.warehouse}; open it with catalog.get_table, or "
                 f"pass ignore_if_exists=True"
             )
-        table_schema = new_schema(
-            identifier, schema, list(primary_keys or []), list(partition_keys or []), options or {}, comment
+        table_schema = check_mechanisms(
+            new_schema(
+                identifier,
+                schema,
+                list(primary_keys or []),
+                list(partition_keys or []),
+                options or {},
+                comment,
+            ),
+            identifier,
         )
         manager = SchemaManager(self.io, TablePaths(path), identifier)
         try:

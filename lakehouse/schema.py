@@ -29,10 +29,9 @@ from lakehouse.fileindex import options as fileindex_options
 from lakehouse.format.parquet import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from lakehouse.io.fs import FileIO
 from lakehouse.manifest.avro import avro_codec
-from lakehouse.mergetree.changelog import ChangelogProducer
-from lakehouse.mergetree.engine import MergeEngine
 from lakehouse.options import CoreOptions, check_values
 from lakehouse.paths import TablePaths
+from lakehouse.rowkind import ROW_KIND
 from lakehouse.types import (
     AtomicType,
     DataField,
@@ -47,7 +46,6 @@ from lakehouse.types import (
 )
 
 SCHEMA_VERSION = 3
-ROW_KIND = "_row_kind"  # the input column that gives each written row its kind
 # Names a user column cannot take: Paimon's system fields (``SpecialFields``) and ROW_KIND.
 RESERVED_NAMES = (SEQUENCE_NUMBER, VALUE_KIND, "_LEVEL", "_ROW_ID", ROW_KIND)
 KEY_DECLARATIONS = {"primary-key": "primary_keys", "partition": "partition_keys"}
@@ -385,12 +383,7 @@ def validate(schema: TableSchema, table: str) -> None:
             f"table {table}: merge-engine first-row never deletes older rows, so it takes no deletion "
             f"vectors; remove 'deletion-vectors.enabled' (first-row tables are read without merging anyway)"
         )
-    if schema.primary_keys:
-        MergeEngine(schema, table)  # merge-engine, sequence groups, aggregate functions
-    ChangelogProducer.of(schema, table)
-    from lakehouse.table.auto_tags import AutoTags  # the table package imports this module
-
-    AutoTags.of(opts, table)
+    # the merge engine, changelog producer and automatic tags: lakehouse/table/validation.py
 
 
 # ---- evolution ------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from lakehouse.errors import InvalidOptionError, UnsupportedFeatureError
-from lakehouse.table.orphans import candidate_files, referenced_files
+from lakehouse.ops.orphans import candidate_files, referenced_files
 
 from .conftest import orders, pk_orders_table, rows
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from lakehouse import Catalog
 from lakehouse.errors import InvalidOptionError, SchemaMismatchError
 from lakehouse.manifest.entries import FileSource
-from lakehouse.table.orphans import candidate_files, referenced_files
+from lakehouse.ops.orphans import candidate_files, referenced_files
 
 KV = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.int64())])
 ADDS = ("+I", "+U")

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from lakehouse.errors import InvalidArgumentError, SnapshotNotFoundError
-from lakehouse.table import consumers
+from lakehouse.store import consumers
 
 from .conftest import ORDERS, orders, pk_orders_table
 

@@ -11,7 +11,7 @@ import pytest
 
 from lakehouse.errors import CommitConflictError, UnsupportedFeatureError
 from lakehouse.manifest.entries import DataFileMeta, FileSource
-from lakehouse.mergetree import compact as compact_module
+from lakehouse.mergetree import compactor as compact_module
 from lakehouse.mergetree.levels import SortedRun
 from lakehouse.mergetree.universal import UniversalCompaction, pick_full
 from lakehouse.snapshot import CommitKind

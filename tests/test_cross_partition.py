@@ -100,7 +100,7 @@ def test_new_keys_fill_buckets_up_to_the_target_then_reuse_freed_room(catalog):
 
 
 def t_partition(t, dt: str) -> bytes:
-    from lakehouse.table.partitions import row_partitions
+    from lakehouse.store.partitions import row_partitions
 
     return row_partitions(batch([(0, dt, 0, 0)]), t.schema).partitions[0]
 

@@ -393,7 +393,7 @@ def test_reloading_from_written_files_continues_as_if_never_reloaded(
 # ---- dynamic-bucket tables: writes, reads, index manifest --------------------------------------
 
 from lakehouse.errors import CommitConflictError  # noqa: E402
-from lakehouse.table.dynamic_buckets import assigner_channels, assigner_splits  # noqa: E402
+from lakehouse.write.bucket_assigner import assigner_channels, assigner_splits  # noqa: E402
 
 from .conftest import ORDERS, orders, rows, stored_hashes  # noqa: E402
 

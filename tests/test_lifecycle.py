@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from lakehouse.errors import InvalidArgumentError, SnapshotNotFoundError, TagExistsError
-from lakehouse.table import consumers
-from lakehouse.table.orphans import candidate_files, referenced_files
+from lakehouse.ops.orphans import candidate_files, referenced_files
+from lakehouse.store import consumers
 
 from .conftest import orders, pk_orders_table, rows
 

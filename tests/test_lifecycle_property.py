@@ -11,9 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lakehouse import Catalog
-from lakehouse.table import tags
-from lakehouse.table.orphans import candidate_files
-from lakehouse.table.scan import live_entries
+from lakehouse.ops.orphans import candidate_files
+from lakehouse.store import tags
 
 from .conftest import ORDERS, orders, rows
 
@@ -57,7 +56,7 @@ def expected_files(t) -> set[str]:
         if snap.index_manifest:
             out.add(t.paths.manifest(snap.index_manifest))
             out.update(t.paths.index_file(e.index_file.file_name) for e in t.index_entries(snap))
-        for e in live_entries(t, snap):
+        for e in t.live_entries(snap):
             out.update(t.paths.data_files(t.bucket_path(e.partition, e.bucket), e.file))
     return out
 

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from lakehouse.errors import SnapshotNotFoundError, TableNotFoundError
-from lakehouse.table import consumers
+from lakehouse.store import consumers
 
 from .conftest import orders, pk_orders_table, rows
 

@@ -65,7 +65,7 @@ def test_a_key_written_to_two_buckets_is_found(catalog, monkeypatch):
     t = catalog.create_table("db.f", ORDERS, primary_keys=["order_id"], options={"bucket": "2"})
     t.write(orders(range(10)))
     assert t.verify_primary_key().ok
-    import lakehouse.table.write as write
+    import lakehouse.write.table_write as write
 
     real = write.fixed_buckets
     monkeypatch.setattr(write, "fixed_buckets", lambda *a: (np.asarray(real(*a)) + 1) % 2)

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from lakehouse.errors import WriteAbortedError
-from lakehouse.table.write_scope import (
+from lakehouse.write.scope import (
     ENDED,
     SCOPES_DIR,
     Lease,
@@ -151,7 +151,7 @@ def test_abort_waits_for_a_writer_that_still_writes(catalog):
 CHILD = """
 import sys
 from lakehouse import Catalog
-from lakehouse.table.write_scope import Lease, WriteScope
+from lakehouse.write.scope import Lease, WriteScope
 from tests.conftest import orders
 warehouse, write_id = sys.argv[1:]
 t = Catalog(warehouse).get_table("db.t")

@@ -23,6 +23,7 @@ from lakehouse.manifest.entries import (
 from lakehouse.options import CoreOptions
 from lakehouse.paths import FileNamer, TablePaths
 from lakehouse.predicate import ColumnStats
+from lakehouse.snapshot import Snapshot
 from lakehouse.types import DataType
 
 _ROLL_CHECK_RECORDS = 1000  # RollingFileWriter.CHECK_ROLLING_RECORD_CNT
@@ -126,6 +127,29 @@ class ManifestStore:
         return stats.to_simple_stats(types, [columns])[0]
 
     # ---- manifest lists ------------------------------------------------------------------
+
+    def data_manifests(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
+        """The manifests of ``snapshot``'s data files: its base list, then its delta list."""
+        return self.read_list(snapshot.base_manifest_list) + self.read_list(snapshot.delta_manifest_list)
+
+    def live_entries(self, manifests: list[ManifestFileMeta]) -> list[ManifestEntry]:
+        """ADD entries of ``manifests`` that no DELETE among them cancelled, in manifest order
+        (``AbstractFileStoreScan``)."""
+        deleted: set[tuple] = set()
+        adds: list[ManifestEntry] = []
+        for m in manifests:
+            for e in self.read_manifest(m.file_name):
+                if e.kind == FileKind.DELETE:
+                    deleted.add(e.identifier)
+                else:
+                    adds.append(e)
+        return [e for e in adds if e.identifier not in deleted] if deleted else adds
+
+    def added_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        """ADD entries of ``snapshot``'s delta: the files its commit added (new data or
+        compaction output)."""
+        manifests = self.read_list(snapshot.delta_manifest_list)
+        return [e for m in manifests for e in self.read_manifest(m.file_name) if e.kind == FileKind.ADD]
 
     def write_list(self, metas: list[ManifestFileMeta]) -> tuple[str, int]:
         """Write a manifest list; returns its name and size."""

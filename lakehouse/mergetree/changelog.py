@@ -1,7 +1,7 @@
 """Changelog producers (``changelog-producer``): the changelog files primary-key writers add.
 
 Streaming readers of a table with a producer read its snapshots' changelog files instead of
-their data files (:mod:`lakehouse.table.changes`). The files have the layout of data files and
+their data files (:mod:`lakehouse.read.changes`). The files have the layout of data files and
 rows in key order; names start with ``changelog-file.prefix``.
 
 * ``none``: no changelog files.
@@ -34,10 +34,10 @@ from lakehouse.errors import InvalidOptionError, UnsupportedFeatureError
 from lakehouse.format import parquet
 from lakehouse.manifest import stats
 from lakehouse.mergetree.keyorder import comparable_keys
-from lakehouse.table.data_file import FileLayout
+from lakehouse.rowkind import ADD_KINDS, RowKind
+from lakehouse.store.data_writer import FileLayout
 
 PRODUCERS = ("none", "input", "full-compaction", "lookup")
-INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -142,9 +142,10 @@ def differences(
     parts = pa.concat_tables(
         [
             _with_kinds(
-                before.select(after.column_names).take(was), np.where(delete[was], DELETE, UPDATE_BEFORE)
+                before.select(after.column_names).take(was),
+                np.where(delete[was], RowKind.DELETE, RowKind.UPDATE_BEFORE),
             ),
-            _with_kinds(after.take(now), np.where(insert[now], INSERT, UPDATE_AFTER)),
+            _with_kinds(after.take(now), np.where(insert[now], RowKind.INSERT, RowKind.UPDATE_AFTER)),
         ]
     )
     order = np.argsort(np.concatenate([2 * was, 2 * now + 1]), kind="stable")
@@ -154,7 +155,7 @@ def differences(
 def _adds(table: pa.Table) -> np.ndarray:
     """Rows whose kind adds (+I, +U); null rows (no row) do not."""
     kinds = table.column(parquet.VALUE_KIND).combine_chunks()
-    return np.asarray(pc.is_in(kinds, pa.array([INSERT, UPDATE_AFTER], kinds.type)).fill_null(False))
+    return np.asarray(pc.is_in(kinds, pa.array(ADD_KINDS, kinds.type)).fill_null(False))
 
 
 def _with_kinds(table: pa.Table, kinds: np.ndarray) -> pa.Table:

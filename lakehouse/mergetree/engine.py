@@ -27,8 +27,9 @@ import pyarrow.compute as pc
 from lakehouse.errors import InvalidOptionError, SchemaMismatchError, UnsupportedFeatureError
 from lakehouse.format.parquet import SEQUENCE_NUMBER, VALUE_KIND
 from lakehouse.mergetree.aggregate import FieldAgg
-from lakehouse.mergetree.groups import DELETE, RETRACT_KINDS, KeyGroups, positions_of, take_or_null
+from lakehouse.mergetree.groups import KeyGroups, positions_of, take_or_null
 from lakehouse.options import CoreOptions
+from lakehouse.rowkind import RETRACT_KINDS, RowKind
 
 ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
 ORDINAL = "_FILE_ORDINAL"  # optional tiebreak column: files read later win ties
@@ -211,7 +212,7 @@ class MergeEngine:
         rows = np.ones(n, bool)
         deleted = complete = np.zeros(g.count, bool)
         if self.remove_on_delete:
-            resets = g.kinds == DELETE
+            resets = g.kinds == RowKind.DELETE
             begin = g.history_starts(resets, g.kinds == COMPLETE)
             rows = np.arange(n) >= begin
             deleted = resets[g.ends - 1]
@@ -224,7 +225,7 @@ class MergeEngine:
         update_before = g.kinds == 1
         retract = np.isin(g.kinds, RETRACT_KINDS)
         if not self.groups:
-            resets = g.kinds == DELETE if self.remove_on_delete else np.zeros(n, bool)
+            resets = g.kinds == RowKind.DELETE if self.remove_on_delete else np.zeros(n, bool)
             begin = g.history_starts(resets, g.kinds == COMPLETE)
             rows = (np.arange(n) >= begin) & ~retract
             # -U changes nothing, and a -D only with remove-record-on-delete
@@ -323,7 +324,7 @@ def _assemble(
             values = pc.if_else(mask, base.column(i).combine_chunks(), values)
         base = base.set_column(i, field, values)
     i = base.schema.get_field_index(VALUE_KIND)
-    kinds = np.where(deleted, DELETE, 0)
+    kinds = np.where(deleted, RowKind.DELETE, RowKind.INSERT)
     if complete is not None:
         kinds = np.where(~deleted & complete, COMPLETE, kinds)
     kinds = pa.array(kinds.astype(np.int8))

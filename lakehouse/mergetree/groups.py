@@ -16,9 +16,7 @@ import pyarrow.compute as pc
 
 from lakehouse.format.parquet import VALUE_KIND
 from lakehouse.mergetree.keyorder import comparable_keys
-
-RETRACT_KINDS = (1, 3)  # -U and -D: RowKind.isRetract
-DELETE = 3
+from lakehouse.rowkind import RETRACT_KINDS
 
 
 def run_ends(columns: list[pa.ChunkedArray | pa.Array]) -> np.ndarray:

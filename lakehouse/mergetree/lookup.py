@@ -16,7 +16,7 @@ current key are skipped unread. Only key columns are read when no old values are
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -24,22 +24,34 @@ import pyarrow as pa
 from lakehouse.format import parquet
 from lakehouse.manifest.entries import DataFileMeta
 from lakehouse.mergetree.keyorder import comparable_keys
-from lakehouse.mergetree.levels import SortedRun
+from lakehouse.mergetree.levels import KeyRanges, SortedRun
 from lakehouse.mergetree.stream import count_at_most, first_key, last_key
-from lakehouse.table.read import iter_data_file
+from lakehouse.store.data_reader import iter_data_file
 
 if TYPE_CHECKING:
-    from lakehouse.mergetree.compact import BucketCompactor
+    from lakehouse.deletionvectors.maintainer import BucketDeletionVectors
+    from lakehouse.mergetree.engine import MergeEngine
+    from lakehouse.store.table_store import TableStore
 
 POSITION = "_LOOKUP_POSITION"  # row position in its file
 FILE = "_LOOKUP_FILE"  # index of its file in Lookup.files
 _LEFT, _RIGHT = "_LOOKUP_LEFT", "_LOOKUP_RIGHT"
 
 
+class LookupBucket(Protocol):
+    """What a lookup needs of the bucket being compacted (a ``BucketCompactor`` has it)."""
+
+    table: TableStore
+    bucket_path: str
+    engine: MergeEngine
+    ranges: KeyRanges
+    deletion_vectors: BucketDeletionVectors | None
+
+
 class Lookup:
     """Finds older versions of merged compaction output in the runs above the output level."""
 
-    def __init__(self, bucket: BucketCompactor, runs: list[SortedRun], batch_rows: int, values: bool) -> None:
+    def __init__(self, bucket: LookupBucket, runs: list[SortedRun], batch_rows: int, values: bool) -> None:
         self.bucket = bucket
         self.key = bucket.engine.key
         self.values = values  # read old rows whole, not only their keys

@@ -5,7 +5,7 @@ engine's own per-unit functions, and finishes on the driver with the engine's la
 
 - compaction and index rewrite: tasks return commit messages, the driver commits them with the
   engine's committer (results are those of ``table.compact`` / ``table.rewrite_file_index``). They
-  write as one leased write scope (:mod:`lakehouse.table.write_scope`), as data source writes do:
+  write as one leased write scope (:mod:`lakehouse.write.scope`), as data source writes do:
   a failed task deletes what it wrote; when the job or its commit fails, the driver deletes every
   file of the job once no task can still create one, and after a commit the files of attempts
   that were not committed;
@@ -25,21 +25,21 @@ from typing import Any, TypeVar
 from pyspark import TaskContext
 from pyspark.sql import SparkSession
 
-from lakehouse.fileindex.maintenance import (
+from lakehouse.io.fs import FileIO
+from lakehouse.ops.compaction import Compaction, commit_compaction, compact_buckets, compaction_buckets
+from lakehouse.ops.expire import Expiration, plan_expiration, retire_snapshots
+from lakehouse.ops.file_index import (
     IndexRewrite,
     commit_index_rewrite,
     index_rewrite_entries,
     rewrite_indexes,
 )
-from lakehouse.io.fs import FileIO
+from lakehouse.ops.orphans import OrphanFiles, find_orphan_files
 from lakehouse.paths import FileNamer
 from lakehouse.spark.source import open_table
-from lakehouse.table.compaction import Compaction, commit_compaction, compact_buckets, compaction_buckets
-from lakehouse.table.expire import Expiration, plan_expiration, retire_snapshots
-from lakehouse.table.orphans import OrphanFiles, find_orphan_files
-from lakehouse.table.references import Deleted, FileRefs, delete_files, delete_paths
+from lakehouse.store.references import Deleted, FileRefs, delete_files, delete_paths
 from lakehouse.table.table import Table
-from lakehouse.table.write_scope import Lease, WriteScope, abort_write, committed_since, finish_write
+from lakehouse.write.scope import Lease, WriteScope, abort_write, committed_since, finish_write
 
 Partitions = Mapping[str, Any] | Iterable[Mapping[str, Any]] | None
 Unit = TypeVar("Unit")

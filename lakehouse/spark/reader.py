@@ -27,10 +27,10 @@ from lakehouse.catalog import Catalog
 from lakehouse.errors import InvalidOptionError
 from lakehouse.options import parse_bool
 from lakehouse.predicate import Predicate
+from lakehouse.read.scan import Plan, Split, pack_ordered
 from lakehouse.schema import TableSchema
 from lakehouse.spark.filters import to_predicate
 from lakehouse.spark.types import arrow_layout, to_spark_batches
-from lakehouse.table.scan import Plan, Split, pack_ordered
 from lakehouse.table.table import Table
 
 FILTER_PUSHDOWN = "filter-pushdown"
@@ -69,10 +69,7 @@ class ScanOptions:
 
     def schema(self, table: Table) -> TableSchema:
         """The schema the addressed snapshot is read with (time travel reads its own schema)."""
-        if (self.snapshot_id, self.timestamp_ms, self.tag) == (None, None, None):
-            return table.schema
-        snapshot = table.snapshot(self.snapshot_id, self.timestamp_ms, self.tag)
-        return table.schema if snapshot is None else table.schema_by_id(snapshot.schema_id)
+        return table.store.travel(self.snapshot_id, self.timestamp_ms, self.tag)[1].schema
 
     def plan(self, table: Table, filter: Predicate | None) -> Plan:
         return table.plan(filter, self.snapshot_id, self.timestamp_ms, self.tag)

@@ -35,8 +35,8 @@ from lakehouse.murmur import murmur_hash
 from lakehouse.schema import TableSchema
 from lakehouse.spark.source import open_table, register
 from lakehouse.spark.writer import assigner_parallelism
-from lakehouse.table.dynamic_buckets import assigner_channels
 from lakehouse.table.table import Table
+from lakehouse.write.bucket_assigner import assigner_channels
 
 ROUTE = "__lakehouse_route"
 

@@ -1,12 +1,12 @@
 """Distributed writes: Spark tasks write data files, the driver commits them as one snapshot.
 
-Each task runs the engine's :class:`~lakehouse.table.write.TableWrite` over the Arrow batches it
+Each task runs the engine's :class:`~lakehouse.write.table_write.TableWrite` over the Arrow batches it
 receives and returns its commit messages in a :class:`TaskCommit`. Spark hands ``commit`` one
 message per partition, from the one attempt its commit coordinator let through, so retried and
 speculative attempts never duplicate rows; ``commit`` turns them into exactly one snapshot (plus
 a COMPACT one when the writers compacted).
 
-Every file of the write carries its write id (:mod:`lakehouse.table.write_scope`), and every task
+Every file of the write carries its write id (:mod:`lakehouse.write.scope`), and every task
 attempt holds a lease while it writes. A task that fails deletes its own files before failing; one
 that is killed cannot, and Spark hands ``abort`` only the messages of tasks that finished. So
 ``abort`` marks the write ended, waits until no task can still create files (each lease done,
@@ -33,17 +33,17 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 from lakehouse.bucket.dynamic import ASSIGNER_PARALLELISM
+from lakehouse.commit.table_commit import Overwrite
 from lakehouse.errors import InvalidOptionError, MisroutedRowsError, UnsupportedFeatureError
 from lakehouse.options import parse_bool
 from lakehouse.schema import check_writable
 from lakehouse.spark.types import arrow_layout
-from lakehouse.table.commit import Overwrite
-from lakehouse.table.conform import conform
-from lakehouse.table.dynamic_buckets import assigner_splits
-from lakehouse.table.partitions import partition_values
+from lakehouse.store.partitions import partition_values
 from lakehouse.table.table import Table
-from lakehouse.table.write import CommitMessage, TableWrite
-from lakehouse.table.write_scope import Lease, WriteScope, committed_since, finish_write
+from lakehouse.write.bucket_assigner import assigner_splits
+from lakehouse.write.conform import conform
+from lakehouse.write.scope import Lease, WriteScope, committed_since, finish_write
+from lakehouse.write.table_write import CommitMessage, TableWrite
 
 DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
 COMMIT_USER = "commit.user"  # write option: the snapshot's commitUser (default: a fresh UUID)

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from lakehouse.errors import TableNotFoundError
+from lakehouse.system import files, global_tables, metadata, rows
 
 if TYPE_CHECKING:
-    from lakehouse.catalog import Catalog
-    from lakehouse.table.table import Table
+    from lakehouse.store.table_store import TableStore
+    from lakehouse.system.catalog_view import CatalogView
 
 SYSTEM_DATABASE = "sys"
 
@@ -47,16 +48,12 @@ def table_system_names() -> list[str]:
     return sorted(_table_builders())
 
 
-def _table_builders() -> dict[str, Callable[[Table, Mapping[str, str]], pa.Table]]:
-    from lakehouse.system import files, metadata, rows
-
+def _table_builders() -> dict[str, Callable[[TableStore, Mapping[str, str]], pa.Table]]:
     return {**metadata.TABLES, **files.TABLES, **rows.TABLES}
 
 
-def load(catalog: Catalog, identifier: str, options: Mapping[str, str] | None = None) -> SystemTable:
+def load(catalog: CatalogView, identifier: str, options: Mapping[str, str] | None = None) -> SystemTable:
     """The system table ``identifier`` names: ``db.t$name`` or ``sys.name``."""
-    from lakehouse.system import global_tables
-
     options = dict(options or {})
     if "$" not in identifier:
         name = identifier.split(".", 1)[1] if "." in identifier else ""
@@ -75,4 +72,4 @@ def load(catalog: Catalog, identifier: str, options: Mapping[str, str] | None = 
             f"table {base} has no system table ${name}; system tables are {sorted(builders)}"
         )
     table = catalog.get_table(base)
-    return SystemTable(identifier, lambda opts: build(table.refresh(), opts), options)
+    return SystemTable(identifier, lambda opts: build(table.refresh().store, opts), options)

@@ -6,45 +6,22 @@ Strings render values as Paimon's casts to STRING do: a partition row as ``{v1, 
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from lakehouse.manifest import binary_row, stats
 from lakehouse.manifest.entries import DataFileMeta, FileSource, ManifestEntry
-from lakehouse.paths import partition_string as value_text
-from lakehouse.system.metadata import TS, schema_of, selected_snapshot, table_of
+from lakehouse.system.metadata import selected_snapshot
+from lakehouse.system.values import TS, partition_string, schema_of, table_of, text
 from lakehouse.types import DataType
 
 if TYPE_CHECKING:
-    from lakehouse.table.table import Table
+    from lakehouse.store.table_store import TableStore
 
 
-def text(dtype: DataType, value: Any) -> str:
-    """A physical value as Paimon's cast to STRING prints it."""
-    if value is None:
-        return "null"
-    if dtype.root == "DATE":
-        return (datetime.date(1970, 1, 1) + datetime.timedelta(days=value)).isoformat()
-    if dtype.root in ("BINARY", "VARBINARY"):
-        return bytes(value).hex()
-    return value_text(dtype, value)
-
-
-def row_string(types: list[DataType], values: list[Any]) -> str:
-    return "{" + ", ".join(text(t, v) for t, v in zip(types, values, strict=True)) + "}"
-
-
-def partition_string(table: Table, partition: bytes) -> str | None:
-    types = table.schema.partition_types()
-    if not types:
-        return None
-    return row_string(types, binary_row.decode_row(binary_row.deserialize(partition)[1], types))
-
-
-def _partition_path(table: Table, partition: bytes) -> str | None:
+def _partition_path(table: TableStore, partition: bytes) -> str | None:
     """``k1=v1/k2=v2`` as ``$partitions`` prints it."""
     schema = table.schema
     types = schema.partition_types()
@@ -58,7 +35,7 @@ def _partition_path(table: Table, partition: bytes) -> str | None:
     )
 
 
-def _entries(table: Table, options: Mapping[str, str]) -> tuple[Table, list[ManifestEntry]]:
+def _entries(table: TableStore, options: Mapping[str, str]) -> tuple[TableStore, list[ManifestEntry]]:
     snap = selected_snapshot(table, options)
     if snap is None:
         return table, []
@@ -91,7 +68,7 @@ FILES = schema_of(
 )
 
 
-def files(table: Table, options: Mapping[str, str]) -> pa.Table:
+def files(table: TableStore, options: Mapping[str, str]) -> pa.Table:
     table, entries = _entries(table, options)
     rows = []
     for e in entries:
@@ -137,7 +114,7 @@ def _key_string(types: list[DataType], key: bytes) -> str | None:
     return "[" + ", ".join(text(t, v) for t, v in zip(types, values, strict=True)) + "]"
 
 
-def _value_stats(table: Table, f: DataFileMeta) -> tuple[str, str, str]:
+def _value_stats(table: TableStore, f: DataFileMeta) -> tuple[str, str, str]:
     """Null counts, minimums and maximums per column, as ``{col=value, ...}`` by column name."""
     schema = table.schema_by_id(f.schema_id)
     cols = f.stats_columns
@@ -194,7 +171,7 @@ def _group(entries: list[ManifestEntry], key) -> dict:
     return out
 
 
-def partitions(table: Table, options: Mapping[str, str]) -> pa.Table:
+def partitions(table: TableStore, options: Mapping[str, str]) -> pa.Table:
     table, entries = _entries(table, options)
     rows = [
         dict(
@@ -216,7 +193,7 @@ def partitions(table: Table, options: Mapping[str, str]) -> pa.Table:
     return table_of(PARTITIONS, sorted(rows, key=lambda r: r["partition"] or ""))
 
 
-def buckets(table: Table, options: Mapping[str, str]) -> pa.Table:
+def buckets(table: TableStore, options: Mapping[str, str]) -> pa.Table:
     table, entries = _entries(table, options)
     rows = [
         dict(

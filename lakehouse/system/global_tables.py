@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from lakehouse.system.metadata import OPTIONS, schema_of, table_of
+from lakehouse.system.metadata import OPTIONS
+from lakehouse.system.values import schema_of, table_of
 
 if TYPE_CHECKING:
-    from lakehouse.catalog import Catalog
+    from lakehouse.system.catalog_view import CatalogView
 
 ALL_TABLE_OPTIONS = schema_of(
     ("database_name", pa.string(), True),
@@ -21,7 +22,7 @@ ALL_TABLE_OPTIONS = schema_of(
 )
 
 
-def all_table_options(catalog: Catalog, options: Mapping[str, str]) -> pa.Table:
+def all_table_options(catalog: CatalogView, options: Mapping[str, str]) -> pa.Table:
     rows = []
     for db in catalog.list_databases():
         for name in catalog.list_tables(db):
@@ -33,7 +34,7 @@ def all_table_options(catalog: Catalog, options: Mapping[str, str]) -> pa.Table:
     return table_of(ALL_TABLE_OPTIONS, rows)
 
 
-def catalog_options(catalog: Catalog, options: Mapping[str, str]) -> pa.Table:
+def catalog_options(catalog: CatalogView, options: Mapping[str, str]) -> pa.Table:
     """The catalog's options, ``warehouse`` included."""
     merged = {"warehouse": catalog.warehouse, **catalog.options}
     return table_of(OPTIONS, [dict(key=k, value=str(v)) for k, v in sorted(merged.items())])

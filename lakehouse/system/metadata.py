@@ -16,35 +16,27 @@ import pyarrow as pa
 from lakehouse.errors import InvalidArgumentError
 from lakehouse.manifest.entries import IndexFileMeta
 from lakehouse.snapshot import Snapshot
-from lakehouse.table import consumers, tags
+from lakehouse.store import consumers, tags
+from lakehouse.system.values import TS, partition_string, row_string, schema_of, table_of
 
 if TYPE_CHECKING:
-    from lakehouse.table.table import Table
-
-TS = pa.timestamp("ms")
+    from lakehouse.store.table_store import TableStore
 
 
-def schema_of(*fields: tuple[str, pa.DataType, bool]) -> pa.Schema:
-    """An Arrow schema from (name, type, nullable) triples."""
-    return pa.schema([pa.field(n, t, nullable=null) for n, t, null in fields])
-
-
-def table_of(schema: pa.Schema, rows: list[dict]) -> pa.Table:
-    return pa.Table.from_pylist(rows, schema=schema)
-
-
-def selected_snapshot(table: Table, options: Mapping[str, str]) -> Snapshot | None:
-    """The snapshot ``scan.snapshot-id`` or ``scan.tag-name`` names, else the latest."""
+def travel(table: TableStore, options: Mapping[str, str]) -> tuple[Snapshot | None, TableStore]:
+    """The snapshot ``scan.snapshot-id`` or ``scan.tag-name`` names (else the latest) and the
+    table as a read of it sees it (:meth:`TableStore.travel`)."""
     sid, tag = options.get("scan.snapshot-id"), options.get("scan.tag-name")
     if sid is not None and tag is not None:
         raise InvalidArgumentError(f"table {table.name}: set only one of scan.snapshot-id and scan.tag-name")
-    if sid is not None:
-        if not str(sid).isdigit():
-            raise InvalidArgumentError(f"table {table.name}: scan.snapshot-id={sid!r} is not a snapshot id")
-        return table.snapshots.snapshot(int(sid))
-    if tag is not None:
-        return table.snapshots.tag(tag)
-    return table.snapshots.latest()
+    if sid is not None and not str(sid).isdigit():
+        raise InvalidArgumentError(f"table {table.name}: scan.snapshot-id={sid!r} is not a snapshot id")
+    return table.travel(int(sid) if sid is not None else None, None, tag)
+
+
+def selected_snapshot(table: TableStore, options: Mapping[str, str]) -> Snapshot | None:
+    """The snapshot the options address (see :func:`travel`)."""
+    return travel(table, options)[0]
 
 
 def _flat_json(value) -> str:
@@ -74,7 +66,7 @@ SNAPSHOTS = schema_of(
 )
 
 
-def snapshots(table: Table, options: Mapping[str, str]) -> pa.Table:
+def snapshots(table: TableStore, options: Mapping[str, str]) -> pa.Table:
     manager = table.snapshots
     rows = []
     for sid in manager.snapshot_ids():
@@ -115,7 +107,7 @@ SCHEMAS = schema_of(
 )
 
 
-def schemas(table: Table, options: Mapping[str, str]) -> pa.Table:
+def schemas(table: TableStore, options: Mapping[str, str]) -> pa.Table:
     rows = []
     for sid in table.schema_manager.schema_ids():
         s = table.schema_by_id(sid)
@@ -136,7 +128,7 @@ def schemas(table: Table, options: Mapping[str, str]) -> pa.Table:
 OPTIONS = schema_of(("key", pa.string(), False), ("value", pa.string(), False))
 
 
-def table_options(table: Table, options: Mapping[str, str]) -> pa.Table:
+def table_options(table: TableStore, options: Mapping[str, str]) -> pa.Table:
     """The options set on the table (defaults are not shown, as in Paimon)."""
     return table_of(OPTIONS, [dict(key=k, value=v) for k, v in sorted(table.schema.options.items())])
 
@@ -150,7 +142,7 @@ AGGREGATION_FIELDS = schema_of(
 )
 
 
-def aggregation_fields(table: Table, options: Mapping[str, str]) -> pa.Table:
+def aggregation_fields(table: TableStore, options: Mapping[str, str]) -> pa.Table:
     """Per column, the ``fields.<name>.*`` option values and keys (Java prints multimaps as lists)."""
     rows = []
     opts = table.schema.options
@@ -182,7 +174,7 @@ TAGS = schema_of(
 )
 
 
-def tag_table(table: Table, options: Mapping[str, str]) -> pa.Table:
+def tag_table(table: TableStore, options: Mapping[str, str]) -> pa.Table:
     rows = [
         dict(
             tag_name=t.name,
@@ -201,7 +193,7 @@ def tag_table(table: Table, options: Mapping[str, str]) -> pa.Table:
 BRANCHES = schema_of(("branch_name", pa.string(), False), ("create_time", TS, False))
 
 
-def branches(table: Table, options: Mapping[str, str]) -> pa.Table:
+def branches(table: TableStore, options: Mapping[str, str]) -> pa.Table:
     """Always empty: this engine does not create branches."""
     return BRANCHES.empty_table()
 
@@ -209,7 +201,7 @@ def branches(table: Table, options: Mapping[str, str]) -> pa.Table:
 CONSUMERS = schema_of(("consumer_id", pa.string(), False), ("next_snapshot_id", pa.int64(), False))
 
 
-def consumer_table(table: Table, options: Mapping[str, str]) -> pa.Table:
+def consumer_table(table: TableStore, options: Mapping[str, str]) -> pa.Table:
     rows = [dict(consumer_id=c, next_snapshot_id=n) for c, n in consumers.consumers(table).items()]
     return table_of(CONSUMERS, rows)
 
@@ -229,9 +221,8 @@ MANIFESTS = schema_of(
 )
 
 
-def manifests(table: Table, options: Mapping[str, str]) -> pa.Table:
+def manifests(table: TableStore, options: Mapping[str, str]) -> pa.Table:
     from lakehouse.manifest import stats
-    from lakehouse.system.files import row_string
 
     snap = selected_snapshot(table, options)
     if snap is None:
@@ -266,13 +257,13 @@ STATISTICS = schema_of(
 )
 
 
-def statistics(table: Table, options: Mapping[str, str]) -> pa.Table:
+def statistics(table: TableStore, options: Mapping[str, str]) -> pa.Table:
     """The ANALYZE statistics of the selected snapshot; empty: this engine writes none, and
     reads those of other engines (``statistics/<file>`` JSON) as they are."""
     snap = selected_snapshot(table, options)
     if snap is None or not snap.statistics:
         return STATISTICS.empty_table()
-    from lakehouse.table.references import STATISTICS_DIR
+    from lakehouse.store.references import STATISTICS_DIR
 
     path = f"{table.paths.root}/{STATISTICS_DIR}/{snap.statistics}"
     obj = json.loads(table.io.read_bytes(path))
@@ -309,8 +300,7 @@ TABLE_INDEXES = schema_of(
 )
 
 
-def table_indexes(table: Table, options: Mapping[str, str]) -> pa.Table:
-    from lakehouse.system.files import partition_string
+def table_indexes(table: TableStore, options: Mapping[str, str]) -> pa.Table:
 
     snap = selected_snapshot(table, options)
     rows = []

@@ -14,32 +14,21 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lakehouse.format import parquet
-from lakehouse.system.metadata import selected_snapshot
-from lakehouse.table import scan
-from lakehouse.table.conform import ROW_KINDS
-from lakehouse.table.read import TableRead
+from lakehouse.read import scan
+from lakehouse.read.table_read import TableRead
+from lakehouse.rowkind import short_strings
+from lakehouse.system.metadata import travel
 
 if TYPE_CHECKING:
-    from lakehouse.table.table import Table
+    from lakehouse.store.table_store import TableStore
 
-ROW_KIND = "rowkind"
-
-
-def kind_strings(codes: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """Row kind bytes 0..3 as ``+I``, ``-U``, ``+U``, ``-D``."""
-    return pc.take(pa.array(ROW_KINDS), pc.cast(codes, pa.int32()))
+AUDIT_KIND = "rowkind"  # $audit_log's column of row kinds
 
 
-def _view(table: Table, options: Mapping[str, str]):
-    snap = selected_snapshot(table, options)
-    return snap, table._with_schema(snap.schema_id) if snap is not None else table
-
-
-def audit_log(table: Table, options: Mapping[str, str]) -> pa.Table:
-    snap, view = _view(table, options)
+def audit_log(table: TableStore, options: Mapping[str, str]) -> pa.Table:
+    snap, view = travel(table, options)
     reader = TableRead(view)
     reader.keep_kind = True
     splits = scan.plan(view, snap).splits
@@ -48,17 +37,17 @@ def audit_log(table: Table, options: Mapping[str, str]) -> pa.Table:
         kinds = pa.array([], pa.string())
     else:
         data = pa.concat_tables([reader.read_split(s) for s in splits])
-        kinds = kind_strings(data.column(parquet.VALUE_KIND))
+        kinds = short_strings(data.column(parquet.VALUE_KIND))
         data = data.drop_columns([parquet.VALUE_KIND])
-    return data.add_column(0, pa.field(ROW_KIND, pa.string(), nullable=False), [kinds])
+    return data.add_column(0, pa.field(AUDIT_KIND, pa.string(), nullable=False), [kinds])
 
 
-def binlog(table: Table, options: Mapping[str, str]) -> pa.Table:
+def binlog(table: TableStore, options: Mapping[str, str]) -> pa.Table:
     log = audit_log(table, options)
-    arrays = [log.column(ROW_KIND)]
-    fields = [log.schema.field(ROW_KIND)]
+    arrays = [log.column(AUDIT_KIND)]
+    fields = [log.schema.field(AUDIT_KIND)]
     for f in log.schema:
-        if f.name == ROW_KIND:
+        if f.name == AUDIT_KIND:
             continue
         values = log.column(f.name).combine_chunks()
         offsets = pa.array(range(len(values) + 1), pa.int32())
@@ -67,8 +56,8 @@ def binlog(table: Table, options: Mapping[str, str]) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
-def read_optimized(table: Table, options: Mapping[str, str]) -> pa.Table:
-    snap, view = _view(table, options)
+def read_optimized(table: TableStore, options: Mapping[str, str]) -> pa.Table:
+    snap, view = travel(table, options)
     splits = scan.plan(view, snap).splits
     if view.schema.primary_keys:
         top = view.schema.core_options.num_levels - 1

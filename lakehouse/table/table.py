@@ -1,7 +1,8 @@
 """The Table facade: write, read, plan, time travel and schema changes of one Paimon table.
 
-A ``Table`` is a light, picklable handle (filesystem, path, schema); the work lives in
-``write.py`` (files), ``commit.py`` (snapshots), ``scan.py`` (planning) and ``read.py``.
+A ``Table`` is a light, picklable handle on a :class:`~lakehouse.store.table_store.TableStore`;
+the work lives in the layers below: ``lakehouse/write`` (files), ``lakehouse/commit`` (snapshots),
+``lakehouse/read`` (planning and reading) and ``lakehouse/ops`` (maintenance).
 """
 
 from __future__ import annotations
@@ -13,50 +14,71 @@ import pyarrow as pa
 
 from lakehouse import schema as schemas
 from lakehouse.bucket.channels import AssignerSplit
-from lakehouse.errors import ArgumentTypeError, InvalidArgumentError
+from lakehouse.commit.table_commit import Overwrite, TableCommit
 from lakehouse.io.fs import FileIO
-from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
 from lakehouse.manifest.files import ManifestStore
-from lakehouse.paths import FileNamer, TablePaths, partition_path
+from lakehouse.ops.compaction import compact
+from lakehouse.ops.expire import expire_snapshots
+from lakehouse.ops.file_index import rewrite_file_index, verify_file_indexes
+from lakehouse.ops.lsm_shape import lsm_shape
+from lakehouse.ops.orphans import remove_orphan_files
+from lakehouse.ops.rollback import rollback_to
+from lakehouse.ops.verify import verify_buckets, verify_deletion_vectors, verify_primary_key
+from lakehouse.paths import FileNamer, TablePaths
 from lakehouse.predicate import Predicate
+from lakehouse.read import scan
+from lakehouse.read.changes import read_changes
+from lakehouse.read.table_read import TableRead
 from lakehouse.schema import SchemaManager, TableSchema
 from lakehouse.snapshot import Snapshot, SnapshotManager
-from lakehouse.table import scan
-from lakehouse.table.commit import Overwrite, TableCommit
-from lakehouse.table.read import TableRead
-from lakehouse.table.write import TableWrite
-from lakehouse.table.write_scope import WriteScope
+from lakehouse.store.table_store import TableStore
+from lakehouse.store.tags import create_tag, delete_tag, list_tags
+from lakehouse.table.validation import check_mechanisms
+from lakehouse.write.scope import WriteScope
+from lakehouse.write.table_write import TableWrite
 
 
 class Table:
-    """A Paimon table in a warehouse."""
+    """A Paimon table in a warehouse: the public face of a :class:`TableStore`."""
 
     def __init__(self, io: FileIO, path: str, name: str, schema: TableSchema) -> None:
-        self.io = io
-        self.paths = TablePaths(path)
-        self.name = name
-        self.schema = schema
-        self._schemas: dict[int, TableSchema] = {schema.id: schema}
+        self.store = TableStore(io, path, name, schema)
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, schema_id={self.schema.id})"
 
     def __getstate__(self) -> dict:
-        return {"io": self.io, "path": self.paths.root, "name": self.name, "schema": self.schema}
+        return {"store": self.store}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["io"], state["path"], state["name"], state["schema"])
+        self.store = state["store"]
 
     # ---- metadata ------------------------------------------------------------------------
 
     @property
+    def io(self) -> FileIO:
+        return self.store.io
+
+    @property
+    def paths(self) -> TablePaths:
+        return self.store.paths
+
+    @property
+    def name(self) -> str:
+        return self.store.name
+
+    @property
+    def schema(self) -> TableSchema:
+        return self.store.schema
+
+    @property
     def snapshots(self) -> SnapshotManager:
-        return SnapshotManager(self.io, self.paths, self.name)
+        return self.store.snapshots
 
     @property
     def schema_manager(self) -> SchemaManager:
-        return SchemaManager(self.io, self.paths, self.name)
+        return self.store.schema_manager
 
     @property
     def primary_keys(self) -> list[str]:
@@ -76,91 +98,41 @@ class Table:
 
     @property
     def identity(self) -> str:
-        """What tells this table from any other, a dropped and re-created one at the same place
-        included: its directory name and the creation time of its first schema (as Paimon's
-        filesystem tables derive their uuid)."""
-        return f"{self.paths.root.rstrip('/').rsplit('/', 1)[-1]}@{self.schema_by_id(0).time_millis}"
+        """What tells this table from any other (see :attr:`TableStore.identity`)."""
+        return self.store.identity
 
     def schema_by_id(self, schema_id: int) -> TableSchema:
         """A schema version (cached: schema files never change)."""
-        found = self._schemas.get(schema_id)
-        if found is None:
-            found = self._schemas[schema_id] = self.schema_manager.schema(schema_id)
-        return found
+        return self.store.schema_by_id(schema_id)
 
     def manifests(self) -> ManifestStore:
-        return ManifestStore(
-            self.io, self.paths, self.schema.partition_types(), self.schema.core_options, self.name
-        )
+        return self.store.manifests()
 
     def bucket_path(self, partition: bytes, bucket: int) -> str:
         """Directory of a bucket relative to the table, e.g. ``dt=2024-01-01/bucket-3``."""
-        types = self.schema.partition_types()
-        values = binary_row.decode_row(binary_row.deserialize(partition)[1], types)
-        default = self.schema.core_options.get("partition.default-name")
-        path = partition_path(list(self.schema.partition_keys), types, values, default)
-        return f"{path}/bucket-{bucket}" if path else f"bucket-{bucket}"
+        return self.store.bucket_path(partition, bucket)
 
     def latest_snapshot_id(self) -> int | None:
-        return self.snapshots.latest_id()
+        return self.store.latest_snapshot_id()
 
     def snapshot(
         self, snapshot_id: int | None = None, timestamp_ms: int | None = None, tag: str | None = None
     ) -> Snapshot | None:
         """The snapshot a read addresses: by id, by time, by tag, or the latest (None if empty)."""
-        given = [x for x in (snapshot_id, timestamp_ms, tag) if x is not None]
-        if len(given) > 1:
-            raise InvalidArgumentError(
-                f"table {self.name}: pass at most one of snapshot_id, timestamp_ms and tag, not {given}"
-            )
-        for name, value in (("snapshot_id", snapshot_id), ("timestamp_ms", timestamp_ms)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise ArgumentTypeError(
-                    f"table {self.name}: {name} must be an integer (a snapshot id, epoch millis), "
-                    f"not {type(value).__name__} {value!r}"
-                )
-        snapshots = self.snapshots
-        if snapshot_id is not None:
-            return snapshots.snapshot(snapshot_id)
-        if timestamp_ms is not None:
-            return snapshots.earlier_or_equal_time(timestamp_ms)
-        if tag is not None:
-            return snapshots.tag(tag)
-        return snapshots.latest()
+        return self.store.snapshot(snapshot_id, timestamp_ms, tag)
 
     def live_entries(self, snapshot: Snapshot | None = None) -> list[ManifestEntry]:
         """Manifest entries of the files live in ``snapshot`` (default: latest)."""
-        snapshot = snapshot or self.snapshots.latest()
-        return [] if snapshot is None else scan.live_entries(self, snapshot)
+        return self.store.live_entries(snapshot)
 
     def index_entries(self, snapshot: Snapshot | None = None) -> list[IndexManifestEntry]:
         """The index files (hash index, deletion vectors) live in ``snapshot`` (default: latest)."""
-        snapshot = snapshot or self.snapshots.latest()
-        if snapshot is None or snapshot.index_manifest is None:
-            return []
-        return self.manifests().read_index_manifest(snapshot.index_manifest)
+        return self.store.index_entries(snapshot)
 
     def refresh(self) -> Table:
         """Reload the latest schema (after another process changed it)."""
-        latest = self.schema_manager.latest()
-        if latest is not None and latest.id != self.schema.id:
-            self.schema = latest
-            self._schemas[latest.id] = latest
+        self.store.refresh()
         return self
-
-    def _with_schema(self, schema_id: int) -> Table:
-        """This table seen through another schema version."""
-        if schema_id == self.schema.id:
-            return self
-        view = Table(self.io, self.paths.root, self.name, self.schema_by_id(schema_id))
-        view._schemas = self._schemas
-        return view
-
-    def _view(self, snapshot_id: int | None, timestamp_ms: int | None, tag: str | None):
-        """The addressed snapshot and the table as it reads it: time travel uses the snapshot's schema."""
-        snap = self.snapshot(snapshot_id, timestamp_ms, tag)
-        time_travel = (snapshot_id, timestamp_ms, tag) != (None, None, None)
-        return snap, self._with_schema(snap.schema_id) if time_travel and snap is not None else self
 
     # ---- writing -------------------------------------------------------------------------
 
@@ -175,14 +147,14 @@ class Table:
         this writer's split of a dynamic-bucket write by several writers (see ``TableWrite``);
         ``names``: its file names in a write shared by several writers (``WriteScope.namer``), so
         that ``new_commit().abort(messages, scope)`` finds every file of the write."""
-        return TableWrite(self, overwrite=overwrite, assigner=assigner, names=names)
+        return TableWrite(self.store, overwrite=overwrite, assigner=assigner, names=names)
 
     def new_commit(
         self, commit_user: str | None = None, clock: Callable[[], int] | None = None
     ) -> TableCommit:
         """A committer turning writers' messages into snapshots (phase two); ``clock`` (epoch
         millis, default the system clock) stamps their commit time."""
-        return TableCommit(self, commit_user, clock)
+        return TableCommit(self.store, commit_user, clock)
 
     def write(self, data: pa.Table | pa.RecordBatchReader, overwrite: Overwrite = None) -> int | None:
         """Write ``data`` as exactly one new snapshot and return its id (None if ``data`` is empty).
@@ -223,14 +195,14 @@ class Table:
         tag: str | None = None,
     ) -> scan.Plan:
         """The splits a read of the table (or a past snapshot) has to open, after pruning."""
-        snap, view = self._view(snapshot_id, timestamp_ms, tag)
+        snap, view = self.store.travel(snapshot_id, timestamp_ms, tag)
         return scan.plan(view, snap, filter)
 
     def new_read(
         self, columns: list[str] | None = None, filter: Predicate | None = None, schema_id: int | None = None
     ) -> TableRead:
         """A reader of splits; ``schema_id`` selects the schema a time-travel plan was made with."""
-        view = self if schema_id is None else self._with_schema(schema_id)
+        view = self.store if schema_id is None else self.store.with_schema(schema_id)
         return TableRead(view, columns, filter)
 
     def read(
@@ -242,7 +214,7 @@ class Table:
         tag: str | None = None,
     ) -> pa.Table:
         """Rows of the latest snapshot (or a past one) as an Arrow table."""
-        snap, view = self._view(snapshot_id, timestamp_ms, tag)
+        snap, view = self.store.travel(snapshot_id, timestamp_ms, tag)
         return TableRead(view, columns, filter).read(scan.plan(view, snap, filter).splits)
 
     # ---- maintenance ---------------------------------------------------------------------
@@ -252,46 +224,32 @@ class Table:
     ):
         """Compact primary-key buckets (universal compaction; ``full``: each bucket into one run
         at the highest level) as one COMPACT snapshot; returns a :class:`Compaction` report."""
-        from lakehouse.table.compaction import compact
-
-        return compact(self, full, partitions)
+        return compact(self.store, full, partitions)
 
     def rewrite_file_index(self, partitions: list[Mapping[str, Any]] | Mapping[str, Any] | None = None):
         """Build or refresh file indexes per the current options; data files are not rewritten."""
-        from lakehouse.fileindex.maintenance import rewrite_file_index
-
-        return rewrite_file_index(self, partitions)
+        return rewrite_file_index(self.store, partitions)
 
     def verify_file_indexes(self, snapshot_id: int | None = None, commit_user: str | None = None):
         """Check every file index of a snapshot (default latest) against its data; ``commit_user``:
         only the files that user's commits added."""
-        from lakehouse.fileindex.maintenance import verify_file_indexes
-
-        return verify_file_indexes(self, snapshot_id, commit_user)
+        return verify_file_indexes(self.store, snapshot_id, commit_user)
 
     def verify_deletion_vectors(self, snapshot_id: int | None = None):
         """Check every deletion vector of a snapshot against its data file."""
-        from lakehouse.table.verify import verify_deletion_vectors
-
-        return verify_deletion_vectors(self, snapshot_id)
+        return verify_deletion_vectors(self.store, snapshot_id)
 
     def verify_buckets(self, snapshot_id: int | None = None):
         """Check that every row is in its bucket (fixed: by hash; dynamic: by the HASH files)."""
-        from lakehouse.table.verify import verify_buckets
-
-        return verify_buckets(self, snapshot_id)
+        return verify_buckets(self.store, snapshot_id)
 
     def verify_primary_key(self, snapshot_id: int | None = None):
         """Check that every primary key is visible once."""
-        from lakehouse.table.verify import verify_primary_key
-
-        return verify_primary_key(self, snapshot_id)
+        return verify_primary_key(self.store, snapshot_id)
 
     def lsm_shape(self, snapshot_id: int | None = None):
         """Per bucket: files per level, sorted runs, size amplification, compaction due."""
-        from lakehouse.mergetree.shape import lsm_shape
-
-        return lsm_shape(self, snapshot_id)
+        return lsm_shape(self.store, snapshot_id)
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -305,41 +263,29 @@ class Table:
         """Expire old snapshots and the files only they reference; each argument defaults to the
         table option (``snapshot.num-retained.min/max``, now minus ``snapshot.time-retained``,
         ``snapshot.expire.limit``). ``older_than_ms`` is an epoch-millisecond timestamp.
-        Returns an :class:`~lakehouse.table.expire.Expiration`."""
-        from lakehouse.table.expire import expire_snapshots
-
-        return expire_snapshots(self, retain_min, retain_max, older_than_ms, max_deletes)
+        Returns an :class:`~lakehouse.ops.expire.Expiration`."""
+        return expire_snapshots(self.store, retain_min, retain_max, older_than_ms, max_deletes)
 
     def create_tag(self, name: str, snapshot_id: int | None = None):
         """Pin a snapshot (default: the latest) as tag ``name``; read it with ``read(tag=name)``."""
-        from lakehouse.table.tags import create_tag
-
-        return create_tag(self, name, snapshot_id)
+        return create_tag(self.store, name, snapshot_id)
 
     def delete_tag(self, name: str):
         """Delete tag ``name`` (and files only it still kept alive); returns what was deleted."""
-        from lakehouse.table.tags import delete_tag
-
-        return delete_tag(self, name)
+        return delete_tag(self.store, name)
 
     def tags(self) -> dict[str, int]:
         """Tag name -> snapshot id, ordered by snapshot id."""
-        from lakehouse.table.tags import list_tags
-
-        return {t.name: t.snapshot.id for t in list_tags(self)}
+        return {t.name: t.snapshot.id for t in list_tags(self.store)}
 
     def rollback_to(self, snapshot_id: int | None = None, tag: str | None = None):
         """Make a snapshot or a tag the latest again; later snapshots, their tags and files go."""
-        from lakehouse.table.rollback import rollback_to
-
-        return rollback_to(self, snapshot_id, tag)
+        return rollback_to(self.store, snapshot_id, tag)
 
     def remove_orphan_files(self, older_than_ms: int | None = None, dry_run: bool = False):
         """Delete files no snapshot or tag references, last modified before ``older_than_ms``
         (epoch millis; default one day ago); ``dry_run`` only lists them."""
-        from lakehouse.table.orphans import remove_orphan_files
-
-        return remove_orphan_files(self, older_than_ms, dry_run)
+        return remove_orphan_files(self.store, older_than_ms, dry_run)
 
     def read_changes(
         self, start_snapshot_id: int, end_snapshot_id: int | None = None, consumer_id: str | None = None
@@ -347,10 +293,8 @@ class Table:
         """Rows changed after ``start_snapshot_id`` up to ``end_snapshot_id`` (default latest) with
         a ``_row_kind`` column; ``consumer_id`` (default: the ``consumer-id`` option) records the
         progress so expiration keeps the snapshots the consumer reads next."""
-        from lakehouse.table.changes import read_changes
-
         consumer_id = consumer_id or self.schema.core_options.get("consumer-id")
-        return read_changes(self, start_snapshot_id, end_snapshot_id, consumer_id)
+        return read_changes(self.store, start_snapshot_id, end_snapshot_id, consumer_id)
 
     # ---- schema and options --------------------------------------------------------------
 
@@ -358,10 +302,11 @@ class Table:
         has_data = self.latest_snapshot_id() is not None
 
         def build(latest: TableSchema) -> TableSchema:
-            return schemas.next_version(latest, change(latest, has_data), self.name)
+            return check_mechanisms(
+                schemas.next_version(latest, change(latest, has_data), self.name), self.name
+            )
 
-        self.schema = self.schema_manager.commit_change(build)
-        self._schemas[self.schema.id] = self.schema
+        self.store.adopt(self.schema_manager.commit_change(build))
 
     def set_options(self, options: Mapping[str, Any]) -> None:
         self._change_schema(lambda s, has_data: schemas.set_options(s, self.name, options, has_data))

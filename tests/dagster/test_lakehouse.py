@@ -179,7 +179,7 @@ def test_expire_job_expires_snapshots_and_removes_orphans(copy):
 
 
 def test_a_failing_dwd_check_blocks_the_downstream_tables(copy, monkeypatch):
-    from lakehouse.fileindex.maintenance import IndexReport
+    from lakehouse.ops.file_index import IndexReport
     from lakehouse.table.table import Table
 
     failing = IndexReport(False, 1, ["injected: a key visible twice"])

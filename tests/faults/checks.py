@@ -9,7 +9,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from lakehouse.table.orphans import referenced_files
+from lakehouse.ops.orphans import referenced_files
 from lakehouse.table.table import Table
 
 from ..interop import oracle

@@ -18,10 +18,10 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceWriter
 from pyspark.sql.types import StructType
 
+from lakehouse.ops.compaction import compact_buckets
 from lakehouse.paths import FileNamer
 from lakehouse.spark.source import PaimonDataSource, open_table
 from lakehouse.spark.writer import PaimonWriter, TaskCommit
-from lakehouse.table.compaction import compact_buckets
 from lakehouse.table.table import Table
 
 

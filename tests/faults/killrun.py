@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lakehouse import Catalog
-from lakehouse.table.commit import TableCommit
+from lakehouse.commit.table_commit import TableCommit
 from lakehouse.table.table import Table
 
 from .checks import Reads, history_problems, pypaimon_disagreements, remove_orphans, verification_problems

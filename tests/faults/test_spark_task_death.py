@@ -9,9 +9,9 @@ import os
 
 import pytest
 
+from lakehouse.ops.compaction import compaction_buckets
 from lakehouse.spark import maintenance, write
-from lakehouse.table.compaction import compaction_buckets
-from lakehouse.table.write_scope import ENDED, SCOPES_DIR
+from lakehouse.write.scope import ENDED, SCOPES_DIR
 
 from ..conftest import ORDERS, orders, rows
 from ..interop import oracle

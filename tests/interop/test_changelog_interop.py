@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from lakehouse import Catalog
-from lakehouse.table import consumers
+from lakehouse.store import consumers
 
 from ..test_changelog import KV, batch, kv_table, per_key, state
 from . import oracle

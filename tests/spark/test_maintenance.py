@@ -11,9 +11,9 @@ import pytest
 
 from lakehouse import col
 from lakehouse import spark as lakespark
+from lakehouse.ops.expire import Expiration, plan_expiration
+from lakehouse.ops.orphans import candidate_files, referenced_files
 from lakehouse.snapshot import CommitKind
-from lakehouse.table.expire import Expiration, plan_expiration
-from lakehouse.table.orphans import candidate_files, referenced_files
 
 from ..conftest import ORDERS, orders, rows
 

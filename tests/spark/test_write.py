@@ -16,7 +16,7 @@ from lakehouse.schema import new_schema
 from lakehouse.snapshot import CommitKind
 from lakehouse.spark import write
 from lakehouse.spark.routing import channel_columns, channel_ids, fixed_bucket_ids, hash_partition_keys
-from lakehouse.table.write_scope import ENDED, SCOPES_DIR
+from lakehouse.write.scope import ENDED, SCOPES_DIR
 
 from ..conftest import ORDERS, orders, pk_orders_table, rows, stored_hashes
 from ..interop import oracle

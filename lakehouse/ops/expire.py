@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from lakehouse.errors import InvalidArgumentError
-from lakehouse.table import consumers, tags
-from lakehouse.table.references import Deleted, FileRefs, References, delete_files
+from lakehouse.store import consumers, tags
+from lakehouse.store.references import Deleted, FileRefs, References, delete_files
 
 if TYPE_CHECKING:
-    from lakehouse.table.table import Table
+    from lakehouse.store.table_store import TableStore
 
 RETAIN_MIN = "snapshot.num-retained.min"
 RETAIN_MAX = "snapshot.num-retained.max"
@@ -75,7 +75,7 @@ class ExpirationPlan:
 
 
 def expire_snapshots(
-    table: Table,
+    table: TableStore,
     retain_min: int | None = None,
     retain_max: int | None = None,
     older_than_ms: int | None = None,
@@ -91,7 +91,7 @@ def expire_snapshots(
 
 
 def plan_expiration(
-    table: Table,
+    table: TableStore,
     retain_min: int | None = None,
     retain_max: int | None = None,
     older_than_ms: int | None = None,
@@ -138,7 +138,7 @@ def plan_expiration(
     return plan_expiration_until(table, earliest, end)
 
 
-def plan_expiration_until(table: Table, earliest: int, end: int) -> ExpirationPlan:
+def plan_expiration_until(table: TableStore, earliest: int, end: int) -> ExpirationPlan:
     """Expire snapshots ``earliest .. end-1``; snapshot ``end`` must exist and is kept."""
     if end <= earliest:
         return ExpirationPlan(earliest, earliest)
@@ -153,7 +153,7 @@ def plan_expiration_until(table: Table, earliest: int, end: int) -> ExpirationPl
     return ExpirationPlan(earliest, end, tuple(s.id for s in expired), files)
 
 
-def retire_snapshots(table: Table, plan: ExpirationPlan) -> Deleted:
+def retire_snapshots(table: TableStore, plan: ExpirationPlan) -> Deleted:
     """The first deletions of an expiration: its snapshot files oldest first, then the
     ``EARLIEST`` hint, then its metadata files. Its content files are unreferenced from then on:
     delete them next (``plan.files.content()``, in any process)."""

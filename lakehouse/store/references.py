@@ -28,10 +28,9 @@ from lakehouse.io.fs import FileIO, join
 from lakehouse.io.pool import map_reads
 from lakehouse.manifest.entries import FileKind, ManifestEntry, ManifestFileMeta
 from lakehouse.snapshot import Snapshot
-from lakehouse.table import scan
 
 if TYPE_CHECKING:
-    from lakehouse.table.table import Table
+    from lakehouse.store.table_store import TableStore
 
 STATISTICS_DIR = "statistics"
 
@@ -86,7 +85,7 @@ _DELETION_ORDER = ("lists", "manifests", "changelog", "index", "data")
 class References:
     """Walks snapshots of one table; bucket directories and index manifests are resolved once."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: TableStore) -> None:
         self.table = table
         self.store = table.manifests()
         self._bucket_paths: dict[tuple[bytes, int], str] = {}
@@ -123,7 +122,7 @@ class References:
         """Files of ``snap``; data files all live ones when ``first``, else only its delta's ADDs
         (the previous snapshot of the walk covers the rest)."""
         if first:
-            data = scan.live_entries(self.table, snap)
+            data = self.table.live_entries(snap)
         else:
             data = [
                 e

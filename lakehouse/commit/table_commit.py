@@ -9,7 +9,7 @@ deletes a file another commit already removed cannot be rebased and fails with
 (changelog producers) go into the snapshot's changelog manifest list: those written with the
 data into the APPEND snapshot, those of compactions into the COMPACT one; an overwrite commits
 none (as Paimon) and deletes them. After a commit, automatic tags are created
-(:mod:`lakehouse.table.auto_tags`).
+(:mod:`lakehouse.commit.auto_tags`).
 
 Once the data snapshot exists the commit has happened: a compaction snapshot or an automatic tag
 that fails after it is logged, never raised, so that no caller retries (duplicating the rows) or
@@ -26,6 +26,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from lakehouse.commit.auto_tags import create_auto_tags
 from lakehouse.errors import (
     ArgumentTypeError,
     CommitConflictError,
@@ -37,14 +38,12 @@ from lakehouse.manifest.entries import FileKind, IndexFileMeta, IndexManifestEnt
 from lakehouse.manifest.index_manifest import combine
 from lakehouse.manifest.merge import merge_manifests
 from lakehouse.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
-from lakehouse.table.auto_tags import create_auto_tags
-from lakehouse.table.partitions import PartitionFilter, partition_filter, partition_spec, partition_values
-from lakehouse.table.scan import added_entries, live_entries
-from lakehouse.table.write import CommitMessage
-from lakehouse.table.write_scope import WriteScope, abort_write, data_dirs
+from lakehouse.store.partitions import PartitionFilter, partition_filter, partition_spec, partition_values
+from lakehouse.write.scope import WriteScope, abort_write, data_dirs
+from lakehouse.write.table_write import CommitMessage
 
 if TYPE_CHECKING:
-    from lakehouse.table.table import Table
+    from lakehouse.store.table_store import TableStore
 
 Overwrite = bool | str | Mapping[str, Any] | None
 Changes = tuple[list[ManifestEntry], list[IndexManifestEntry]]  # data files, index files
@@ -55,7 +54,7 @@ class TableCommit:
     """Commits messages of one table, at most one snapshot per :meth:`commit` call."""
 
     def __init__(
-        self, table: Table, commit_user: str | None = None, clock: Callable[[], int] | None = None
+        self, table: TableStore, commit_user: str | None = None, clock: Callable[[], int] | None = None
     ) -> None:
         self.table = table
         self.clock = clock or _now_millis  # the snapshots' commit time, epoch millis
@@ -125,7 +124,7 @@ class TableCommit:
                 self._check_key_index(messages, latest)
                 if scope is None and not deletes:
                     return adds, new_indexes
-                live = live_entries(self.table, latest) if latest is not None else []
+                live = self.table.live_entries(latest) if latest is not None else []
                 self._check_deletes(deletes, live)
                 removed = [
                     e.with_kind(FileKind.DELETE) for e in live if scope is not None and scope(e.partition)
@@ -144,7 +143,7 @@ class TableCommit:
         if compacted or compact_changelog:
 
             def compaction(latest: Snapshot | None) -> Changes:
-                live = live_entries(self.table, latest) if latest is not None else []
+                live = self.table.live_entries(latest) if latest is not None else []
                 self._check_deletes([e for e in compacted if e.kind == FileKind.DELETE], live)
                 self._check_replaced(compact_indexes, latest)
                 return compacted, compact_indexes
@@ -209,7 +208,7 @@ class TableCommit:
             e.file.file_name
             for sid in range(start, (latest or 0) + 1)
             if snapshots.exists(sid)
-            for e in added_entries(self.table, snapshots.snapshot(sid))
+            for e in self.table.added_entries(snapshots.snapshot(sid))
         }
         found = new & added
         if found and found != new:
@@ -267,7 +266,7 @@ class TableCommit:
     ) -> None:
         """Delete the files written for ``messages``, which will not be committed; with their write's
         ``scope``, also every other file of that write. Paths in ``keep`` stay (see
-        :func:`~lakehouse.table.write_scope.committed_since`). Nothing, once this committer committed."""
+        :func:`~lakehouse.write.scope.committed_since`). Nothing, once this committer committed."""
         if self.landed:
             return
         kept = set(keep)

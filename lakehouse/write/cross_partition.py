@@ -32,15 +32,15 @@ from lakehouse.bucket.channels import AssignerSplit
 from lakehouse.bucket.dynamic import DynamicBucketOptions
 from lakehouse.io.pool import map_parallel
 from lakehouse.manifest import binary_row
-from lakehouse.mergetree.groups import DELETE
+from lakehouse.read.scan import Split
+from lakehouse.read.table_read import TableRead
+from lakehouse.rowkind import RowKind
 from lakehouse.snapshot import Snapshot
-from lakehouse.table.data_file import creation_time_millis
-from lakehouse.table.partitions import row_partitions
-from lakehouse.table.read import TableRead
-from lakehouse.table.scan import Split
+from lakehouse.store.data_writer import creation_time_millis
+from lakehouse.store.partitions import row_partitions
 
 if TYPE_CHECKING:
-    from lakehouse.table.table import Table
+    from lakehouse.store.table_store import TableStore
 
 INDEX_TTL = "cross-partition-upsert.index-ttl"
 
@@ -48,7 +48,7 @@ INDEX_TTL = "cross-partition-upsert.index-ttl"
 class KeyLocations:
     """Key -> (partition, bucket) of one writer's cross-partition table, and the row router."""
 
-    def __init__(self, table: Table, snapshot: Snapshot | None, split: AssignerSplit | None = None):
+    def __init__(self, table: TableStore, snapshot: Snapshot | None, split: AssignerSplit | None = None):
         schema = table.schema
         self.schema = schema
         self.split = split or AssignerSplit()
@@ -71,7 +71,7 @@ class KeyLocations:
 
     # ---- bootstrap ---------------------------------------------------------------------------
 
-    def _bootstrap(self, table: Table, snapshot: Snapshot) -> None:
+    def _bootstrap(self, table: TableStore, snapshot: Snapshot) -> None:
         """Read the full primary key of every live key, bucket by bucket (``IndexBootstrap``)."""
         files: dict[tuple[bytes, int], list] = {}
         for e in table.live_entries(snapshot):
@@ -168,7 +168,9 @@ class KeyLocations:
             retract = data.take(pa.array(last_rows))
             retract = self._in_partitions(retract, old_part[moved], row_part[last_rows])
             out = pa.concat_tables([out, retract])
-            out_kinds = pa.concat_arrays([out_kinds, pa.array(np.full(len(last_rows), DELETE, np.int8))])
+            out_kinds = pa.concat_arrays(
+                [out_kinds, pa.array(np.full(len(last_rows), RowKind.DELETE, np.int8))]
+            )
             out_buckets = np.concatenate([out_buckets, old_bucket[moved].astype(np.int32)])
         return out, out_kinds, out_buckets
 

@@ -16,20 +16,20 @@ from lakehouse.io.fs import join
 from lakehouse.paths import checked_name
 
 if TYPE_CHECKING:
-    from lakehouse.table.table import Table
+    from lakehouse.store.table_store import TableStore
 
 PREFIX = "consumer-"
 
 
-def consumer_dir(table: Table) -> str:
+def consumer_dir(table: TableStore) -> str:
     return join(table.paths.root, "consumer")
 
 
-def _path(table: Table, consumer_id: str) -> str:
+def _path(table: TableStore, consumer_id: str) -> str:
     return join(consumer_dir(table), PREFIX + checked_name("consumer id", consumer_id, table.name))
 
 
-def consumers(table: Table) -> dict[str, int]:
+def consumers(table: TableStore) -> dict[str, int]:
     """Consumer id -> next snapshot id, sorted by id."""
     out = {}
     for st in table.io.list_dir(consumer_dir(table)):
@@ -40,7 +40,7 @@ def consumers(table: Table) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
-def _read(table: Table, path: str) -> int | None:
+def _read(table: TableStore, path: str) -> int | None:
     try:
         data = table.io.read_bytes(path)
     except FileNotFoundError:
@@ -53,27 +53,27 @@ def _read(table: Table, path: str) -> int | None:
         ) from None
 
 
-def next_snapshot(table: Table, consumer_id: str) -> int | None:
+def next_snapshot(table: TableStore, consumer_id: str) -> int | None:
     """The next snapshot ``consumer_id`` will read (None: unknown consumer)."""
     return _read(table, _path(table, consumer_id))
 
 
-def record(table: Table, consumer_id: str, next_snapshot_id: int) -> None:
+def record(table: TableStore, consumer_id: str, next_snapshot_id: int) -> None:
     """Record that ``consumer_id`` will read ``next_snapshot_id`` next."""
     path = _path(table, consumer_id)
     table.io.write_bytes(path, json.dumps({"nextSnapshot": int(next_snapshot_id)}).encode())
 
 
-def delete(table: Table, consumer_id: str) -> None:
+def delete(table: TableStore, consumer_id: str) -> None:
     table.io.delete(_path(table, consumer_id))
 
 
-def min_next_snapshot(table: Table) -> int | None:
+def min_next_snapshot(table: TableStore) -> int | None:
     """The oldest snapshot any consumer still needs (None: no consumers)."""
     return min(consumers(table).values(), default=None)
 
 
-def expire(table: Table, max_age_ms: int, now_ms: int | None = None) -> list[str]:
+def expire(table: TableStore, max_age_ms: int, now_ms: int | None = None) -> list[str]:
     """Drop consumers whose file was last written more than ``max_age_ms`` ago; returns their ids."""
     cutoff = (int(time.time() * 1000) if now_ms is None else now_ms) - max_age_ms
     dropped = []

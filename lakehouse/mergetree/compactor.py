@@ -39,11 +39,11 @@ from lakehouse.mergetree.step import StepMerge, merges_old_values
 from lakehouse.mergetree.stream import merge_steps
 from lakehouse.mergetree.universal import CompactUnit, UniversalCompaction, pick_full
 from lakehouse.mergetree.versions import lookup_merge, with_level
-from lakehouse.table.data_file import BucketWriter, FileLayout, file_metas
-from lakehouse.table.read import iter_data_file
+from lakehouse.store.data_reader import iter_data_file
+from lakehouse.store.data_writer import BucketWriter, FileLayout, file_metas
 
 if TYPE_CHECKING:
-    from lakehouse.table.table import Table
+    from lakehouse.store.table_store import TableStore
 
 BATCH_ROWS = 64 * 1024  # rows read per run and step of a streaming merge
 ROW_GROUP_BYTES = 64 << 20  # merged rows gathered into one write (one Parquet row group)
@@ -64,7 +64,7 @@ class BucketCompactor:
 
     def __init__(
         self,
-        table: Table,
+        table: TableStore,
         layout: FileLayout,
         engine: MergeEngine,
         partition: bytes,

@@ -20,10 +20,10 @@ from lakehouse.errors import SnapshotNotFoundError, TagExistsError
 from lakehouse.io.fs import join
 from lakehouse.paths import checked_name
 from lakehouse.snapshot import Snapshot
-from lakehouse.table.references import Deleted, FileRefs, References, delete_files
+from lakehouse.store.references import Deleted, FileRefs, References, delete_files
 
 if TYPE_CHECKING:
-    from lakehouse.table.table import Table
+    from lakehouse.store.table_store import TableStore
 
 PREFIX = "tag-"
 
@@ -36,11 +36,11 @@ class Tag:
     snapshot: Snapshot
 
 
-def tag_path(table: Table, name: str) -> str:
+def tag_path(table: TableStore, name: str) -> str:
     return join(table.paths.tag_dir, PREFIX + checked_name("tag name", name, table.name))
 
 
-def list_tags(table: Table) -> list[Tag]:
+def list_tags(table: TableStore) -> list[Tag]:
     """Every tag, ordered by snapshot id, then name."""
     tags = []
     for st in table.io.list_dir(table.paths.tag_dir):
@@ -54,12 +54,12 @@ def list_tags(table: Table) -> list[Tag]:
     return sorted(tags, key=lambda t: (t.snapshot.id, t.name))
 
 
-def tagged_snapshots(table: Table) -> list[Snapshot]:
+def tagged_snapshots(table: TableStore) -> list[Snapshot]:
     """The distinct snapshots tags pin, ascending."""
     return list({t.snapshot.id: t.snapshot for t in list_tags(table)}.values())
 
 
-def create_tag(table: Table, name: str, snapshot_id: int | None = None) -> Tag:
+def create_tag(table: TableStore, name: str, snapshot_id: int | None = None) -> Tag:
     """Pin ``snapshot_id`` (default: the latest) under ``name``; a name in use is an error."""
     path = tag_path(table, name)
     if snapshot_id is None:
@@ -78,7 +78,7 @@ def create_tag(table: Table, name: str, snapshot_id: int | None = None) -> Tag:
     return Tag(name, Snapshot.from_json(data.decode("utf-8")))
 
 
-def delete_tag(table: Table, name: str) -> Deleted:
+def delete_tag(table: TableStore, name: str) -> Deleted:
     """Delete tag ``name``; if its snapshot expired and no other tag pins it, also the files no
     snapshot or other tag references (``TagManager.deleteTag``)."""
     path = tag_path(table, name)

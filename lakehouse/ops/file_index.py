@@ -13,22 +13,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from lakehouse.commit.table_commit import TableCommit
 from lakehouse.errors import CorruptFileError, UnsupportedFeatureError
 from lakehouse.fileindex import format as container
 from lakehouse.fileindex.build import INDEX_SUFFIX, FileIndexBuilder
+from lakehouse.fileindex.check import check_index
 from lakehouse.fileindex.options import buildable, declared, in_manifest_threshold
-from lakehouse.fileindex.verify import check_index
 from lakehouse.io.pool import map_parallel
 from lakehouse.manifest.entries import ManifestEntry
 from lakehouse.paths import FileNamer
-from lakehouse.table.partitions import in_partitions
-from lakehouse.table.read import read_data_file
-from lakehouse.table.scan import added_entries
-from lakehouse.table.write import CommitMessage
-from lakehouse.table.write_scope import WriteScope
+from lakehouse.store.data_reader import read_data_file
+from lakehouse.store.partitions import in_partitions
+from lakehouse.write.scope import WriteScope
+from lakehouse.write.table_write import CommitMessage
 
 if TYPE_CHECKING:
-    from lakehouse.table.table import Table
+    from lakehouse.store.table_store import TableStore
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class IndexReport:
         return 1.0 if expected == 0 else (expected - len(self.missing)) / expected
 
 
-def _file_indexes(table: Table, schema_id: int) -> FileIndexBuilder:
+def _file_indexes(table: TableStore, schema_id: int) -> FileIndexBuilder:
     """Declared indexes as they apply to files of ``schema_id``: file column names, same types only."""
     current = {f.name: f for f in table.schema.fields}
     file_schema = table.schema_by_id(schema_id)
@@ -76,19 +76,19 @@ def _file_indexes(table: Table, schema_id: int) -> FileIndexBuilder:
     return FileIndexBuilder(out, {f.name: f.type for f in file_schema.fields})
 
 
-def _raw_columns(table: Table, entry: ManifestEntry, names: list[str]):
+def _raw_columns(table: TableStore, entry: ManifestEntry, names: list[str]):
     """Columns of a data file as written (file schema names and types)."""
     fields = table.schema_by_id(entry.file.schema_id).fields_named(names)
     return read_data_file(table, table.bucket_path(entry.partition, entry.bucket), entry.file, fields)
 
 
-def _path(table: Table, entry: ManifestEntry, name: str) -> str:
+def _path(table: TableStore, entry: ManifestEntry, name: str) -> str:
     """An index file kept next to an entry's data file."""
     bucket_path = table.bucket_path(entry.partition, entry.bucket)
     return table.paths.extra_file(bucket_path, name, entry.file.external_path)
 
 
-def _stored_index(table: Table, entry: ManifestEntry) -> tuple[bytes | None, str | None]:
+def _stored_index(table: TableStore, entry: ManifestEntry) -> tuple[bytes | None, str | None]:
     """A file's current index container and, if it lives in its own file, that file's name."""
     name = next((n for n in entry.file.extra_files if n.endswith(INDEX_SUFFIX)), None)
     if name is None:
@@ -109,7 +109,7 @@ class IndexChanges:
 
 
 def rewrite_file_index(
-    table: Table, partitions: list[Mapping[str, Any]] | Mapping[str, Any] | None = None
+    table: TableStore, partitions: list[Mapping[str, Any]] | Mapping[str, Any] | None = None
 ) -> IndexRewrite:
     """Build missing or outdated indexes of the latest snapshot's files per current options."""
     entries = index_rewrite_entries(table, partitions)
@@ -117,7 +117,7 @@ def rewrite_file_index(
 
 
 def index_rewrite_entries(
-    table: Table, partitions: list[Mapping[str, Any]] | Mapping[str, Any] | None = None
+    table: TableStore, partitions: list[Mapping[str, Any]] | Mapping[str, Any] | None = None
 ) -> list[ManifestEntry]:
     """The latest snapshot's files in ``partitions`` (None: all), whose indexes a rewrite checks."""
     buildable(table.schema.options, table.name)
@@ -130,7 +130,7 @@ def index_rewrite_entries(
 
 
 def rewrite_indexes(
-    table: Table, entries: list[ManifestEntry], names: FileNamer | None = None
+    table: TableStore, entries: list[ManifestEntry], names: FileNamer | None = None
 ) -> IndexChanges:
     """Build the indexes of ``entries`` whose stored ones differ from what the options ask for and
     publish those too large for the manifest; any process can run this for its share of files.
@@ -181,11 +181,11 @@ def rewrite_indexes(
     return IndexChanges(messages, written, size)
 
 
-def commit_index_rewrite(table: Table, changes: list[IndexChanges], files_checked: int) -> IndexRewrite:
+def commit_index_rewrite(table: TableStore, changes: list[IndexChanges], files_checked: int) -> IndexRewrite:
     """Commit the changes of :func:`rewrite_indexes` calls as one COMPACT snapshot (if any)."""
     messages = [m for c in changes for m in c.messages]
     try:
-        snapshot_id = table.new_commit().commit(messages) if messages else None
+        snapshot_id = TableCommit(table).commit(messages) if messages else None
     except BaseException:
         table.io.delete_quietly([path for c in changes for path in c.written])
         raise
@@ -193,7 +193,7 @@ def commit_index_rewrite(table: Table, changes: list[IndexChanges], files_checke
 
 
 def verify_file_indexes(
-    table: Table, snapshot_id: int | None = None, commit_user: str | None = None
+    table: TableStore, snapshot_id: int | None = None, commit_user: str | None = None
 ) -> IndexReport:
     """Check every index of every file of a snapshot (default: latest) against the data;
     ``commit_user``: only the files its snapshots added (what one writer wrote)."""
@@ -205,7 +205,7 @@ def verify_file_indexes(
             e.file.file_name
             for sid in snapshots.snapshot_ids()
             if sid <= snapshot.id and (snap := snapshots.snapshot(sid)).commit_user == commit_user
-            for e in added_entries(table, snap)
+            for e in table.added_entries(snap)
         }
         entries = [e for e in entries if e.file.file_name in mine]
     threshold = in_manifest_threshold(table.schema.options)

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lakehouse.errors import InvalidArgumentError, SnapshotNotFoundError
-from lakehouse.table import tags
-from lakehouse.table.references import Deleted, References, delete_files
+from lakehouse.store import tags
+from lakehouse.store.references import Deleted, References, delete_files
 
 if TYPE_CHECKING:
-    from lakehouse.table.table import Table
+    from lakehouse.store.table_store import TableStore
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Rollback:
         return self.deleted.total
 
 
-def rollback_to(table: Table, snapshot_id: int | None = None, tag: str | None = None) -> Rollback:
+def rollback_to(table: TableStore, snapshot_id: int | None = None, tag: str | None = None) -> Rollback:
     """Roll ``table`` back to ``snapshot_id`` or to the snapshot of ``tag`` (exactly one)."""
     if (snapshot_id is None) == (tag is None):
         raise InvalidArgumentError(

@@ -40,21 +40,22 @@ from lakehouse.manifest import stats
 from lakehouse.manifest.entries import DataFileMeta, IndexFileMeta, IndexManifestEntry
 from lakehouse.manifest.index_manifest import by_bucket
 from lakehouse.mergetree.changelog import ChangelogProducer, changelog_layout, input_rows
-from lakehouse.mergetree.compact import BucketCompactor
+from lakehouse.mergetree.compactor import BucketCompactor
 from lakehouse.mergetree.engine import MergeEngine
 from lakehouse.options import parse_memory_size
 from lakehouse.paths import FileNamer, index_file_namer
+from lakehouse.rowkind import RowKind
 from lakehouse.schema import check_writable, check_writable_keys
 from lakehouse.snapshot import CommitKind, Snapshot
-from lakehouse.table.conform import INSERT, conform
-from lakehouse.table.cross_partition import KeyLocations
-from lakehouse.table.data_file import BucketWriter, FileLayout, file_metas
-from lakehouse.table.dynamic_buckets import DynamicBuckets
-from lakehouse.table.partitions import row_partitions
-from lakehouse.table.write_scope import WriteScope
+from lakehouse.store.data_writer import BucketWriter, FileLayout, file_metas
+from lakehouse.store.partitions import row_partitions
+from lakehouse.write.bucket_assigner import DynamicBuckets
+from lakehouse.write.conform import conform
+from lakehouse.write.cross_partition import KeyLocations
+from lakehouse.write.scope import WriteScope
 
 if TYPE_CHECKING:
-    from lakehouse.table.table import Table
+    from lakehouse.store.table_store import TableStore
 
 DEFAULT_WRITE_BUFFER = "256 mb"
 MAX_FILE_NAME_BYTES = 255  # NAME_MAX of local filesystems and HDFS's default component limit
@@ -90,7 +91,7 @@ class CommitMessage:
     key_index_snapshot: int | None = None  # cross-partition: the snapshot its key index was read at
     changelog_files: tuple[DataFileMeta, ...] = ()
     compact_changelog_files: tuple[DataFileMeta, ...] = ()
-    table_id: str = ""  # Table.identity of the table it was written for ("": not checked)
+    table_id: str = ""  # TableStore.identity of the table it was written for ("": not checked)
     base_snapshot: int | None = None  # the latest snapshot when its writer started
 
 
@@ -98,14 +99,14 @@ class TableWrite:
     """Writes data files for one table; ``prepare_commit`` returns what the committer needs.
 
     ``assigner``: for dynamic-bucket tables written by several writers at once, the split of this
-    writer (see :mod:`lakehouse.table.dynamic_buckets`); it must receive exactly the rows
+    writer (see :mod:`lakehouse.write.bucket_assigner`); it must receive exactly the rows
     ``assigner_channels`` sends to it. ``names``: this writer's file names in its write's scope
     (:meth:`WriteScope.namer`; default: a write of its own).
     """
 
     def __init__(
         self,
-        table: Table,
+        table: TableStore,
         *,
         overwrite: bool = False,
         assigner: AssignerSplit | None = None,
@@ -304,7 +305,7 @@ class TableWrite:
         data, kinds = conform(data, self.schema, self.table.name)
         inputs = None  # the rows as given, for changelog-producer=input
         buckets = None  # assigned by cross-partition routing
-        if not self.primary_key and kinds is not None and pc.any(pc.not_equal(kinds, INSERT)).as_py():
+        if not self.primary_key and kinds is not None and pc.any(pc.not_equal(kinds, RowKind.INSERT)).as_py():
             raise SchemaMismatchError(
                 f"table {self.table.name} is an append table and accepts only inserts (+I); "
                 f"give it a primary key to apply updates and deletes"

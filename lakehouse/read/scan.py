@@ -31,8 +31,7 @@ from lakehouse.fileindex.evaluate import FileIndexes
 from lakehouse.fileindex.result import REMAIN, IndexResult, RowSet
 from lakehouse.io.pool import map_reads
 from lakehouse.manifest import binary_row, stats
-from lakehouse.manifest.entries import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta
-from lakehouse.manifest.files import ManifestStore
+from lakehouse.manifest.entries import DataFileMeta, ManifestEntry, ManifestFileMeta
 from lakehouse.mergetree.levels import level0_invisible
 from lakehouse.predicate import ColumnStats, Predicate, bind, may_match, only_columns
 from lakehouse.snapshot import Snapshot
@@ -41,7 +40,7 @@ from lakehouse.types import TIMESTAMP_ROOTS, DataType, timestamp_unit
 T = TypeVar("T")
 
 if TYPE_CHECKING:
-    from lakehouse.table.table import Table
+    from lakehouse.store.table_store import TableStore
 
 _UNIT_SCALE = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
 
@@ -74,37 +73,7 @@ class Plan:
     stats: dict[str, int] = field(default_factory=dict)
 
 
-def live_entries(table: Table, snapshot: Snapshot) -> list[ManifestEntry]:
-    """ADD entries of every file live in ``snapshot``, in manifest order."""
-    store = table.manifests()
-    return _live(store, _manifests(store, snapshot))
-
-
-def added_entries(table: Table, snapshot: Snapshot) -> list[ManifestEntry]:
-    """ADD entries of ``snapshot``'s delta: the files its commit added (new data or compaction
-    output)."""
-    store = table.manifests()
-    manifests = store.read_list(snapshot.delta_manifest_list)
-    return [e for m in manifests for e in store.read_manifest(m.file_name) if e.kind == FileKind.ADD]
-
-
-def _manifests(store: ManifestStore, snapshot: Snapshot) -> list[ManifestFileMeta]:
-    return store.read_list(snapshot.base_manifest_list) + store.read_list(snapshot.delta_manifest_list)
-
-
-def _live(store: ManifestStore, manifests: list[ManifestFileMeta]) -> list[ManifestEntry]:
-    deleted: set[tuple] = set()
-    adds: list[ManifestEntry] = []
-    for m in manifests:
-        for e in store.read_manifest(m.file_name):
-            if e.kind == FileKind.DELETE:
-                deleted.add(e.identifier)
-            else:
-                adds.append(e)
-    return [e for e in adds if e.identifier not in deleted] if deleted else adds
-
-
-def plan(table: Table, snapshot: Snapshot | None, filter: Predicate | None = None) -> Plan:
+def plan(table: TableStore, snapshot: Snapshot | None, filter: Predicate | None = None) -> Plan:
     """Plan a batch read of ``snapshot`` under ``filter``.
 
     Manifests whose partition range cannot match are not even opened. Every DELETE in a
@@ -118,12 +87,12 @@ def plan(table: Table, snapshot: Snapshot | None, filter: Predicate | None = Non
         return Plan(None, table.schema.id, [], counts)
     schema = table.schema
     store = table.manifests()
-    manifests = _manifests(store, snapshot)
+    manifests = store.data_manifests(snapshot)
     counts["files_total"] = sum(m.num_added_files - m.num_deleted_files for m in manifests)
     merge_free = level0_invisible(schema)
     pruner = _Pruner(table, filter, merge_free)
     opened = [m for m in manifests if pruner.manifest_matches(m)]
-    matching = [e for e in _live(store, opened) if pruner.partition_matches(e.partition)]
+    matching = [e for e in store.live_entries(opened) if pruner.partition_matches(e.partition)]
     if merge_free:
         visible = [e for e in matching if e.file.level > 0]
         counts["files_total"] -= len(matching) - len(visible)
@@ -153,7 +122,7 @@ class _Pruner:
     a key shares its key, so skipping on it can never hide the newest version behind a stale one.
     """
 
-    def __init__(self, table: Table, filter: Predicate | None, merge_free: bool = False) -> None:
+    def __init__(self, table: TableStore, filter: Predicate | None, merge_free: bool = False) -> None:
         self.table = table
         schema = table.schema
         types = {f.name: f.type for f in schema.fields}
@@ -326,7 +295,7 @@ def _evolve_stats(s: ColumnStats, old: DataType, new: DataType) -> ColumnStats:
 
 
 def _splits(
-    table: Table,
+    table: TableStore,
     snapshot_id: int,
     entries: list[ManifestEntry],
     merged: bool,

@@ -14,10 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakehouse.errors import SchemaMismatchError
-from lakehouse.schema import ROW_KIND, TableSchema
-
-ROW_KINDS = ("+I", "-U", "+U", "-D")  # RowKind byte values 0..3
-INSERT = 0
+from lakehouse.rowkind import ROW_KIND, SHORT_STRINGS
+from lakehouse.schema import TableSchema
 
 _t = pa.types
 
@@ -140,7 +138,7 @@ def row_kinds(col: pa.ChunkedArray, table: str) -> pa.Array:
     if _t.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
     if _t.is_string(arr.type) or _t.is_large_string(arr.type):
-        codes = pc.index_in(arr, value_set=pa.array(ROW_KINDS))
+        codes = pc.index_in(arr, value_set=pa.array(SHORT_STRINGS))
     elif _t.is_integer(arr.type):
         codes = arr
     else:

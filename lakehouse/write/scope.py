@@ -39,10 +39,10 @@ from lakehouse.errors import InvalidArgumentError, WriteAbortedError
 from lakehouse.io.fs import FileIO, join
 from lakehouse.options import parse_duration_ms
 from lakehouse.paths import FileNamer, TablePaths, bucket_dirs
-from lakehouse.table.references import References, delete_paths
+from lakehouse.store.references import References, delete_paths
 
 if TYPE_CHECKING:
-    from lakehouse.table.table import Table
+    from lakehouse.store.table_store import TableStore
 
 SCOPES_DIR = "_writes"
 ENDED = "ENDED"
@@ -98,7 +98,7 @@ class WriteScope:
 class Lease:
     """A writer's claim, renewed by a background thread, that it may still create files of a write."""
 
-    def __init__(self, table: Table, scope: WriteScope, writer: str) -> None:
+    def __init__(self, table: TableStore, scope: WriteScope, writer: str) -> None:
         self.io = table.io
         self.table_name = table.name
         self.scope = scope
@@ -155,7 +155,7 @@ class Lease:
                 pass  # a missed renewal only makes the lease look older; the next beat retries
 
 
-def abort_write(table: Table, scope: WriteScope, keep: Collection[str] = ()) -> list[str]:
+def abort_write(table: TableStore, scope: WriteScope, keep: Collection[str] = ()) -> list[str]:
     """End a write that will not be committed: once none of its writers can still create files,
     delete every file of it but the paths in ``keep``. Returns the paths deleted."""
     directory = scope.directory(table.paths)
@@ -171,7 +171,7 @@ def abort_write(table: Table, scope: WriteScope, keep: Collection[str] = ()) -> 
     return doomed
 
 
-def finish_write(table: Table, scope: WriteScope, committed_writers: Collection[str]) -> list[str]:
+def finish_write(table: TableStore, scope: WriteScope, committed_writers: Collection[str]) -> list[str]:
     """After a leased write committed: wait for the writers whose files were not committed (a
     crashed attempt, a lost speculative one), delete their files and the write's leases.
     Returns the paths deleted. Never raises - the write is committed; what a failure here leaves
@@ -197,7 +197,7 @@ def finish_write(table: Table, scope: WriteScope, committed_writers: Collection[
     return doomed
 
 
-def write_files(table: Table, marker: str) -> list[str]:
+def write_files(table: TableStore, marker: str) -> list[str]:
     """Files in the table's bucket and index directories whose names contain ``marker`` (a write
     id, or a write id and writer token), temporary files included."""
     io, paths = table.io, table.paths
@@ -205,7 +205,7 @@ def write_files(table: Table, marker: str) -> list[str]:
     return [st.path for d in directories for st in io.list_recursive(d) if marker in st.name]
 
 
-def data_dirs(table: Table, paths: Iterable[str]) -> set[str]:
+def data_dirs(table: TableStore, paths: Iterable[str]) -> set[str]:
     """The bucket directories of those of ``paths`` that are data files (not index files)."""
     index_dir = table.paths.index_dir + "/"
     return {p.rsplit("/", 1)[0] for p in paths if not p.startswith(index_dir)}
@@ -252,7 +252,7 @@ def _await_writers(
         time.sleep(min(scope.heartbeat_ms, POLL_MS) / 2000)
 
 
-def committed_since(table: Table, base_snapshot: int | None) -> set[str]:
+def committed_since(table: TableStore, base_snapshot: int | None) -> set[str]:
     """Every file a snapshot after ``base_snapshot`` references: what an abort whose caller cannot
     know whether the write was committed must keep (none when there is no such snapshot)."""
     snapshots = table.snapshots

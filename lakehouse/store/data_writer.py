@@ -1,7 +1,7 @@
 """Data files of one bucket: rolling Parquet writers and the manifest metadata of what they wrote.
 
 A :class:`BucketWriter` appends Arrow rows to ``data-<write id>-<writer>-<n>.parquet`` files (see
-:mod:`lakehouse.table.write_scope`), rolling at ``target-file-size``, and keeps per file the column
+:mod:`lakehouse.write.scope`), rolling at ``target-file-size``, and keeps per file the column
 stats (from its Parquet footer), key range, sequence range and retract count its ``DataFileMeta``
 needs. Stats stay as Python values until
 :func:`file_metas` encodes every file's BinaryRows in one vectorized pass.
@@ -22,9 +22,9 @@ from lakehouse.format import parquet
 from lakehouse.io.fs import FileIO
 from lakehouse.manifest import binary_row, stats
 from lakehouse.manifest.entries import EMPTY_ROW, EMPTY_STATS, DataFileMeta, FileSource
-from lakehouse.mergetree.groups import RETRACT_KINDS
 from lakehouse.paths import FileNamer
 from lakehouse.predicate import ColumnStats
+from lakehouse.rowkind import RETRACT_KINDS
 from lakehouse.types import DataField
 
 

@@ -13,14 +13,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lakehouse.commit.table_commit import TableCommit
 from lakehouse.errors import UnsupportedFeatureError
 from lakehouse.io.pool import map_parallel
 from lakehouse.paths import FileNamer
-from lakehouse.table.partitions import in_partitions
-from lakehouse.table.write import CommitMessage
+from lakehouse.store.partitions import in_partitions
+from lakehouse.write.table_write import CommitMessage, TableWrite
 
 if TYPE_CHECKING:
-    from lakehouse.table.table import Table
+    from lakehouse.store.table_store import TableStore
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class Compaction:
 
 
 def compact(
-    table: Table,
+    table: TableStore,
     full: bool = False,
     partitions: Mapping[str, Any] | Iterable[Mapping[str, Any]] | None = None,
 ) -> Compaction:
@@ -44,7 +45,7 @@ def compact(
 
 
 def compaction_buckets(
-    table: Table, partitions: Mapping[str, Any] | Iterable[Mapping[str, Any]] | None = None
+    table: TableStore, partitions: Mapping[str, Any] | Iterable[Mapping[str, Any]] | None = None
 ) -> list[tuple[bytes, int]]:
     """The (partition, bucket) pairs holding live files in ``partitions`` (None: all), sorted."""
     if not table.schema.primary_keys:
@@ -56,12 +57,12 @@ def compaction_buckets(
 
 
 def compact_buckets(
-    table: Table, buckets: list[tuple[bytes, int]], full: bool = False, names: FileNamer | None = None
+    table: TableStore, buckets: list[tuple[bytes, int]], full: bool = False, names: FileNamer | None = None
 ) -> list[CommitMessage]:
     """Compact some buckets (in parallel) and return the messages of those that changed; any
     process can run this for its share of the buckets (``names``: its file names in the job's
     write scope). On failure its files are deleted."""
-    writer = table.new_write(names=names)
+    writer = TableWrite(table, names=names)
     try:
         compactors = [writer.compactor(p, b) for p, b in buckets]
         map_parallel(lambda c: c.compact(full=full), compactors)
@@ -71,11 +72,11 @@ def compact_buckets(
         raise
 
 
-def commit_compaction(table: Table, messages: list[CommitMessage]) -> Compaction:
+def commit_compaction(table: TableStore, messages: list[CommitMessage]) -> Compaction:
     """Commit the messages of :func:`compact_buckets` calls as one COMPACT snapshot."""
     if not messages:
         return Compaction(None, 0, 0, 0, 0, 0)
-    committer = table.new_commit()
+    committer = TableCommit(table)
     try:
         snapshot_id = committer.commit(messages)
     except BaseException:

@@ -1,5 +1,5 @@
 """Proving a table's indexes and keys tell the truth, beyond file indexes
-(:func:`lakehouse.fileindex.maintenance.verify_file_indexes`):
+(:func:`lakehouse.ops.file_index.verify_file_indexes`):
 
 - deletion vectors: every vector belongs to a live data file of its bucket, its cardinality is
   the one the index manifest records, and it deletes only rows the file has;
@@ -26,22 +26,24 @@ from lakehouse.bucket.dynamic import key_hashes
 from lakehouse.bucket.fixed import fixed_buckets
 from lakehouse.deletionvectors.index_file import DELETION_VECTORS, read_all_vectors
 from lakehouse.errors import CorruptFileError
-from lakehouse.fileindex.maintenance import IndexReport
 from lakehouse.io.pool import map_parallel
 from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
 from lakehouse.mergetree.keyorder import comparable_keys
+from lakehouse.ops.file_index import IndexReport
+from lakehouse.read import scan
+from lakehouse.read.scan import Split
+from lakehouse.read.table_read import TableRead
 from lakehouse.snapshot import Snapshot
-from lakehouse.table.partitions import partition_values
-from lakehouse.table.read import TableRead, read_data_file
-from lakehouse.table.scan import Split
+from lakehouse.store.data_reader import read_data_file
+from lakehouse.store.partitions import partition_values
 
 if TYPE_CHECKING:
-    from lakehouse.table.table import Table
+    from lakehouse.store.table_store import TableStore
 
 _SHOWN = 5  # duplicate keys named in a report
 
 
-def verify_deletion_vectors(table: Table, snapshot_id: int | None = None) -> IndexReport:
+def verify_deletion_vectors(table: TableStore, snapshot_id: int | None = None) -> IndexReport:
     """Check every deletion vector of a snapshot (default latest) against its data file."""
     snapshot = table.snapshot(snapshot_id)
     if snapshot is None:
@@ -79,7 +81,7 @@ def verify_deletion_vectors(table: Table, snapshot_id: int | None = None) -> Ind
     return IndexReport(not problems, len(entries), problems)
 
 
-def verify_buckets(table: Table, snapshot_id: int | None = None) -> IndexReport:
+def verify_buckets(table: TableStore, snapshot_id: int | None = None) -> IndexReport:
     """Check that every row is in the bucket the table's bucket mode gives it."""
     schema = table.schema
     snapshot = table.snapshot(snapshot_id)
@@ -92,7 +94,7 @@ def verify_buckets(table: Table, snapshot_id: int | None = None) -> IndexReport:
     return IndexReport(True, 0)  # unaware append tables and cross-partition tables (no HASH files)
 
 
-def _verify_fixed_buckets(table: Table, snapshot: Snapshot) -> IndexReport:
+def _verify_fixed_buckets(table: TableStore, snapshot: Snapshot) -> IndexReport:
     schema = table.schema
     names = list(schema.bucket_keys)
     types = [f.type for f in schema.fields_named(names)]
@@ -117,7 +119,7 @@ def _verify_fixed_buckets(table: Table, snapshot: Snapshot) -> IndexReport:
     return IndexReport(not problems, len(entries), problems)
 
 
-def _verify_hash_index(table: Table, snapshot: Snapshot) -> IndexReport:
+def _verify_hash_index(table: TableStore, snapshot: Snapshot) -> IndexReport:
     """The HASH files of a dynamic-bucket table against where each key's rows are."""
     schema = table.schema
     hash_files = {
@@ -174,12 +176,13 @@ def _verify_hash_index(table: Table, snapshot: Snapshot) -> IndexReport:
     return IndexReport(not problems, len(hash_files), problems)
 
 
-def verify_primary_key(table: Table, snapshot_id: int | None = None) -> IndexReport:
+def verify_primary_key(table: TableStore, snapshot_id: int | None = None) -> IndexReport:
     """Check that a read of the snapshot shows every primary key once."""
     schema = table.schema
     if not schema.primary_keys:
         return IndexReport(True, 0)
-    plan = table.plan(snapshot_id=snapshot_id)
+    snap, view = table.travel(snapshot_id)
+    plan = scan.plan(view, snap)
     columns = list(dict.fromkeys([*schema.primary_keys, *schema.partition_keys]))
     key = list(schema.primary_keys) if schema.cross_partition_update else columns
     rows = TableRead(table, columns).read(plan.splits)

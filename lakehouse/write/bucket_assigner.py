@@ -35,10 +35,10 @@ from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import IndexFileMeta, IndexManifestEntry
 from lakehouse.paths import FileNamer
 from lakehouse.schema import TableSchema
-from lakehouse.table.partitions import partition_values
+from lakehouse.store.partitions import partition_values
 
 if TYPE_CHECKING:
-    from lakehouse.table.table import Table
+    from lakehouse.store.table_store import TableStore
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class DynamicBuckets:
     only to the keys of that assigner, and only buckets it owns."""
 
     def __init__(
-        self, table: Table, hash_files: list[IndexManifestEntry], split: AssignerSplit | None = None
+        self, table: TableStore, hash_files: list[IndexManifestEntry], split: AssignerSplit | None = None
     ) -> None:
         self.table = table
         schema = table.schema

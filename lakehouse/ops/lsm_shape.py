@@ -16,10 +16,10 @@ from lakehouse.manifest.entries import DataFileMeta
 from lakehouse.mergetree.levels import SortedRun
 from lakehouse.mergetree.universal import UniversalCompaction
 from lakehouse.options import CoreOptions
-from lakehouse.table.partitions import partition_values
+from lakehouse.store.partitions import partition_values
 
 if TYPE_CHECKING:
-    from lakehouse.table.table import Table
+    from lakehouse.store.table_store import TableStore
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def bucket_shape(
     )
 
 
-def lsm_shape(table: Table, snapshot_id: int | None = None) -> list[BucketShape]:
+def lsm_shape(table: TableStore, snapshot_id: int | None = None) -> list[BucketShape]:
     """Every bucket's shape in a snapshot (default latest), ordered by partition and bucket."""
     snapshot = table.snapshot(snapshot_id)
     files: dict[tuple[bytes, int], list[DataFileMeta]] = {}

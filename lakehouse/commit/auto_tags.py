@@ -24,10 +24,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from lakehouse.errors import InvalidOptionError, TagExistsError, UnsupportedFeatureError
 from lakehouse.options import CoreOptions
 from lakehouse.snapshot import Snapshot
-from lakehouse.table import tags
+from lakehouse.store import tags
 
 if TYPE_CHECKING:
-    from lakehouse.table.table import Table
+    from lakehouse.store.table_store import TableStore
 
 MODES = ("none", "process-time", "watermark", "batch")
 PERIODS = {"daily": timedelta(days=1), "hourly": timedelta(hours=1), "two-hours": timedelta(hours=2)}
@@ -132,7 +132,7 @@ class AutoTags:
         return instant.astimezone(self.zone).replace(tzinfo=None)
 
 
-def create_auto_tags(table: Table) -> list[str]:
+def create_auto_tags(table: TableStore) -> list[str]:
     """Tag the snapshots committed since the newest automatic tag as the settings say; returns
     the names of the tags created."""
     settings = AutoTags.of(table.schema.core_options, table.name)
@@ -173,7 +173,7 @@ def create_auto_tags(table: Table) -> list[str]:
     return created
 
 
-def _delete_beyond(table: Table, period: TagPeriod, retained: int) -> None:
+def _delete_beyond(table: TableStore, period: TagPeriod, retained: int) -> None:
     """Delete the oldest automatic tags beyond ``retained`` (``tag.num-retained-max``)."""
     automatic = [t for t in tags.list_tags(table) if period.start(t.name) is not None]
     for t in automatic[: max(0, len(automatic) - retained)]:

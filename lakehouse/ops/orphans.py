@@ -5,7 +5,7 @@ to. A file is an orphan when it sits where the engine writes files (``manifest/`
 ``statistics/``, bucket directories, stray files in ``snapshot/``), no snapshot or tag references
 it, and it was last modified before ``older_than_ms`` (default: one day ago). The threshold is
 what keeps the files of a writer that has not committed yet; it must lie in the past. Files of
-an aborted write (:mod:`lakehouse.table.write_scope`) are orphans whatever their age: nothing
+an aborted write (:mod:`lakehouse.write.scope`) are orphans whatever their age: nothing
 will ever commit them. The leases and markers of writes in ``_writes/`` go once older than the
 threshold. Files under external data paths are left alone.
 """
@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 from lakehouse.errors import InvalidArgumentError
 from lakehouse.io.fs import FileStatus, is_temporary, join
 from lakehouse.paths import bucket_dirs
-from lakehouse.table import tags
-from lakehouse.table.consumers import consumer_dir
-from lakehouse.table.references import STATISTICS_DIR, FileRefs, References, delete_paths
-from lakehouse.table.write_scope import SCOPES_DIR, aborted_writes
+from lakehouse.store import tags
+from lakehouse.store.consumers import consumer_dir
+from lakehouse.store.references import STATISTICS_DIR, FileRefs, References, delete_paths
+from lakehouse.write.scope import SCOPES_DIR, aborted_writes
 
 if TYPE_CHECKING:
-    from lakehouse.table.table import Table
+    from lakehouse.store.table_store import TableStore
 
 DEFAULT_AGE_MS = 86_400_000
 _HINTS = {"EARLIEST", "LATEST"}
@@ -44,7 +44,9 @@ class OrphanFiles:
         return len(self.paths)
 
 
-def remove_orphan_files(table: Table, older_than_ms: int | None = None, dry_run: bool = False) -> OrphanFiles:
+def remove_orphan_files(
+    table: TableStore, older_than_ms: int | None = None, dry_run: bool = False
+) -> OrphanFiles:
     """Delete (or with ``dry_run`` only list) the table's orphan files older than ``older_than_ms``."""
     found = find_orphan_files(table, older_than_ms)
     if dry_run:
@@ -53,7 +55,7 @@ def remove_orphan_files(table: Table, older_than_ms: int | None = None, dry_run:
     return replace(found, dry_run=False)
 
 
-def find_orphan_files(table: Table, older_than_ms: int | None = None) -> OrphanFiles:
+def find_orphan_files(table: TableStore, older_than_ms: int | None = None) -> OrphanFiles:
     """The orphan files :func:`remove_orphan_files` deletes, only listed (a dry run)."""
     now_ms = int(time.time() * 1000)
     if older_than_ms is None:
@@ -73,7 +75,7 @@ def find_orphan_files(table: Table, older_than_ms: int | None = None) -> OrphanF
     return OrphanFiles(tuple(sorted(st.path for st in found)), sum(st.size for st in found), dry_run=True)
 
 
-def referenced_files(table: Table) -> FileRefs:
+def referenced_files(table: TableStore) -> FileRefs:
     """Every file some snapshot or tag of ``table`` references."""
     snapshots = table.snapshots
     refs = References(table)
@@ -84,7 +86,7 @@ def referenced_files(table: Table) -> FileRefs:
     return used
 
 
-def candidate_files(table: Table) -> list[FileStatus]:
+def candidate_files(table: TableStore) -> list[FileStatus]:
     """The files in the directories the engine writes data and metadata files to."""
     io, paths = table.io, table.paths
     out = [

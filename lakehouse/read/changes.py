@@ -20,19 +20,20 @@ from lakehouse.format import parquet
 from lakehouse.io.pool import map_parallel
 from lakehouse.manifest.entries import FileKind, ManifestEntry
 from lakehouse.mergetree.changelog import ChangelogProducer
+from lakehouse.rowkind import ROW_KIND, short_strings
 from lakehouse.snapshot import CommitKind, Snapshot
-from lakehouse.system.rows import kind_strings
-from lakehouse.table import consumers
-from lakehouse.table.conform import ROW_KIND
-from lakehouse.table.read import read_data_file
-from lakehouse.table.scan import added_entries
+from lakehouse.store import consumers
+from lakehouse.store.data_reader import read_data_file
 
 if TYPE_CHECKING:
-    from lakehouse.table.table import Table
+    from lakehouse.store.table_store import TableStore
 
 
 def read_changes(
-    table: Table, start_snapshot_id: int, end_snapshot_id: int | None = None, consumer_id: str | None = None
+    table: TableStore,
+    start_snapshot_id: int,
+    end_snapshot_id: int | None = None,
+    consumer_id: str | None = None,
 ) -> pa.Table:
     """Rows changed after ``start_snapshot_id`` up to ``end_snapshot_id`` (default latest), with a
     ``_row_kind`` column (``+I``, ``-U``, ``+U``, ``-D``), in commit order."""
@@ -67,7 +68,7 @@ def read_changes(
         out, kinds = schema.arrow_schema.empty_table(), pa.array([], pa.string())
     elif system:
         out = pa.concat_tables(parts)
-        kinds = kind_strings(out.column(parquet.VALUE_KIND))
+        kinds = short_strings(out.column(parquet.VALUE_KIND))
         out = out.drop_columns(system)
     else:
         out = pa.concat_tables(parts)
@@ -78,12 +79,12 @@ def read_changes(
     return out
 
 
-def _changed(table: Table, snap: Snapshot, changelog: bool) -> list[ManifestEntry]:
+def _changed(table: TableStore, snap: Snapshot, changelog: bool) -> list[ManifestEntry]:
     """The files holding ``snap``'s changes: its changelog files, or its delta's new files."""
     if snap.commit_kind == CommitKind.OVERWRITE:
         return []
     if not changelog:
-        return added_entries(table, snap) if snap.commit_kind == CommitKind.APPEND else []
+        return table.added_entries(snap) if snap.commit_kind == CommitKind.APPEND else []
     if not snap.changelog_manifest_list:
         return []
     store = table.manifests()

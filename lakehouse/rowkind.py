@@ -1,0 +1,30 @@
+"""Row kinds: what a row of a primary-key table does (Paimon's ``RowKind``).
+
+Data files store a row's kind as the byte ``_VALUE_KIND``; writes take it from the ``_row_kind``
+input column (bytes or short strings); change reads and ``$audit_log`` show the short strings.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+class RowKind(IntEnum):
+    INSERT = 0
+    UPDATE_BEFORE = 1
+    UPDATE_AFTER = 2
+    DELETE = 3
+
+
+SHORT_STRINGS = ("+I", "-U", "+U", "-D")  # by byte value, as RowKind.shortString
+RETRACT_KINDS = (int(RowKind.UPDATE_BEFORE), int(RowKind.DELETE))  # RowKind.isRetract
+ADD_KINDS = (int(RowKind.INSERT), int(RowKind.UPDATE_AFTER))
+ROW_KIND = "_row_kind"  # the input column that gives each written row its kind
+
+
+def short_strings(codes: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Row kind bytes as ``+I``, ``-U``, ``+U``, ``-D``."""
+    return pc.take(pa.array(SHORT_STRINGS), pc.cast(codes, pa.int32()))

@@ -1,0 +1,1 @@
+"""The storage layer: a table's files and metadata (``TableStore``), data files, tags, consumers."""

@@ -1,0 +1,153 @@
+"""One table's storage: its files and metadata as every layer above the ``Table`` facade needs them.
+
+A ``TableStore`` is a light, picklable handle (filesystem, path, name, schema): schema versions,
+snapshots, manifests, bucket directories, the files live in a snapshot, and the one resolver of
+time travel (a snapshot by id, time or tag, seen through the schema it was written with) that
+reads, system tables and Spark share. Reads, writes, commits and operations take a store; only
+the facade, the catalog, system tables, Spark and Dagster know ``Table``.
+"""
+
+from __future__ import annotations
+
+from lakehouse.errors import ArgumentTypeError, InvalidArgumentError
+from lakehouse.io.fs import FileIO
+from lakehouse.manifest import binary_row
+from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
+from lakehouse.manifest.files import ManifestStore
+from lakehouse.paths import TablePaths, partition_path
+from lakehouse.schema import SchemaManager, TableSchema
+from lakehouse.snapshot import Snapshot, SnapshotManager
+
+
+class TableStore:
+    """The files of one Paimon table under one schema version."""
+
+    def __init__(self, io: FileIO, path: str, name: str, schema: TableSchema) -> None:
+        self.io = io
+        self.paths = TablePaths(path)
+        self.name = name
+        self.schema = schema
+        self._schemas: dict[int, TableSchema] = {schema.id: schema}
+
+    def __repr__(self) -> str:
+        return f"TableStore({self.name!r}, schema_id={self.schema.id})"
+
+    def __getstate__(self) -> dict:
+        return {"io": self.io, "path": self.paths.root, "name": self.name, "schema": self.schema}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["io"], state["path"], state["name"], state["schema"])
+
+    # ---- metadata ------------------------------------------------------------------------
+
+    @property
+    def snapshots(self) -> SnapshotManager:
+        return SnapshotManager(self.io, self.paths, self.name)
+
+    @property
+    def schema_manager(self) -> SchemaManager:
+        return SchemaManager(self.io, self.paths, self.name)
+
+    @property
+    def identity(self) -> str:
+        """What tells this table from any other, a dropped and re-created one at the same place
+        included: its directory name and the creation time of its first schema (as Paimon's
+        filesystem tables derive their uuid)."""
+        return f"{self.paths.root.rstrip('/').rsplit('/', 1)[-1]}@{self.schema_by_id(0).time_millis}"
+
+    def schema_by_id(self, schema_id: int) -> TableSchema:
+        """A schema version (cached: schema files never change)."""
+        found = self._schemas.get(schema_id)
+        if found is None:
+            found = self._schemas[schema_id] = self.schema_manager.schema(schema_id)
+        return found
+
+    def adopt(self, schema: TableSchema) -> None:
+        """Make ``schema`` (a newer version of this table's) the current one."""
+        self.schema = schema
+        self._schemas[schema.id] = schema
+
+    def refresh(self) -> TableStore:
+        """Reload the latest schema (after another process changed it)."""
+        latest = self.schema_manager.latest()
+        if latest is not None and latest.id != self.schema.id:
+            self.adopt(latest)
+        return self
+
+    def with_schema(self, schema_id: int) -> TableStore:
+        """This table seen through another schema version (sharing the schema cache)."""
+        if schema_id == self.schema.id:
+            return self
+        view = TableStore(self.io, self.paths.root, self.name, self.schema_by_id(schema_id))
+        view._schemas = self._schemas
+        return view
+
+    def manifests(self) -> ManifestStore:
+        return ManifestStore(
+            self.io, self.paths, self.schema.partition_types(), self.schema.core_options, self.name
+        )
+
+    def bucket_path(self, partition: bytes, bucket: int) -> str:
+        """Directory of a bucket relative to the table, e.g. ``dt=2024-01-01/bucket-3``."""
+        types = self.schema.partition_types()
+        values = binary_row.decode_row(binary_row.deserialize(partition)[1], types)
+        default = self.schema.core_options.get("partition.default-name")
+        path = partition_path(list(self.schema.partition_keys), types, values, default)
+        return f"{path}/bucket-{bucket}" if path else f"bucket-{bucket}"
+
+    # ---- snapshots -----------------------------------------------------------------------
+
+    def latest_snapshot_id(self) -> int | None:
+        return self.snapshots.latest_id()
+
+    def snapshot(
+        self, snapshot_id: int | None = None, timestamp_ms: int | None = None, tag: str | None = None
+    ) -> Snapshot | None:
+        """The snapshot a read addresses: by id, by time, by tag, or the latest (None if empty)."""
+        given = [x for x in (snapshot_id, timestamp_ms, tag) if x is not None]
+        if len(given) > 1:
+            raise InvalidArgumentError(
+                f"table {self.name}: pass at most one of snapshot_id, timestamp_ms and tag, not {given}"
+            )
+        for name, value in (("snapshot_id", snapshot_id), ("timestamp_ms", timestamp_ms)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise ArgumentTypeError(
+                    f"table {self.name}: {name} must be an integer (a snapshot id, epoch millis), "
+                    f"not {type(value).__name__} {value!r}"
+                )
+        snapshots = self.snapshots
+        if snapshot_id is not None:
+            return snapshots.snapshot(snapshot_id)
+        if timestamp_ms is not None:
+            return snapshots.earlier_or_equal_time(timestamp_ms)
+        if tag is not None:
+            return snapshots.tag(tag)
+        return snapshots.latest()
+
+    def travel(
+        self, snapshot_id: int | None = None, timestamp_ms: int | None = None, tag: str | None = None
+    ) -> tuple[Snapshot | None, TableStore]:
+        """The addressed snapshot and the table as a read of it sees it: time travel reads with
+        the snapshot's schema, the latest snapshot with the current one."""
+        snap = self.snapshot(snapshot_id, timestamp_ms, tag)
+        time_travel = (snapshot_id, timestamp_ms, tag) != (None, None, None)
+        return snap, self.with_schema(snap.schema_id) if time_travel and snap is not None else self
+
+    def live_entries(self, snapshot: Snapshot | None = None) -> list[ManifestEntry]:
+        """Manifest entries of the files live in ``snapshot`` (default: latest), in manifest order."""
+        snapshot = snapshot or self.snapshots.latest()
+        if snapshot is None:
+            return []
+        manifests = self.manifests()
+        return manifests.live_entries(manifests.data_manifests(snapshot))
+
+    def added_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        """The files ``snapshot``'s commit added (new data or compaction output)."""
+        return self.manifests().added_entries(snapshot)
+
+    def index_entries(self, snapshot: Snapshot | None = None) -> list[IndexManifestEntry]:
+        """The index files (hash index, deletion vectors) live in ``snapshot`` (default: latest)."""
+        snapshot = snapshot or self.snapshots.latest()
+        if snapshot is None or snapshot.index_manifest is None:
+            return []
+        return self.manifests().read_index_manifest(snapshot.index_manifest)
