@@ -1,52 +1,17 @@
-"""The one ``Definitions`` object Dagster loads (``workspace.yaml``): the example lakehouse's
-tables as assets with their checks, the pipeline job and its daily schedule, maintenance jobs
-and the nightly expiration, the snapshot and compaction sensors, and the resources."""
+"""The example lakehouse's code location (``workspace.yaml`` loads it): its tables
+(:mod:`assets.orders`) as Dagster definitions, daily from the example's first day, with the
+resources of :mod:`resources`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dagster import DailyPartitionsDefinition
 
-from dagster import (
-    AssetSelection,
-    DailyPartitionsDefinition,
-    Definitions,
-    ScheduleDefinition,
-    build_schedule_from_partitioned_job,
-    define_asset_job,
-)
-
-from assets.checks import table_checks
-from assets.factory import table_asset
-from assets.maintenance import compact_job, expire_job, rewrite_index_job
 from assets.orders import START, TABLES
-from assets.sensors import compaction_sensor, snapshot_sensor
-from assets.spec import TableSpec
-from resources import LakehouseResource, SparkResource
+from lakehouse.dagster.definitions import PIPELINE, build_definitions
+from resources import RESOURCES
 
 DAILY = DailyPartitionsDefinition(start_date=START)
-PIPELINE = "lakehouse_pipeline"
 
+defs = build_definitions(TABLES, DAILY, RESOURCES)
 
-def build_definitions(
-    specs: Sequence[TableSpec], partitions: DailyPartitionsDefinition = DAILY
-) -> Definitions:
-    """Assets, checks, jobs, schedules and sensors for a set of table specs."""
-    pipeline = define_asset_job(PIPELINE, selection=AssetSelection.all())
-    downstream = {s.name: [d.key for d in specs if s.name in d.upstream] for s in specs}
-    return Definitions(
-        assets=[table_asset(s, partitions) for s in specs],
-        asset_checks=[c for s in specs for c in table_checks(s)],
-        jobs=[pipeline, compact_job, rewrite_index_job, expire_job],
-        schedules=[
-            build_schedule_from_partitioned_job(pipeline, hour_of_day=1),
-            ScheduleDefinition(name="nightly_expiration", job=expire_job, cron_schedule="0 3 * * *"),
-        ],
-        sensors=[
-            *(snapshot_sensor(s, downstream[s.name], partitions) for s in specs),
-            compaction_sensor(specs),
-        ],
-        resources={"lakehouse": LakehouseResource(), "spark": SparkResource()},
-    )
-
-
-defs = build_definitions(TABLES)
+__all__ = ["DAILY", "PIPELINE", "defs"]

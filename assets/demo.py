@@ -14,9 +14,9 @@ from pathlib import Path
 from dagster import DagsterInstance, ExecuteInProcessResult
 
 from assets.definitions import PIPELINE, defs
-from assets.maintenance import compact_job, expire_job, rewrite_index_job
 from assets.orders import TABLES
 from lakehouse import Catalog
+from lakehouse.dagster.maintenance import compact_job, expire_job, rewrite_index_job
 from resources import default_warehouse
 
 DAYS = ("2024-01-01", "2024-01-02", "2024-01-03")

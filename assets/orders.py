@@ -1,4 +1,4 @@
-"""The example lakehouse: seed 002's layered real-time warehouse over order events.
+"""The example lakehouse: a layered real-time warehouse (ODS -> DWD -> DWS) over order events.
 
 - ``ods.orders``: the raw order events of a day, append-only (a deterministic generator stands
   in for the source system: creations, updates, payments and cancellations);
@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from assets.spec import Inputs, TableSpec
+from lakehouse.dagster.spec import Inputs, TableSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

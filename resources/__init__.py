@@ -1,6 +1,8 @@
-"""Dagster resources of the lakehouse: the storage engine and PySpark."""
+"""The example lakehouse's resources: the warehouse at ``$LAKEHOUSE_WAREHOUSE`` (default
+``./warehouse``) and a local Spark session (``local[2]``)."""
 
-from resources.lakehouse import LakehouseResource, default_warehouse
-from resources.spark import SparkResource
+from lakehouse.dagster.resources import LakehouseResource, SparkResource, default_warehouse
 
-__all__ = ["LakehouseResource", "SparkResource", "default_warehouse"]
+RESOURCES = {"lakehouse": LakehouseResource(warehouse=default_warehouse()), "spark": SparkResource()}
+
+__all__ = ["RESOURCES", "default_warehouse"]

@@ -1,5 +1,5 @@
 """Cross-partition upsert tables (primary key without every partition key, ``bucket = -1``): each
-engine's rule for a key that arrives in another partition (seed 003), bucket filling, the key
+engine's rule for a key that arrives in another partition, bucket filling, the key
 index surviving across writers, concurrent writers, and a brute-force model over random histories."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Cross-partition upsert: a primary key that lacks some partition key, so a key can change
-partition (seed 003, Paimon's ``GlobalIndexAssigner``; such tables take ``bucket = -1``).
+partition (Paimon's ``GlobalIndexAssigner``; such tables take ``bucket = -1``).
 
 A writer keeps where every live key is - key -> (partition, bucket) - bootstrapped from the
 snapshot it starts from by reading the full primary key of every bucket (all sorted runs, merged

@@ -22,15 +22,15 @@ from dagster import (
     materialize,
 )
 
-from assets.checks import index_check
 from assets.definitions import PIPELINE, defs
-from assets.maintenance import compact_job, expire_job
 from assets.orders import TABLES, order_events
 from lakehouse import Catalog
 from lakehouse.bucket import hash_index
+from lakehouse.dagster.checks import index_check
+from lakehouse.dagster.maintenance import compact_job, expire_job
+from lakehouse.dagster.resources import LakehouseResource, SparkResource
 from lakehouse.fileindex import bitmap, format
 from lakehouse.types import parse_type
-from resources import LakehouseResource, SparkResource
 
 pytestmark = pytest.mark.spark
 

@@ -10,9 +10,9 @@ from dagster import (
     asset,
 )
 
-from assets.metadata import write_metadata
-from assets.spec import Inputs, TableSpec, asset_key
-from resources import LakehouseResource, SparkResource
+from lakehouse.dagster.metadata import write_metadata
+from lakehouse.dagster.resources import LakehouseResource, SparkResource
+from lakehouse.dagster.spec import Inputs, TableSpec, asset_key
 
 COMMIT_USER_PREFIX = "dagster"  # snapshots Dagster commits; the snapshot sensors skip them
 

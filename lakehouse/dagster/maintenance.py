@@ -8,9 +8,9 @@ from typing import Any
 
 from dagster import AssetObservation, Config, MetadataValue, OpExecutionContext, Output, job, op
 
-from assets.metadata import table_metadata
-from assets.spec import asset_key
-from resources import LakehouseResource, SparkResource
+from lakehouse.dagster.metadata import table_metadata
+from lakehouse.dagster.resources import LakehouseResource, SparkResource
+from lakehouse.dagster.spec import asset_key
 
 
 class TableConfig(Config):

@@ -1,5 +1,5 @@
 """A Paimon table declared once: its schema, keys, options, upstream tables and the PySpark
-transformation that fills it. :mod:`assets.factory` turns specs into assets, checks and sensors."""
+transformation that fills it. :mod:`lakehouse.dagster.factory` turns specs into assets, checks and sensors."""
 
 from __future__ import annotations
 

@@ -23,10 +23,10 @@ from dagster import (
     asset_check,
 )
 
-from assets.factory import commit_user
-from assets.spec import TableSpec
+from lakehouse.dagster.factory import commit_user
+from lakehouse.dagster.resources import LakehouseResource
+from lakehouse.dagster.spec import TableSpec
 from lakehouse.ops.file_index import IndexReport
-from resources import LakehouseResource
 
 _PROBLEMS_SHOWN = 50
 

@@ -26,14 +26,14 @@ from dagster import (
     sensor,
 )
 
-from assets.factory import COMMIT_USER_PREFIX
-from assets.maintenance import compact_job, compact_run_config
-from assets.metadata import partitions_touched
-from assets.spec import PARTITION_COLUMN, TableSpec
 from lakehouse import Table
+from lakehouse.dagster.factory import COMMIT_USER_PREFIX
+from lakehouse.dagster.maintenance import compact_job, compact_run_config
+from lakehouse.dagster.metadata import partitions_touched
+from lakehouse.dagster.resources import LakehouseResource
+from lakehouse.dagster.spec import PARTITION_COLUMN, TableSpec
 from lakehouse.errors import LakehouseError
 from lakehouse.snapshot import CommitKind
-from resources import LakehouseResource
 
 
 def _table(lakehouse: LakehouseResource, name: str) -> Table | None:

@@ -1,0 +1,52 @@
+"""A ``Definitions`` object for a set of table specs: the tables as assets with their checks, the
+pipeline job and its daily schedule, the maintenance jobs and the nightly expiration, the
+snapshot and compaction sensors, and the resources."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dagster import (
+    AssetSelection,
+    DailyPartitionsDefinition,
+    Definitions,
+    ScheduleDefinition,
+    build_schedule_from_partitioned_job,
+    define_asset_job,
+)
+
+from lakehouse.dagster.checks import table_checks
+from lakehouse.dagster.factory import table_asset
+from lakehouse.dagster.maintenance import compact_job, expire_job, rewrite_index_job
+from lakehouse.dagster.resources import LakehouseResource, SparkResource
+from lakehouse.dagster.sensors import compaction_sensor, snapshot_sensor
+from lakehouse.dagster.spec import TableSpec
+
+PIPELINE = "lakehouse_pipeline"
+
+
+def build_definitions(
+    specs: Sequence[TableSpec],
+    partitions: DailyPartitionsDefinition,
+    resources: Mapping[str, Any] | None = None,
+) -> Definitions:
+    """Assets, checks, jobs, schedules and sensors for a set of table specs; ``resources``
+    (default: a ``LakehouseResource`` and a ``SparkResource``) under the keys ``lakehouse`` and
+    ``spark``."""
+    pipeline = define_asset_job(PIPELINE, selection=AssetSelection.all())
+    downstream = {s.name: [d.key for d in specs if s.name in d.upstream] for s in specs}
+    return Definitions(
+        assets=[table_asset(s, partitions) for s in specs],
+        asset_checks=[c for s in specs for c in table_checks(s)],
+        jobs=[pipeline, compact_job, rewrite_index_job, expire_job],
+        schedules=[
+            build_schedule_from_partitioned_job(pipeline, hour_of_day=1),
+            ScheduleDefinition(name="nightly_expiration", job=expire_job, cron_schedule="0 3 * * *"),
+        ],
+        sensors=[
+            *(snapshot_sensor(s, downstream[s.name], partitions) for s in specs),
+            compaction_sensor(specs),
+        ],
+        resources=dict(resources or {"lakehouse": LakehouseResource(), "spark": SparkResource()}),
+    )
