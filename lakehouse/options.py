@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from enum import StrEnum
 
 from lakehouse.errors import InvalidOptionError
 
@@ -25,6 +26,26 @@ _DURATION_UNITS_MS = {
     "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
     "": 1, "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
 }  # fmt: skip
+
+
+class MergeEngineKind(StrEnum):
+    """``merge-engine``: how the versions of one primary key become one row."""
+
+    DEDUPLICATE = "deduplicate"
+    PARTIAL_UPDATE = "partial-update"
+    AGGREGATION = "aggregation"
+    FIRST_ROW = "first-row"
+
+
+class ChangelogProducerKind(StrEnum):
+    """``changelog-producer``: which files a primary-key table's changelog comes from."""
+
+    NONE = "none"
+    INPUT = "input"
+    FULL_COMPACTION = "full-compaction"
+    LOOKUP = "lookup"
+
+
 _AMOUNT = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
 
 # Names used by the engine, with Paimon's defaults (None: no default).
@@ -50,6 +71,7 @@ COMMIT_MAX_RETRY_WAIT = "commit.max-retry-wait"
 COMMIT_USER_PREFIX = "commit.user-prefix"
 DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
 MERGE_ENGINE = "merge-engine"
+CHANGELOG_PRODUCER = "changelog-producer"
 SEQUENCE_FIELD = "sequence.field"
 SPLIT_TARGET_SIZE = "source.split.target-size"
 SPLIT_OPEN_FILE_COST = "source.split.open-file-cost"
@@ -73,7 +95,7 @@ DEFAULTS: dict[str, str] = {
     COMMIT_MIN_RETRY_WAIT: "10 ms",
     COMMIT_MAX_RETRY_WAIT: "10 s",
     DYNAMIC_PARTITION_OVERWRITE: "true",
-    MERGE_ENGINE: "deduplicate",
+    MERGE_ENGINE: MergeEngineKind.DEDUPLICATE.value,
     SPLIT_TARGET_SIZE: "128 mb",
     SPLIT_OPEN_FILE_COST: "4 mb",
     PRIMARY_KEY_NULLABLE: "false",
@@ -87,7 +109,7 @@ DEFAULTS: dict[str, str] = {
     "snapshot.num-retained.max": str(2**31 - 1),
     "snapshot.time-retained": "1 h",
     "snapshot.expire.limit": "50",
-    "changelog-producer": "none",
+    CHANGELOG_PRODUCER: ChangelogProducerKind.NONE.value,
     "changelog-file.prefix": "changelog-",
     "changelog-producer.row-deduplicate": "false",
 }
@@ -151,6 +173,15 @@ def parse_file_prefix(text: str, key: str) -> str:
     return text
 
 
+def parse_choice(text: str, key: str, kind: type[StrEnum]) -> StrEnum:
+    """A member of ``kind`` by its value, case and surrounding spaces ignored."""
+    try:
+        return kind(text.strip().lower())
+    except ValueError:
+        choices = ", ".join(k.value for k in kind)
+        raise InvalidOptionError(f"unknown {key} {text!r}; use one of {choices}") from None
+
+
 def _counts(minimum: int, *keys: str) -> dict[str, Callable[[str, str], object]]:
     return {k: lambda text, key, m=minimum: parse_int(text, key, m) for k in keys}
 
@@ -188,6 +219,8 @@ VALUE_CHECKS: dict[str, Callable[[str, str], object]] = {
     **_kind(lambda text, key: parse_codec(text, key, PARQUET_CODECS), FILE_COMPRESSION,
             "changelog-file.compression"),
     **_kind(parse_file_prefix, DATA_FILE_PREFIX, "changelog-file.prefix"),
+    MERGE_ENGINE: lambda text, key: parse_choice(text, key, MergeEngineKind),
+    CHANGELOG_PRODUCER: lambda text, key: parse_choice(text, key, ChangelogProducerKind),
 }  # fmt: skip
 
 
@@ -247,6 +280,14 @@ class CoreOptions:
         if self.get("num-sorted-run.stop-trigger") is not None:
             return self.get_int("num-sorted-run.stop-trigger")
         return self.get_int("num-sorted-run.compaction-trigger") + 3
+
+    @property
+    def merge_engine(self) -> MergeEngineKind:
+        return parse_choice(self.get(MERGE_ENGINE), MERGE_ENGINE, MergeEngineKind)
+
+    @property
+    def changelog_producer(self) -> ChangelogProducerKind:
+        return parse_choice(self.get(CHANGELOG_PRODUCER), CHANGELOG_PRODUCER, ChangelogProducerKind)
 
     @property
     def bucket(self) -> int:

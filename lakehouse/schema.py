@@ -29,7 +29,7 @@ from lakehouse.fileindex import options as fileindex_options
 from lakehouse.format.parquet import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from lakehouse.io.fs import FileIO
 from lakehouse.manifest.avro import avro_codec
-from lakehouse.options import CoreOptions, check_values
+from lakehouse.options import CoreOptions, MergeEngineKind, check_values
 from lakehouse.paths import TablePaths
 from lakehouse.rowkind import ROW_KIND
 from lakehouse.types import (
@@ -378,7 +378,7 @@ def validate(schema: TableSchema, table: str) -> None:
     for key in ("dynamic-partition-overwrite", "data-file.thin-mode", "primary-key.nullable"):
         opts.get_bool(key)
     fileindex_options.validate(schema.options, schema.fields, table)
-    if pk and opts.get_bool("deletion-vectors.enabled") and (opts.get("merge-engine") or "") == "first-row":
+    if pk and opts.get_bool("deletion-vectors.enabled") and opts.merge_engine == MergeEngineKind.FIRST_ROW:
         raise InvalidOptionError(
             f"table {table}: merge-engine first-row never deletes older rows, so it takes no deletion "
             f"vectors; remove 'deletion-vectors.enabled' (first-row tables are read without merging anyway)"

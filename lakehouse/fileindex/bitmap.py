@@ -321,3 +321,24 @@ class BitmapReader:
         if op == "is_not_null":
             return RowSet(BitMap(range(self.parsed.rows)) - self.parsed.null)
         return REMAIN
+
+
+def check(data: bytes, column: pa.Array, dtype: DataType) -> list[str]:
+    """Problems of a serialized bitmap index against its column: the dictionary holds exactly
+    the distinct values, each with exactly its rows, and the null rows are exactly the nulls."""
+    reader = BitmapReader(data, dtype)
+    problems = []
+    if reader.row_count != len(column):
+        problems.append(f"bitmap covers {reader.row_count} rows, the file has {len(column)}")
+    keys, nulls, positions = group_rows(column, dtype)
+    if reader.parsed.null != roaring.of(nulls):
+        problems.append("bitmap null rows differ from the data")
+    if set(keys) != set(reader.parsed.offsets):
+        problems.append(
+            f"bitmap dictionary has {len(reader.parsed.offsets)} values, the data {len(keys)} distinct ones"
+        )
+    for key, rows in zip(keys, positions, strict=True):
+        if reader.bitmap_of(key) != roaring.of(rows):
+            problems.append(f"bitmap rows of value {key!r} differ from the data")
+            break
+    return problems

@@ -134,3 +134,19 @@ class BloomReader:
 def _probe_hashes(literals: tuple, dtype: DataType) -> np.ndarray:
     """The hashes of a filter's literals, computed once for all the files a plan probes."""
     return fast_hash(pa.array(list(literals)), dtype)
+
+
+def check(data: bytes, column: pa.Array, dtype: DataType) -> list[str]:
+    """Problems of a serialized bloom filter against its column: every value present must test
+    REMAIN, and the bits must equal a rebuild over the data with the stored size and hash count
+    (so any flipped bit shows)."""
+    stored = BloomFilter.deserialize(data)
+    hashes = fast_hash(column.drop_null(), dtype)
+    missing = ~stored.might_contain(hashes) if len(hashes) else np.zeros(0, bool)
+    if missing.any():
+        value = column.drop_null()[int(np.flatnonzero(missing)[0])].as_py()
+        return [f"bloom filter rejects {int(missing.sum())} values present in the data, e.g. {value!r}"]
+    rebuilt = BloomFilter.sized(hashes, stored.num_hash_functions, stored.num_bits)
+    if rebuilt.bits != stored.bits:
+        return ["bloom filter bits differ from a rebuild over the data (corrupted bits)"]
+    return []

@@ -231,3 +231,33 @@ class BsiReader:
         for v in values:
             found |= self._eq(v)
         return RowSet(found if op in ("eq", "in") else self.not_null - found)
+
+
+RANGE_SAMPLES = 8  # range queries a check compares with the data
+
+
+def check(data: bytes, column: pa.Array, dtype: DataType) -> list[str]:
+    """Problems of a serialized bit-slice index against its column: every row decodes to its
+    value, the existence bitmaps cover exactly the non-null rows, and sampled range queries agree."""
+    reader = BsiReader(data, dtype)
+    problems = []
+    if reader.rows != len(column):
+        problems.append(f"bsi covers {reader.rows} rows, the file has {len(column)}")
+    valid = np.flatnonzero(np.asarray(column.is_valid()))
+    longs = to_longs(column.drop_null(), dtype)
+    if reader.not_null != roaring.of(valid) or (reader.positive.ebm & reader.negative.ebm):
+        return [*problems, "bsi existence bitmaps differ from the non-null rows"]
+    decoded = reader.decode(len(column))[valid]
+    if not np.array_equal(decoded, longs):
+        first = int(np.flatnonzero(decoded != longs)[0])
+        return [
+            *problems,
+            f"bsi value of row {int(valid[first])} is {decoded[first]}, the data says {longs[first]}",
+        ]
+    if len(longs):
+        for pivot in np.quantile(longs, np.linspace(0, 1, RANGE_SAMPLES)).astype(np.int64).tolist():
+            expected = roaring.of(valid[longs < pivot])
+            if reader.compare_longs("lt", pivot) != expected:
+                problems.append(f"bsi range query < {pivot} differs from the data")
+                break
+    return problems

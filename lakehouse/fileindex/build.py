@@ -10,9 +10,10 @@ from collections.abc import Mapping
 
 import pyarrow as pa
 
-from lakehouse.fileindex import bitmap, bloom, bsi, format
+from lakehouse.fileindex import format
 from lakehouse.fileindex.java_hashmap import JavaHashMap, string_hash
 from lakehouse.fileindex.options import ColumnIndex, buildable
+from lakehouse.fileindex.registry import INDEX_TYPES
 from lakehouse.types import DataType
 
 INDEX_SUFFIX = ".index"  # DataFilePathFactory.INDEX_PATH_SUFFIX
@@ -22,13 +23,7 @@ def build_index(index: ColumnIndex, column: pa.Array, dtype: DataType) -> bytes 
     """Serialized bytes of one index over one column (None: this column cannot be indexed)."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
-    if index.index_type == bloom.BLOOM_FILTER:
-        return bloom.build(column, dtype, *bloom.settings(index.options))
-    if index.index_type == bitmap.BITMAP:
-        return bitmap.build(column, dtype, index.options)
-    if index.index_type == bsi.BSI:
-        return bsi.build(column, dtype)
-    raise ValueError(f"unknown file index type {index.index_type!r}")  # refused by buildable()
+    return INDEX_TYPES[index.index_type].build(column, dtype, index.options)  # buildable() knows it
 
 
 def java_order(indexes: list[ColumnIndex]) -> list[ColumnIndex]:

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from lakehouse.fileindex.bitmap import BITMAP, BitmapReader
-from lakehouse.fileindex.bloom import BLOOM_FILTER, BloomReader
-from lakehouse.fileindex.bsi import BSI, BsiReader
+from lakehouse.fileindex.registry import INDEX_TYPES
 from lakehouse.fileindex.result import REMAIN, SKIP, IndexResult
 from lakehouse.predicate import And, Leaf, Or, Predicate
 from lakehouse.types import DataType
 
-_READERS = {BLOOM_FILTER: BloomReader, BITMAP: BitmapReader, BSI: BsiReader}
 # what an empty index (no values at all) answers: EmptyFileIndexReader
 _EMPTY_SKIPS = {"eq", "in", "is_not_null", "lt", "le", "gt", "ge", "starts_with"}
 
@@ -42,10 +39,10 @@ class FileIndexes:
         for index_type, data in self.container.get(name, {}).items():
             if data is None:
                 answer = SKIP if leaf.op in _EMPTY_SKIPS else REMAIN
-            elif index_type in _READERS:
+            elif index_type in INDEX_TYPES:
                 key = (name, index_type)
                 if key not in self._readers:
-                    self._readers[key] = _READERS[index_type](data, dtype)
+                    self._readers[key] = INDEX_TYPES[index_type].reader(data, dtype)
                 answer = self._readers[key].visit(leaf.op, leaf.literals)
             else:
                 continue  # an index type this engine does not know narrows nothing

@@ -11,8 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from lakehouse.errors import InvalidOptionError, UnsupportedFeatureError
-from lakehouse.fileindex import bitmap, bloom, bsi
-from lakehouse.fileindex.bloom import BLOOM_FILTER
+from lakehouse.fileindex.registry import INDEX_TYPES
 from lakehouse.options import parse_memory_size
 from lakehouse.types import DataField
 
@@ -20,10 +19,6 @@ PREFIX = "file-index."
 IN_MANIFEST_THRESHOLD = "file-index.in-manifest-threshold"
 DEFAULT_IN_MANIFEST_THRESHOLD = "500 B"
 READ_ENABLED = "file-index.read.enabled"
-
-
-SUPPORTS = {BLOOM_FILTER: bloom.supports, bitmap.BITMAP: bitmap.supports, bsi.BSI: bsi.supports}
-SETTINGS = {BLOOM_FILTER: bloom.settings, bitmap.BITMAP: bitmap.settings}  # per-index options
 
 
 @dataclass(frozen=True)
@@ -63,10 +58,10 @@ def buildable(options: Mapping[str, str], table: str) -> list[ColumnIndex]:
     """The declared indexes, refusing kinds this engine cannot build (e.g. options set by another)."""
     indexes = declared(options)
     for index in indexes:
-        if index.index_type not in SUPPORTS:
+        if index.index_type not in INDEX_TYPES:
             raise UnsupportedFeatureError(
                 f"table {table}: file index type {index.index_type!r} is not supported; "
-                f"use one of {sorted(SUPPORTS)} (remove {PREFIX}{index.index_type}.columns)"
+                f"use one of {sorted(INDEX_TYPES)} (remove {PREFIX}{index.index_type}.columns)"
             )
     return indexes
 
@@ -80,12 +75,12 @@ def validate(options: Mapping[str, str], fields: list[DataField] | tuple[DataFie
                 f"table {table}: {index.index_type} index names unknown column {index.column!r}"
             )
         dtype = types[index.column]
-        if not SUPPORTS[index.index_type](dtype):
+        if not INDEX_TYPES[index.index_type].supports(dtype):
             raise InvalidOptionError(
                 f"table {table}: a {index.index_type} index cannot be built on column {index.column!r} "
                 f"of type {dtype}; choose another index type or column"
             )
-        settings = SETTINGS.get(index.index_type)
+        settings = INDEX_TYPES[index.index_type].settings
         try:
             if settings is not None:
                 settings(index.options)

@@ -34,41 +34,41 @@ from lakehouse.errors import InvalidOptionError, UnsupportedFeatureError
 from lakehouse.format import parquet
 from lakehouse.manifest import stats
 from lakehouse.mergetree.keyorder import comparable_keys
+from lakehouse.options import ChangelogProducerKind, MergeEngineKind
 from lakehouse.rowkind import ADD_KINDS, RowKind
 from lakehouse.store.data_writer import FileLayout
-
-PRODUCERS = ("none", "input", "full-compaction", "lookup")
 
 
 @dataclass(frozen=True)
 class ChangelogProducer:
     """A table's ``changelog-producer`` and the columns row-deduplication compares (None: off)."""
 
-    name: str
+    kind: ChangelogProducerKind
     compared: tuple[str, ...] | None = None
 
     @classmethod
     def of(cls, schema, table: str) -> ChangelogProducer:
         """The table's producer; options Paimon refuses are refused with what to change."""
         options = schema.core_options
-        name = (options.get("changelog-producer") or "none").strip().lower()
-        if name not in PRODUCERS:
+        try:
+            kind, engine = options.changelog_producer, options.merge_engine
+        except InvalidOptionError as e:
+            raise InvalidOptionError(f"table {table}: {e}") from None
+        if kind != ChangelogProducerKind.NONE and not schema.primary_keys:
             raise InvalidOptionError(
-                f"table {table}: unknown changelog-producer {name!r}; use one of {PRODUCERS}"
-            )
-        if name != "none" and not schema.primary_keys:
-            raise InvalidOptionError(
-                f"table {table}: changelog-producer={name} needs a primary key; define one or remove "
+                f"table {table}: changelog-producer={kind} needs a primary key; define one or remove "
                 f"the option"
             )
-        if name == "lookup" and options.get("full-compaction.delta-commits") is not None:
+        if kind == ChangelogProducerKind.LOOKUP and options.get("full-compaction.delta-commits") is not None:
             raise InvalidOptionError(
                 f"table {table}: full-compaction.delta-commits is incompatible with "
                 f"changelog-producer=lookup; use changelog-producer=full-compaction for periodic full "
                 f"compactions with changelog, or remove full-compaction.delta-commits"
             )
-        engine = (options.get("merge-engine") or "deduplicate").strip().lower()
-        if engine == "first-row" and name not in ("none", "lookup"):
+        if engine == MergeEngineKind.FIRST_ROW and kind not in (
+            ChangelogProducerKind.NONE,
+            ChangelogProducerKind.LOOKUP,
+        ):
             raise InvalidOptionError(
                 f"table {table}: merge-engine first-row supports changelog-producer none and lookup only"
             )
@@ -87,7 +87,7 @@ class ChangelogProducer:
                     f"columns {unknown}"
                 )
             compared = tuple(n for n in schema.field_names if n not in ignored)
-        return cls(name, compared)
+        return cls(kind, compared)
 
 
 def changelog_layout(layout: FileLayout, options) -> FileLayout:

@@ -39,6 +39,7 @@ from lakehouse.mergetree.step import StepMerge, merges_old_values
 from lakehouse.mergetree.stream import merge_steps
 from lakehouse.mergetree.universal import CompactUnit, UniversalCompaction, pick_full
 from lakehouse.mergetree.versions import lookup_merge, with_level
+from lakehouse.options import ChangelogProducerKind, MergeEngineKind
 from lakehouse.store.data_reader import iter_data_file
 from lakehouse.store.data_writer import BucketWriter, FileLayout, file_metas
 
@@ -85,7 +86,7 @@ class BucketCompactor:
         self.universal = UniversalCompaction.from_options(options)
         self.needs_lookup = needs_lookup(table.schema)
         self.lookup_merge = lookup_merge(table.schema)
-        self.producer = changelog or ChangelogProducer("none")  # "none" while overwriting
+        self.producer = changelog or ChangelogProducer(ChangelogProducerKind.NONE)  # none while overwriting
         self.changelog_layout = changelog_layout(layout, options)
         self.min_file_size = options.target_file_size(True) // 10 * 7  # compactionFileSize
         self.ranges = KeyRanges([f.type for f in layout.key_fields])
@@ -187,10 +188,12 @@ class CompactTask:
             inputs = set(unit.files)
             above = [r for r in self.levels.runs if r.level > unit.output_level and not set(r.files) & inputs]
             engine = bucket.engine
-            compares = producer.name == "lookup" and engine.name != "first-row"
+            compares = (
+                producer.kind == ChangelogProducerKind.LOOKUP and engine.kind != MergeEngineKind.FIRST_ROW
+            )
             lookup = Lookup(bucket, above, BATCH_ROWS, values=merges_old_values(engine) or compares)
         self.step = StepMerge(
-            bucket.engine, self.max_level, lookup, bucket.lookup_merge, producer.name, producer.compared
+            bucket.engine, self.max_level, lookup, bucket.lookup_merge, producer.kind, producer.compared
         )
         self.fold_deletions = fold_deletions
         self.changelog: BucketWriter | None = None
@@ -234,10 +237,10 @@ class CompactTask:
     def _writes_changelog(self, files: list[DataFileMeta]) -> bool:
         """Whether merging ``files`` writes changelog: into the top level for ``full-compaction``
         (``FullChangelogMergeTreeCompactRewriter``), level-0 files brought up for ``lookup``."""
-        name, level = self.bucket.producer.name, self.unit.output_level
-        if name == "full-compaction":
+        kind, level = self.bucket.producer.kind, self.unit.output_level
+        if kind == ChangelogProducerKind.FULL_COMPACTION:
             return level == self.max_level
-        return name == "lookup" and level != 0 and any(f.level == 0 for f in files)
+        return kind == ChangelogProducerKind.LOOKUP and level != 0 and any(f.level == 0 for f in files)
 
     def _upgrade(self, f: DataFileMeta, result: CompactResult) -> None:
         level = self.unit.output_level

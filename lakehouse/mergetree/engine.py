@@ -18,6 +18,7 @@ exist below its output).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,10 +29,9 @@ from lakehouse.errors import InvalidOptionError, SchemaMismatchError, Unsupporte
 from lakehouse.format.parquet import SEQUENCE_NUMBER, VALUE_KIND
 from lakehouse.mergetree.aggregate import FieldAgg
 from lakehouse.mergetree.groups import KeyGroups, positions_of, take_or_null
-from lakehouse.options import CoreOptions
+from lakehouse.options import CoreOptions, MergeEngineKind
 from lakehouse.rowkind import RETRACT_KINDS, RowKind
 
-ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
 ORDINAL = "_FILE_ORDINAL"  # optional tiebreak column: files read later win ties
 _SEQUENCE_GROUP = ".sequence-group"
 # With remove-record-on-delete, a merged row whose history restarted after a delete is stored
@@ -53,11 +53,10 @@ class MergeEngine:
     def __init__(self, schema, table: str) -> None:
         options: CoreOptions = schema.core_options
         self.table = table
-        self.name = (options.get("merge-engine") or "deduplicate").strip().lower()
-        if self.name not in ENGINES:
-            raise InvalidOptionError(
-                f"table {table}: unknown merge-engine {self.name!r}; use one of {ENGINES}"
-            )
+        try:
+            self.kind = options.merge_engine
+        except InvalidOptionError as e:
+            raise InvalidOptionError(f"table {table}: {e}") from None
         self.key = list(schema.trimmed_primary_keys)
         self.sequence_fields = options.names("sequence.field")
         self.ignore_delete = options.get_bool("ignore-delete")
@@ -66,12 +65,12 @@ class MergeEngine:
         self.groups: list[SequenceGroup] = []
         self.aggs: dict[str, FieldAgg] = {}
         self.remove_on_delete = False
-        if self.name == "first-row" and self.sequence_fields:
+        if self.kind == MergeEngineKind.FIRST_ROW and self.sequence_fields:
             raise InvalidOptionError(f"table {table}: merge-engine first-row does not support sequence.field")
-        if self.name == "partial-update":
+        if self.kind == MergeEngineKind.PARTIAL_UPDATE:
             self.remove_on_delete = options.get_bool("partial-update.remove-record-on-delete")
             self._partial_update_options(schema, options)
-        elif self.name == "aggregation":
+        elif self.kind == MergeEngineKind.AGGREGATION:
             self.remove_on_delete = options.get_bool("aggregation.remove-record-on-delete")
             default = options.get("fields.default-aggregate-function") or "last_non_null_value"
             for f in fields:
@@ -80,7 +79,7 @@ class MergeEngine:
                 self.aggs[f.name] = FieldAgg.of(f, function, options, table)
         if self.remove_on_delete and self.ignore_delete:
             raise InvalidOptionError(
-                f"table {table}: ignore-delete and {self.name}.remove-record-on-delete contradict "
+                f"table {table}: ignore-delete and {self.kind}.remove-record-on-delete contradict "
                 f"each other; set only one"
             )
 
@@ -149,11 +148,11 @@ class MergeEngine:
 
     def _check_retracts(self, kinds: pa.Array) -> None:
         why = None
-        if self.name == "first-row":
+        if self.kind == MergeEngineKind.FIRST_ROW:
             why = "merge-engine first-row keeps the first version and cannot apply -U/-D rows"
-        elif self.name == "partial-update" and not self.groups and not self.remove_on_delete:
+        elif self.kind == MergeEngineKind.PARTIAL_UPDATE and not self.groups and not self.remove_on_delete:
             why = "merge-engine partial-update cannot apply -U/-D rows by default"
-        elif self.name == "aggregation":
+        elif self.kind == MergeEngineKind.AGGREGATION:
             if self.remove_on_delete and not pc.any(pc.equal(kinds, 1)).as_py():
                 return
             stuck = [a.field.name for a in self.aggs.values() if not a.retractable]
@@ -164,9 +163,9 @@ class MergeEngine:
                 f"table {self.table}: {why}; set 'ignore-delete'='true' to drop them"
                 + (
                     ", 'partial-update.remove-record-on-delete'='true' or sequence groups"
-                    if self.name == "partial-update"
+                    if self.kind == MergeEngineKind.PARTIAL_UPDATE
                     else ", or 'fields.<column>.ignore-retract'='true' for those columns"
-                    if self.name == "aggregation"
+                    if self.kind == MergeEngineKind.AGGREGATION
                     else ""
                 )
             )
@@ -176,7 +175,7 @@ class MergeEngine:
     def read_columns(self, wanted: set[str]) -> set[str]:
         """Columns a merge needs to produce ``wanted``: for deduplicate and first-row the same
         plus the sequence fields; the other engines combine columns, so all of them."""
-        if self.name in ("deduplicate", "first-row"):
+        if self.kind in (MergeEngineKind.DEDUPLICATE, MergeEngineKind.FIRST_ROW):
             return set(wanted) | set(self.key) | set(self.sequence_fields)
         return set(wanted) | set(self.key) | {f.name for f in self.value_fields}
 
@@ -195,7 +194,7 @@ class MergeEngine:
         if ORDINAL in table.column_names:
             order.append(ORDINAL)
         groups = KeyGroups.of(table, self.key, order, VALUE_KIND)
-        merged = getattr(self, "_" + self.name.replace("-", "_"))(groups)
+        merged = MERGES[self.kind](self, groups)
         return merged.drop_columns([ORDINAL]) if ORDINAL in merged.column_names else merged
 
     def _deduplicate(self, g: KeyGroups) -> pa.Table:
@@ -287,6 +286,15 @@ class MergeEngine:
             elif name not in out:
                 out[name] = take_or_null(g.column(name), np.where(won_by_retract, -1, winner))
         return out
+
+
+# The merge function of each engine: one row per key from a key's versions.
+MERGES: dict[MergeEngineKind, Callable[[MergeEngine, KeyGroups], pa.Table]] = {
+    MergeEngineKind.DEDUPLICATE: MergeEngine._deduplicate,
+    MergeEngineKind.FIRST_ROW: MergeEngine._first_row,
+    MergeEngineKind.PARTIAL_UPDATE: MergeEngine._partial_update,
+    MergeEngineKind.AGGREGATION: MergeEngine._aggregation,
+}
 
 
 def _regroup(g: KeyGroups, positions: np.ndarray, owner: np.ndarray) -> tuple[KeyGroups, np.ndarray]:

@@ -14,6 +14,7 @@ from functools import cached_property
 from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import DataFileMeta
 from lakehouse.mergetree.keyorder import comparable_value, float_width
+from lakehouse.options import ChangelogProducerKind, MergeEngineKind
 from lakehouse.types import DataType
 
 
@@ -57,8 +58,7 @@ def level0_invisible(schema) -> bool:
     (and deletion-vector tables) only show data once compaction has merged it."""
     options = schema.core_options
     return bool(schema.primary_keys) and (
-        (options.get("merge-engine") or "").lower() == "first-row"
-        or options.get_bool("deletion-vectors.enabled")
+        options.merge_engine == MergeEngineKind.FIRST_ROW or options.get_bool("deletion-vectors.enabled")
     )
 
 
@@ -68,7 +68,7 @@ def needs_lookup(schema) -> bool:
     ``changelog-producer=lookup`` tables, whose changelog comes from those lookups."""
     options = schema.core_options
     return level0_invisible(schema) or (
-        bool(schema.primary_keys) and (options.get("changelog-producer") or "").lower() == "lookup"
+        bool(schema.primary_keys) and options.changelog_producer == ChangelogProducerKind.LOOKUP
     )
 
 

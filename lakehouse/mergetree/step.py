@@ -21,6 +21,7 @@ from lakehouse.mergetree.changelog import differences
 from lakehouse.mergetree.engine import ORDINAL, MergeEngine
 from lakehouse.mergetree.lookup import Lookup
 from lakehouse.mergetree.versions import LEVEL, KeyLevels
+from lakehouse.options import ChangelogProducerKind, MergeEngineKind
 
 _GROUP = "_STEP_GROUP"  # a version's key number, carried through the merge to its merged row
 
@@ -43,7 +44,7 @@ class StepMerge:
         self.lookup_merge = lookup_merge
         self.producer = producer  # the changelog producer of changelog-writing merges
         self.compared = compared
-        self.first_row = engine.name == "first-row"
+        self.first_row = engine.kind == MergeEngineKind.FIRST_ROW
         self.merge_old = merges_old_values(engine)
 
     @property
@@ -62,7 +63,7 @@ class StepMerge:
         step = _Step(
             self.engine.merge(numbered).drop_columns([LEVEL]),
             versions.drop_columns([ORDINAL, LEVEL]),
-            levels.top if self.producer == "full-compaction" else levels.high,
+            levels.top if self.producer == ChangelogProducerKind.FULL_COMPACTION else levels.high,
         )
         if self.lookup is not None:
             self._look_up(step, levels, changelog)
@@ -72,7 +73,9 @@ class StepMerge:
         group = step.group()
         if self.first_row:  # a key new to the table shows its first row
             return merged, merged.filter(pa.array(levels.level0[group] & (levels.high[group] < 0)))
-        if self.producer == "full-compaction":  # a key seen only at the top did not change
+        if (
+            self.producer == ChangelogProducerKind.FULL_COMPACTION
+        ):  # a key seen only at the top did not change
             emit = ~((levels.count[group] == 1) & (levels.top[group] >= 0))
         else:
             emit = levels.level0[group]
@@ -89,7 +92,7 @@ class StepMerge:
         rows, old = self.lookup.find(step.merged.drop_columns([_GROUP]), levels.high[group] < 0)
         if not len(rows):
             return
-        if changelog and self.producer == "lookup" and not self.first_row:
+        if changelog and self.producer == ChangelogProducerKind.LOOKUP and not self.first_row:
             step.before = step.before.copy()
             step.before[group[rows]] = step.previous.num_rows + np.arange(len(rows))
             step.previous = pa.concat_tables([step.previous, old.select(step.previous.column_names)])
@@ -108,7 +111,9 @@ class StepMerge:
 def merges_old_values(engine: MergeEngine) -> bool:
     """Whether a key's older version found above changes its merged row: not for first-row (the
     older row wins whole) nor deduplicate without ``sequence.field`` (the newest row wins)."""
-    return engine.name != "first-row" and not (engine.name == "deduplicate" and not engine.sequence_fields)
+    if engine.kind == MergeEngineKind.FIRST_ROW:
+        return False
+    return engine.kind != MergeEngineKind.DEDUPLICATE or bool(engine.sequence_fields)
 
 
 @dataclass

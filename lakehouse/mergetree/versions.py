@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from lakehouse.mergetree.groups import run_ends
 from lakehouse.mergetree.keyorder import comparable_keys
+from lakehouse.options import ChangelogProducerKind, MergeEngineKind
 
 LEVEL = "_LEVEL"  # column: the LSM level of the file a row was read from
 
@@ -87,7 +88,7 @@ def lookup_merge(schema) -> bool:
     options = schema.core_options
     return (
         bool(schema.primary_keys)
-        and (options.get("changelog-producer") or "").lower() == "lookup"
+        and options.changelog_producer == ChangelogProducerKind.LOOKUP
         and not options.get_bool("deletion-vectors.enabled")
-        and (options.get("merge-engine") or "").lower() in ("partial-update", "aggregation")
+        and options.merge_engine in (MergeEngineKind.PARTIAL_UPDATE, MergeEngineKind.AGGREGATION)
     )

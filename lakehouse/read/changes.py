@@ -20,6 +20,7 @@ from lakehouse.format import parquet
 from lakehouse.io.pool import map_parallel
 from lakehouse.manifest.entries import FileKind, ManifestEntry
 from lakehouse.mergetree.changelog import ChangelogProducer
+from lakehouse.options import ChangelogProducerKind
 from lakehouse.rowkind import ROW_KIND, short_strings
 from lakehouse.snapshot import CommitKind, Snapshot
 from lakehouse.store import consumers
@@ -52,7 +53,7 @@ def read_changes(
     schema = table.schema
     fields = list(schema.fields)
     system = [parquet.VALUE_KIND] if schema.primary_keys else []
-    changelog = ChangelogProducer.of(schema, table.name).name != "none"
+    changelog = ChangelogProducer.of(schema, table.name).kind != ChangelogProducerKind.NONE
     work = [
         (table.bucket_path(e.partition, e.bucket), e.file)
         for snap in picked

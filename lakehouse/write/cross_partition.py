@@ -32,6 +32,7 @@ from lakehouse.bucket.channels import AssignerSplit
 from lakehouse.bucket.dynamic import DynamicBucketOptions
 from lakehouse.io.pool import map_parallel
 from lakehouse.manifest import binary_row
+from lakehouse.options import MergeEngineKind
 from lakehouse.read.scan import Split
 from lakehouse.read.table_read import TableRead
 from lakehouse.rowkind import RowKind
@@ -56,7 +57,7 @@ class KeyLocations:
         self.key_types = [f.type for f in schema.fields_named(self.key_names)]
         self.partition_names = list(schema.partition_keys)
         self._partition_schema = pa.schema([schema.arrow_schema.field(n) for n in self.partition_names])
-        self.engine = (schema.core_options.get("merge-engine") or "deduplicate").strip().lower()
+        self.engine = schema.core_options.merge_engine
         self.target = DynamicBucketOptions.from_table(schema.core_options).target_row_num
         self.snapshot_id = snapshot.id if snapshot is not None else 0
         self._partition_ids: dict[bytes, int] = {}
@@ -140,7 +141,7 @@ class KeyLocations:
         ends = np.append(starts[1:], n)
         first_part, last_part = row_part[order[starts]], row_part[order[ends - 1]]
         moved = np.zeros(num_keys, bool)
-        if self.engine == "deduplicate":
+        if self.engine == MergeEngineKind.DEDUPLICATE:
             target = last_part
             moved = has_old & (old_part != target)
             # keep each key's last run of rows for its final partition
@@ -151,7 +152,11 @@ class KeyLocations:
             keep[order] = positions > last_elsewhere[key_of_row[order]]
         else:
             target = np.where(has_old, old_part, first_part)
-            keep = np.ones(n, bool) if self.engine != "first-row" else row_part == target[key_of_row]
+            keep = (
+                np.ones(n, bool)
+                if self.engine != MergeEngineKind.FIRST_ROW
+                else row_part == target[key_of_row]
+            )
 
         bucket = np.where(has_old & ~moved, old_bucket, -1).astype(np.int32)
         for p, b in zip(old_part[moved].tolist(), old_bucket[moved].tolist(), strict=True):

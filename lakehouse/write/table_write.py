@@ -42,7 +42,7 @@ from lakehouse.manifest.index_manifest import by_bucket
 from lakehouse.mergetree.changelog import ChangelogProducer, changelog_layout, input_rows
 from lakehouse.mergetree.compactor import BucketCompactor
 from lakehouse.mergetree.engine import MergeEngine
-from lakehouse.options import parse_memory_size
+from lakehouse.options import ChangelogProducerKind, parse_memory_size
 from lakehouse.paths import FileNamer, index_file_namer
 from lakehouse.rowkind import RowKind
 from lakehouse.schema import check_writable, check_writable_keys
@@ -280,7 +280,7 @@ class TableWrite:
         options = self.schema.core_options
         if options.get("full-compaction.delta-commits") is not None:
             every = options.get_int("full-compaction.delta-commits")
-        elif self.changelog is not None and self.changelog.name == "full-compaction":
+        elif self.changelog is not None and self.changelog.kind == ChangelogProducerKind.FULL_COMPACTION:
             every = 1  # as Paimon's writers for this producer: a full compaction per commit
         else:
             return False
@@ -320,7 +320,7 @@ class TableWrite:
                 data, kinds, buckets = self._key_locations().route(data, kinds)
                 if data.num_rows == 0:
                     return
-            if self.changelog is not None and self.changelog.name == "input":
+            if self.changelog is not None and self.changelog.kind == ChangelogProducerKind.INPUT:
                 inputs = (data, kinds)
             data, kinds = self.engine.stored(data, kinds)
         groups, locations = self._group_ids(data, buckets)
