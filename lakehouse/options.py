@@ -48,70 +48,128 @@ class ChangelogProducerKind(StrEnum):
 
 _AMOUNT = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
 
-# Names used by the engine, with Paimon's defaults (None: no default).
+# The options this engine reads, by Paimon's names (their defaults: DEFAULTS).
+AGGREGATION_REMOVE_RECORD_ON_DELETE = "aggregation.remove-record-on-delete"
 BUCKET = "bucket"
 BUCKET_KEY = "bucket-key"
-FILE_FORMAT = "file.format"
-FILE_COMPRESSION = "file.compression"
-ZSTD_LEVEL = "file.compression.zstd-level"
-TARGET_FILE_SIZE = "target-file-size"
-MANIFEST_TARGET_FILE_SIZE = "manifest.target-file-size"
-MANIFEST_MERGE_MIN_COUNT = "manifest.merge-min-count"
-MANIFEST_FULL_COMPACTION_SIZE = "manifest.full-compaction-threshold-size"
-MANIFEST_COMPRESSION = "manifest.compression"
-STATS_MODE = "metadata.stats-mode"
-STATS_DENSE_STORE = "metadata.stats-dense-store"
-PARTITION_DEFAULT_NAME = "partition.default-name"
-DATA_FILE_PREFIX = "data-file.prefix"
-THIN_MODE = "data-file.thin-mode"
-COMMIT_MAX_RETRIES = "commit.max-retries"
-COMMIT_TIMEOUT = "commit.timeout"
-COMMIT_MIN_RETRY_WAIT = "commit.min-retry-wait"
-COMMIT_MAX_RETRY_WAIT = "commit.max-retry-wait"
-COMMIT_USER_PREFIX = "commit.user-prefix"
-DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
-MERGE_ENGINE = "merge-engine"
+CHANGELOG_FILE_COMPRESSION = "changelog-file.compression"
+CHANGELOG_FILE_FORMAT = "changelog-file.format"
+CHANGELOG_FILE_PREFIX = "changelog-file.prefix"
+CHANGELOG_FILE_STATS_MODE = "changelog-file.stats-mode"
+CHANGELOG_NUM_RETAINED_MAX = "changelog.num-retained.max"
+CHANGELOG_NUM_RETAINED_MIN = "changelog.num-retained.min"
 CHANGELOG_PRODUCER = "changelog-producer"
-SEQUENCE_FIELD = "sequence.field"
-SPLIT_TARGET_SIZE = "source.split.target-size"
-SPLIT_OPEN_FILE_COST = "source.split.open-file-cost"
+CHANGELOG_PRODUCER_ROW_DEDUPLICATE = "changelog-producer.row-deduplicate"
+CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS = "changelog-producer.row-deduplicate-ignore-fields"
+CHANGELOG_TIME_RETAINED = "changelog.time-retained"
+COMMIT_MAX_RETRIES = "commit.max-retries"
+COMMIT_MAX_RETRY_WAIT = "commit.max-retry-wait"
+COMMIT_MIN_RETRY_WAIT = "commit.min-retry-wait"
+COMMIT_TIMEOUT = "commit.timeout"
+COMMIT_USER_PREFIX = "commit.user-prefix"
+COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT = "compaction.max-size-amplification-percent"
+COMPACTION_SIZE_RATIO = "compaction.size-ratio"
+CONSUMER_EXPIRATION_TIME = "consumer.expiration-time"
+CONSUMER_ID = "consumer-id"
+CROSS_PARTITION_UPSERT_INDEX_TTL = "cross-partition-upsert.index-ttl"
+DATA_EVOLUTION_ENABLED = "data-evolution.enabled"
+DATA_FILE_PREFIX = "data-file.prefix"
+DATA_FILE_THIN_MODE = "data-file.thin-mode"
+DELETION_VECTORS_BITMAP64 = "deletion-vectors.bitmap64"
+DELETION_VECTORS_ENABLED = "deletion-vectors.enabled"
+DYNAMIC_BUCKET_ASSIGNER_PARALLELISM = "dynamic-bucket.assigner-parallelism"
+DYNAMIC_BUCKET_INITIAL_BUCKETS = "dynamic-bucket.initial-buckets"
+DYNAMIC_BUCKET_MAX_BUCKETS = "dynamic-bucket.max-buckets"
+DYNAMIC_BUCKET_TARGET_ROW_NUM = "dynamic-bucket.target-row-num"
+DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
+FIELDS_DEFAULT_AGGREGATE_FUNCTION = "fields.default-aggregate-function"
+FILE_COMPRESSION = "file.compression"
+FILE_COMPRESSION_ZSTD_LEVEL = "file.compression.zstd-level"
+FILE_FORMAT = "file.format"
+FULL_COMPACTION_DELTA_COMMITS = "full-compaction.delta-commits"
+IGNORE_DELETE = "ignore-delete"
+MANIFEST_COMPRESSION = "manifest.compression"
+MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE = "manifest.full-compaction-threshold-size"
+MANIFEST_MERGE_MIN_COUNT = "manifest.merge-min-count"
+MANIFEST_TARGET_FILE_SIZE = "manifest.target-file-size"
+MERGE_ENGINE = "merge-engine"
+METADATA_STATS_DENSE_STORE = "metadata.stats-dense-store"
+METADATA_STATS_MODE = "metadata.stats-mode"
+NUM_LEVELS = "num-levels"
+NUM_SORTED_RUN_COMPACTION_TRIGGER = "num-sorted-run.compaction-trigger"
+NUM_SORTED_RUN_STOP_TRIGGER = "num-sorted-run.stop-trigger"
+PAGE_SIZE = "page-size"
+PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE = "partial-update.remove-record-on-delete"
+PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP = "partial-update.remove-record-on-sequence-group"
+PARTITION = "partition"
+PARTITION_DEFAULT_NAME = "partition.default-name"
+PARTITION_EXPIRATION_CHECK_INTERVAL = "partition.expiration-check-interval"
+PARTITION_EXPIRATION_TIME = "partition.expiration-time"
+PRIMARY_KEY = "primary-key"
 PRIMARY_KEY_NULLABLE = "primary-key.nullable"
+ROW_TRACKING_ENABLED = "row-tracking.enabled"
+SCAN_SNAPSHOT_ID = "scan.snapshot-id"
+SCAN_TAG_NAME = "scan.tag-name"
+SCAN_TIMESTAMP_MILLIS = "scan.timestamp-millis"
+SEQUENCE_FIELD = "sequence.field"
+SNAPSHOT_EXPIRE_AFTER_COMMIT = "snapshot.expire.after-commit"
+SNAPSHOT_EXPIRE_LIMIT = "snapshot.expire.limit"
+SNAPSHOT_NUM_RETAINED_MAX = "snapshot.num-retained.max"
+SNAPSHOT_NUM_RETAINED_MIN = "snapshot.num-retained.min"
+SNAPSHOT_TIME_RETAINED = "snapshot.time-retained"
+SOURCE_SPLIT_OPEN_FILE_COST = "source.split.open-file-cost"
+SOURCE_SPLIT_TARGET_SIZE = "source.split.target-size"
+TAG_AUTOMATIC_COMPLETION = "tag.automatic-completion"
+TAG_AUTOMATIC_CREATION = "tag.automatic-creation"
+TAG_CREATION_DELAY = "tag.creation-delay"
+TAG_CREATION_PERIOD = "tag.creation-period"
+TAG_CREATION_PERIOD_DURATION = "tag.creation-period-duration"
+TAG_DEFAULT_TIME_RETAINED = "tag.default-time-retained"
+TAG_NUM_RETAINED_MAX = "tag.num-retained-max"
+TAG_PERIOD_FORMATTER = "tag.period-formatter"
+TARGET_FILE_SIZE = "target-file-size"
+TYPE = "type"
+WRITE_BUFFER_SIZE = "write-buffer-size"
+WRITE_BUFFER_SPILLABLE = "write-buffer-spillable"
+WRITE_HEARTBEAT_INTERVAL = "write.heartbeat-interval"
+WRITE_HEARTBEAT_TIMEOUT = "write.heartbeat-timeout"
+WRITE_ONLY = "write-only"
 
 DEFAULTS: dict[str, str] = {
     BUCKET: "-1",
     FILE_FORMAT: "parquet",
     FILE_COMPRESSION: "zstd",
-    ZSTD_LEVEL: "1",
+    FILE_COMPRESSION_ZSTD_LEVEL: "1",
     MANIFEST_TARGET_FILE_SIZE: "8 mb",
     MANIFEST_MERGE_MIN_COUNT: "30",
-    MANIFEST_FULL_COMPACTION_SIZE: "16 mb",
+    MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE: "16 mb",
     MANIFEST_COMPRESSION: "zstd",
-    STATS_MODE: "truncate(16)",
-    STATS_DENSE_STORE: "true",
+    METADATA_STATS_MODE: "truncate(16)",
+    METADATA_STATS_DENSE_STORE: "true",
     PARTITION_DEFAULT_NAME: "__DEFAULT_PARTITION__",
     DATA_FILE_PREFIX: "data-",
-    THIN_MODE: "false",
+    DATA_FILE_THIN_MODE: "false",
     COMMIT_MAX_RETRIES: "10",
     COMMIT_MIN_RETRY_WAIT: "10 ms",
     COMMIT_MAX_RETRY_WAIT: "10 s",
     DYNAMIC_PARTITION_OVERWRITE: "true",
     MERGE_ENGINE: MergeEngineKind.DEDUPLICATE.value,
-    SPLIT_TARGET_SIZE: "128 mb",
-    SPLIT_OPEN_FILE_COST: "4 mb",
+    SOURCE_SPLIT_TARGET_SIZE: "128 mb",
+    SOURCE_SPLIT_OPEN_FILE_COST: "4 mb",
     PRIMARY_KEY_NULLABLE: "false",
     "file-index.read.enabled": "true",
-    "num-sorted-run.compaction-trigger": "5",
-    "compaction.max-size-amplification-percent": "200",
-    "compaction.size-ratio": "1",
-    "write-only": "false",
-    "deletion-vectors.enabled": "false",
-    "snapshot.num-retained.min": "10",
-    "snapshot.num-retained.max": str(2**31 - 1),
-    "snapshot.time-retained": "1 h",
-    "snapshot.expire.limit": "50",
+    NUM_SORTED_RUN_COMPACTION_TRIGGER: "5",
+    COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT: "200",
+    COMPACTION_SIZE_RATIO: "1",
+    WRITE_ONLY: "false",
+    DELETION_VECTORS_ENABLED: "false",
+    SNAPSHOT_NUM_RETAINED_MIN: "10",
+    SNAPSHOT_NUM_RETAINED_MAX: str(2**31 - 1),
+    SNAPSHOT_TIME_RETAINED: "1 h",
+    SNAPSHOT_EXPIRE_LIMIT: "50",
     CHANGELOG_PRODUCER: ChangelogProducerKind.NONE.value,
-    "changelog-file.prefix": "changelog-",
-    "changelog-producer.row-deduplicate": "false",
+    CHANGELOG_FILE_PREFIX: "changelog-",
+    CHANGELOG_PRODUCER_ROW_DEDUPLICATE: "false",
 }
 
 
@@ -193,32 +251,32 @@ def _kind(parse: Callable[[str, str], object], *keys: str) -> dict[str, Callable
 # How the values of the options Paimon types are checked when a table is created or altered, so
 # that a value no writer or maintenance job could use is refused at once, not days later.
 VALUE_CHECKS: dict[str, Callable[[str, str], object]] = {
-    **_counts(1, "snapshot.num-retained.min", "snapshot.num-retained.max", "snapshot.expire.limit",
-              "changelog.num-retained.min", "changelog.num-retained.max", "tag.num-retained-max",
-              "num-sorted-run.compaction-trigger", "num-sorted-run.stop-trigger", "num-levels",
-              "full-compaction.delta-commits", "dynamic-bucket.target-row-num",
-              "dynamic-bucket.initial-buckets", "dynamic-bucket.assigner-parallelism",
-              "manifest.merge-min-count"),
-    **_counts(0, "commit.max-retries", "compaction.max-size-amplification-percent", "compaction.size-ratio"),
+    **_counts(1, SNAPSHOT_NUM_RETAINED_MIN, SNAPSHOT_NUM_RETAINED_MAX, SNAPSHOT_EXPIRE_LIMIT,
+              CHANGELOG_NUM_RETAINED_MIN, CHANGELOG_NUM_RETAINED_MAX, TAG_NUM_RETAINED_MAX,
+              NUM_SORTED_RUN_COMPACTION_TRIGGER, NUM_SORTED_RUN_STOP_TRIGGER, NUM_LEVELS,
+              FULL_COMPACTION_DELTA_COMMITS, DYNAMIC_BUCKET_TARGET_ROW_NUM,
+              DYNAMIC_BUCKET_INITIAL_BUCKETS, DYNAMIC_BUCKET_ASSIGNER_PARALLELISM,
+              MANIFEST_MERGE_MIN_COUNT),
+    **_counts(0, COMMIT_MAX_RETRIES, COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT, COMPACTION_SIZE_RATIO),
     **_counts(-1, BUCKET),
-    **_counts(-131072, ZSTD_LEVEL),
-    **_kind(parse_duration_ms, "snapshot.time-retained", "changelog.time-retained", COMMIT_TIMEOUT,
-            COMMIT_MIN_RETRY_WAIT, COMMIT_MAX_RETRY_WAIT, "consumer.expiration-time",
-            "partition.expiration-time", "partition.expiration-check-interval", "tag.creation-delay",
-            "tag.default-time-retained", "tag.creation-period-duration", "cross-partition-upsert.index-ttl",
-            "write.heartbeat-interval", "write.heartbeat-timeout"),
-    **_kind(parse_memory_size, TARGET_FILE_SIZE, "write-buffer-size", MANIFEST_TARGET_FILE_SIZE,
-            MANIFEST_FULL_COMPACTION_SIZE, SPLIT_TARGET_SIZE, SPLIT_OPEN_FILE_COST,
-            "file-index.in-manifest-threshold", "page-size"),
-    **_kind(parse_bool, "write-only", "deletion-vectors.enabled", "deletion-vectors.bitmap64", THIN_MODE,
-            DYNAMIC_PARTITION_OVERWRITE, PRIMARY_KEY_NULLABLE, "changelog-producer.row-deduplicate",
-            "snapshot.expire.after-commit", "tag.automatic-completion", STATS_DENSE_STORE,
-            "file-index.read.enabled", "partial-update.remove-record-on-delete",
-            "aggregation.remove-record-on-delete", "ignore-delete", "write-buffer-spillable",
-            "row-tracking.enabled", "data-evolution.enabled"),
+    **_counts(-131072, FILE_COMPRESSION_ZSTD_LEVEL),
+    **_kind(parse_duration_ms, SNAPSHOT_TIME_RETAINED, CHANGELOG_TIME_RETAINED, COMMIT_TIMEOUT,
+            COMMIT_MIN_RETRY_WAIT, COMMIT_MAX_RETRY_WAIT, CONSUMER_EXPIRATION_TIME,
+            PARTITION_EXPIRATION_TIME, PARTITION_EXPIRATION_CHECK_INTERVAL, TAG_CREATION_DELAY,
+            TAG_DEFAULT_TIME_RETAINED, TAG_CREATION_PERIOD_DURATION, CROSS_PARTITION_UPSERT_INDEX_TTL,
+            WRITE_HEARTBEAT_INTERVAL, WRITE_HEARTBEAT_TIMEOUT),
+    **_kind(parse_memory_size, TARGET_FILE_SIZE, WRITE_BUFFER_SIZE, MANIFEST_TARGET_FILE_SIZE,
+            MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE, SOURCE_SPLIT_TARGET_SIZE, SOURCE_SPLIT_OPEN_FILE_COST,
+            "file-index.in-manifest-threshold", PAGE_SIZE),
+    **_kind(parse_bool, WRITE_ONLY, DELETION_VECTORS_ENABLED, DELETION_VECTORS_BITMAP64, DATA_FILE_THIN_MODE,
+            DYNAMIC_PARTITION_OVERWRITE, PRIMARY_KEY_NULLABLE, CHANGELOG_PRODUCER_ROW_DEDUPLICATE,
+            SNAPSHOT_EXPIRE_AFTER_COMMIT, TAG_AUTOMATIC_COMPLETION, METADATA_STATS_DENSE_STORE,
+            "file-index.read.enabled", PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
+            AGGREGATION_REMOVE_RECORD_ON_DELETE, IGNORE_DELETE, WRITE_BUFFER_SPILLABLE,
+            ROW_TRACKING_ENABLED, DATA_EVOLUTION_ENABLED),
     **_kind(lambda text, key: parse_codec(text, key, PARQUET_CODECS), FILE_COMPRESSION,
-            "changelog-file.compression"),
-    **_kind(parse_file_prefix, DATA_FILE_PREFIX, "changelog-file.prefix"),
+            CHANGELOG_FILE_COMPRESSION),
+    **_kind(parse_file_prefix, DATA_FILE_PREFIX, CHANGELOG_FILE_PREFIX),
     MERGE_ENGINE: lambda text, key: parse_choice(text, key, MergeEngineKind),
     CHANGELOG_PRODUCER: lambda text, key: parse_choice(text, key, ChangelogProducerKind),
 }  # fmt: skip
@@ -270,16 +328,16 @@ class CoreOptions:
     @property
     def num_levels(self) -> int:
         """``num-levels``: by default one more than the sorted-run compaction trigger."""
-        if self.get("num-levels") is not None:
-            return self.get_int("num-levels")
-        return self.get_int("num-sorted-run.compaction-trigger") + 1
+        if self.get(NUM_LEVELS) is not None:
+            return self.get_int(NUM_LEVELS)
+        return self.get_int(NUM_SORTED_RUN_COMPACTION_TRIGGER) + 1
 
     @property
     def stop_trigger(self) -> int:
         """``num-sorted-run.stop-trigger``: sorted runs at which writing waits for compaction."""
-        if self.get("num-sorted-run.stop-trigger") is not None:
-            return self.get_int("num-sorted-run.stop-trigger")
-        return self.get_int("num-sorted-run.compaction-trigger") + 3
+        if self.get(NUM_SORTED_RUN_STOP_TRIGGER) is not None:
+            return self.get_int(NUM_SORTED_RUN_STOP_TRIGGER)
+        return self.get_int(NUM_SORTED_RUN_COMPACTION_TRIGGER) + 3
 
     @property
     def merge_engine(self) -> MergeEngineKind:

@@ -29,7 +29,32 @@ from lakehouse.fileindex import options as fileindex_options
 from lakehouse.format.parquet import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from lakehouse.io.fs import FileIO
 from lakehouse.manifest.avro import avro_codec
-from lakehouse.options import CoreOptions, MergeEngineKind, check_values
+from lakehouse.options import (
+    BUCKET,
+    BUCKET_KEY,
+    COMMIT_MAX_RETRIES,
+    DATA_EVOLUTION_ENABLED,
+    DATA_FILE_THIN_MODE,
+    DELETION_VECTORS_ENABLED,
+    DYNAMIC_PARTITION_OVERWRITE,
+    FILE_FORMAT,
+    MANIFEST_COMPRESSION,
+    MANIFEST_MERGE_MIN_COUNT,
+    MANIFEST_TARGET_FILE_SIZE,
+    MERGE_ENGINE,
+    PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
+    PARTITION,
+    PRIMARY_KEY,
+    PRIMARY_KEY_NULLABLE,
+    ROW_TRACKING_ENABLED,
+    SEQUENCE_FIELD,
+    SOURCE_SPLIT_TARGET_SIZE,
+    TARGET_FILE_SIZE,
+    TYPE,
+    CoreOptions,
+    MergeEngineKind,
+    check_values,
+)
 from lakehouse.paths import TablePaths
 from lakehouse.rowkind import ROW_KIND
 from lakehouse.types import (
@@ -48,8 +73,8 @@ from lakehouse.types import (
 SCHEMA_VERSION = 3
 # Names a user column cannot take: Paimon's system fields (``SpecialFields``) and ROW_KIND.
 RESERVED_NAMES = (SEQUENCE_NUMBER, VALUE_KIND, "_LEVEL", "_ROW_ID", ROW_KIND)
-KEY_DECLARATIONS = {"primary-key": "primary_keys", "partition": "partition_keys"}
-ROW_ID_OPTIONS = ("row-tracking.enabled", "data-evolution.enabled")
+KEY_DECLARATIONS = {PRIMARY_KEY: "primary_keys", PARTITION: "partition_keys"}
+ROW_ID_OPTIONS = (ROW_TRACKING_ENABLED, DATA_EVOLUTION_ENABLED)
 
 
 @dataclass(frozen=True)
@@ -89,9 +114,9 @@ class TableSchema:
         version = obj.get("version", 1)
         options = {k: str(v) for k, v in obj.get("options", {}).items()}
         if version <= 1:
-            options.setdefault("bucket", "1")
+            options.setdefault(BUCKET, "1")
         if version <= 2:
-            options.setdefault("file.format", "orc")
+            options.setdefault(FILE_FORMAT, "orc")
         return cls(
             id=obj["id"],
             fields=tuple(DataField.from_json(f) for f in obj["fields"]),
@@ -136,7 +161,7 @@ class TableSchema:
     @property
     def bucket_keys(self) -> list[str]:
         """``bucket-key`` if set, else the trimmed primary key (``TableSchema.bucketKeys``)."""
-        explicit = self.core_options.names("bucket-key")
+        explicit = self.core_options.names(BUCKET_KEY)
         return explicit or self.trimmed_primary_keys
 
     @property
@@ -191,7 +216,7 @@ def new_schema(
         unknown = [k for k in keys if k not in names]
         if unknown:
             raise SchemaMismatchError(f"table {table}: {kind} {unknown} not among the columns {names}")
-    nullable_pk = CoreOptions(opts).get_bool("primary-key.nullable")
+    nullable_pk = CoreOptions(opts).get_bool(PRIMARY_KEY_NULLABLE)
     counter = itertools.count()
     fields = []
     for f in schema:
@@ -242,7 +267,7 @@ def check_writable_keys(schema: TableSchema, table: str) -> None:
             f"table {table}: with fixed buckets the primary key {pk} must contain every "
             f"partition key; add {missing} to it, or set 'bucket'='-1' for cross-partition upserts"
         )
-    if schema.core_options.names("sequence.field"):
+    if schema.core_options.names(SEQUENCE_FIELD):
         raise InvalidOptionError(
             f"table {table}: sequence.field cannot order the rows of a cross-partition upsert table "
             f"(its primary key {pk} lacks the partition keys {missing}); remove 'sequence.field' or add "
@@ -252,7 +277,7 @@ def check_writable_keys(schema: TableSchema, table: str) -> None:
 
 def check_format(options: Mapping[str, str], table: str) -> None:
     """Refuse a ``file.format`` other than Parquet for data this engine would write."""
-    fmt = (options.get("file.format") or "parquet").strip().lower()
+    fmt = (options.get(FILE_FORMAT) or "parquet").strip().lower()
     if fmt != "parquet":
         raise UnsupportedFeatureError(
             f"table {table}: file.format={fmt!r}: this engine writes Parquet data files only; use "
@@ -284,7 +309,7 @@ def check_readable(schema: TableSchema, table: str, columns: Iterable[str], filt
     """Refuse a read this engine would get wrong: of a data-evolution table (rows merged by row id
     over files), of a column of a newer Paimon type that does not read as it is stored, or a
     filter on any column of a newer type."""
-    if schema.core_options.get_bool("data-evolution.enabled"):
+    if schema.core_options.get_bool(DATA_EVOLUTION_ENABLED):
         raise UnsupportedFeatureError(
             f"table {table}: data-evolution.enabled=true - its rows are spread over files merged by row "
             f"id, which this engine does not read; read it with Apache Paimon (Java) or pypaimon"
@@ -324,7 +349,7 @@ def validate(schema: TableSchema, table: str) -> None:
     check_values(schema.options, table)
     opts = schema.core_options
     try:
-        avro_codec(opts.get("manifest.compression"))
+        avro_codec(opts.get(MANIFEST_COMPRESSION))
     except InvalidOptionError as e:
         raise InvalidOptionError(f"table {table}: {e}") from None
     pk, parts = list(schema.primary_keys), list(schema.partition_keys)
@@ -344,7 +369,7 @@ def validate(schema: TableSchema, table: str) -> None:
                 f"table {table}: partition column {name!r} is binary, which cannot name a directory"
             )
     bucket = opts.bucket
-    bucket_key = opts.names("bucket-key")
+    bucket_key = opts.names(BUCKET_KEY)
     unknown = [k for k in bucket_key if k not in schema.field_names]
     if unknown:
         raise InvalidOptionError(
@@ -367,18 +392,18 @@ def validate(schema: TableSchema, table: str) -> None:
             f"table {table}: a bucketed append table needs 'bucket-key' naming the columns to hash"
         )
     check_writable_keys(schema, table)
-    for name in opts.names("sequence.field"):
+    for name in opts.names(SEQUENCE_FIELD):
         if name not in schema.field_names:
             raise InvalidOptionError(f"table {table}: sequence.field names unknown column {name!r}")
-    for key in ("target-file-size", "manifest.target-file-size", "source.split.target-size"):
+    for key in (TARGET_FILE_SIZE, MANIFEST_TARGET_FILE_SIZE, SOURCE_SPLIT_TARGET_SIZE):
         if opts.get(key) is not None:
             opts.memory(key)
-    for key in ("bucket", "commit.max-retries", "manifest.merge-min-count"):
+    for key in ("bucket", COMMIT_MAX_RETRIES, MANIFEST_MERGE_MIN_COUNT):
         opts.get_int(key)
-    for key in ("dynamic-partition-overwrite", "data-file.thin-mode", "primary-key.nullable"):
+    for key in (DYNAMIC_PARTITION_OVERWRITE, DATA_FILE_THIN_MODE, PRIMARY_KEY_NULLABLE):
         opts.get_bool(key)
     fileindex_options.validate(schema.options, schema.fields, table)
-    if pk and opts.get_bool("deletion-vectors.enabled") and opts.merge_engine == MergeEngineKind.FIRST_ROW:
+    if pk and opts.get_bool(DELETION_VECTORS_ENABLED) and opts.merge_engine == MergeEngineKind.FIRST_ROW:
         raise InvalidOptionError(
             f"table {table}: merge-engine first-row never deletes older rows, so it takes no deletion "
             f"vectors; remove 'deletion-vectors.enabled' (first-row tables are read without merging anyway)"
@@ -390,14 +415,14 @@ def validate(schema: TableSchema, table: str) -> None:
 
 # Options that cannot change once a table has data (CoreOptions @Immutable, plus bucket).
 IMMUTABLE_OPTIONS = (
-    "bucket",
-    "bucket-key",
-    "merge-engine",
-    "primary-key",
-    "partition",
-    "type",
-    "sequence.field",
-    "partial-update.remove-record-on-delete",
+    BUCKET,
+    BUCKET_KEY,
+    MERGE_ENGINE,
+    PRIMARY_KEY,
+    PARTITION,
+    TYPE,
+    SEQUENCE_FIELD,
+    PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
 )
 _INTEGER_WIDTH = {"TINYINT": 1, "SMALLINT": 2, "INT": 3, "BIGINT": 4}
 
@@ -438,7 +463,7 @@ def next_version(base: TableSchema, changed: TableSchema, table: str) -> TableSc
 
 def set_options(schema: TableSchema, table: str, updates: Mapping[str, Any], has_data: bool) -> TableSchema:
     new = {k: _option_string(v) for k, v in updates.items()}
-    if "file.format" in new:
+    if FILE_FORMAT in new:
         check_format(new, table)
     declared = [k for k in KEY_DECLARATIONS if k in new]
     if declared:
@@ -509,7 +534,7 @@ def _rename_in_options(options: Mapping[str, str], old: str, new: str) -> dict[s
     out = {}
     for key, value in options.items():
         parts = key.split(".")
-        if key in ("bucket-key", "sequence.field") or (
+        if key in (BUCKET_KEY, SEQUENCE_FIELD) or (
             key.startswith("file-index.") and key.endswith(".columns")
         ):
             value = names(value)
@@ -527,7 +552,7 @@ def drop_column(schema: TableSchema, table: str, name: str) -> TableSchema:
     _require_column(schema, table, name)
     if name in schema.partition_keys or name in schema.primary_keys:
         raise SchemaMismatchError(f"table {table}: cannot drop {name!r}, a partition or primary key column")
-    if name in schema.core_options.names("bucket-key"):
+    if name in schema.core_options.names(BUCKET_KEY):
         raise SchemaMismatchError(f"table {table}: cannot drop {name!r}, a bucket-key column")
     if len(schema.fields) == 1:
         raise SchemaMismatchError(f"table {table}: cannot drop {name!r}, the only column; drop the table")

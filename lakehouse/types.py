@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from lakehouse.errors import UnsupportedFeatureError
+from lakehouse.options import TYPE
 
 MAX_LENGTH = 2**31 - 1  # VARCHAR/VARBINARY length of STRING/BYTES
 
@@ -279,7 +280,7 @@ def parse_type(value: Any) -> DataType:
             return _parse_atomic(value)
         except ValueError:
             return _newer(value, value) or _raise_unparsable(value)
-    if isinstance(value, dict) and isinstance(value.get("type"), str):
+    if isinstance(value, dict) and isinstance(value.get(TYPE), str):
         kind = value["type"]
         nullable = "NOT NULL" not in kind
         if kind.startswith("ARRAY"):

@@ -24,13 +24,14 @@ from lakehouse.bucket.channels import AssignerSplit, assigner_channel
 from lakehouse.bucket.partition_index import ID_LIMIT, UNLIMITED, PartitionIndex
 from lakehouse.errors import InvalidOptionError, MisroutedRowsError
 from lakehouse.manifest import binary_row
-from lakehouse.options import CoreOptions
+from lakehouse.options import (
+    DYNAMIC_BUCKET_ASSIGNER_PARALLELISM,
+    DYNAMIC_BUCKET_INITIAL_BUCKETS,
+    DYNAMIC_BUCKET_MAX_BUCKETS,
+    DYNAMIC_BUCKET_TARGET_ROW_NUM,
+    CoreOptions,
+)
 from lakehouse.types import DataType
-
-TARGET_ROW_NUM = "dynamic-bucket.target-row-num"
-MAX_BUCKETS = "dynamic-bucket.max-buckets"
-INITIAL_BUCKETS = "dynamic-bucket.initial-buckets"
-ASSIGNER_PARALLELISM = "dynamic-bucket.assigner-parallelism"
 
 # (bucket, key hashes) of a partition's HASH files, in index-manifest order
 FileLoader = Callable[[Hashable], Sequence[tuple[int, np.ndarray]]]
@@ -47,14 +48,17 @@ class DynamicBucketOptions:
 
     def __post_init__(self) -> None:
         if self.target_row_num < 1:
-            raise InvalidOptionError(f"{TARGET_ROW_NUM}={self.target_row_num} must be positive")
+            raise InvalidOptionError(
+                f"{DYNAMIC_BUCKET_TARGET_ROW_NUM}={self.target_row_num} must be positive"
+            )
         if self.max_buckets != UNLIMITED and not 1 <= self.max_buckets <= ID_LIMIT:
             raise InvalidOptionError(
-                f"{MAX_BUCKETS}={self.max_buckets} must be -1 (unlimited) or between 1 and {ID_LIMIT}"
+                f"{DYNAMIC_BUCKET_MAX_BUCKETS}={self.max_buckets} must be -1 (unlimited) or between 1 "
+                f"and {ID_LIMIT}"
             )
         for key, value in (
-            (INITIAL_BUCKETS, self.initial_buckets),
-            (ASSIGNER_PARALLELISM, self.assigner_parallelism),
+            (DYNAMIC_BUCKET_INITIAL_BUCKETS, self.initial_buckets),
+            (DYNAMIC_BUCKET_ASSIGNER_PARALLELISM, self.assigner_parallelism),
         ):
             if value is not None and value < 1:
                 raise InvalidOptionError(f"{key}={value} must be positive")
@@ -66,12 +70,12 @@ class DynamicBucketOptions:
         def optional(key: str) -> int | None:
             return None if options.get(key) is None else options.get_int(key)
 
-        target, limit = optional(TARGET_ROW_NUM), optional(MAX_BUCKETS)
+        target, limit = optional(DYNAMIC_BUCKET_TARGET_ROW_NUM), optional(DYNAMIC_BUCKET_MAX_BUCKETS)
         return cls(
             target_row_num=2_000_000 if target is None else target,
             max_buckets=UNLIMITED if limit is None else limit,
-            initial_buckets=optional(INITIAL_BUCKETS),
-            assigner_parallelism=optional(ASSIGNER_PARALLELISM),
+            initial_buckets=optional(DYNAMIC_BUCKET_INITIAL_BUCKETS),
+            assigner_parallelism=optional(DYNAMIC_BUCKET_ASSIGNER_PARALLELISM),
         )
 
 

@@ -22,7 +22,16 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from lakehouse.errors import InvalidOptionError, TagExistsError, UnsupportedFeatureError
-from lakehouse.options import CoreOptions
+from lakehouse.options import (
+    TAG_AUTOMATIC_COMPLETION,
+    TAG_AUTOMATIC_CREATION,
+    TAG_CREATION_DELAY,
+    TAG_CREATION_PERIOD,
+    TAG_CREATION_PERIOD_DURATION,
+    TAG_NUM_RETAINED_MAX,
+    TAG_PERIOD_FORMATTER,
+    CoreOptions,
+)
 from lakehouse.snapshot import Snapshot
 from lakehouse.store import tags
 
@@ -88,7 +97,7 @@ class AutoTags:
     @classmethod
     def of(cls, options: CoreOptions, table: str) -> AutoTags | None:
         """The settings, or None for ``tag.automatic-creation=none``; bad values are refused."""
-        mode = (options.get("tag.automatic-creation") or "none").strip().lower()
+        mode = (options.get(TAG_AUTOMATIC_CREATION) or "none").strip().lower()
         if mode == "none":
             return None
         if mode not in MODES:
@@ -101,13 +110,13 @@ class AutoTags:
                 f"this engine does not run; use process-time or watermark, or create tags explicitly"
             )
         period = _period(options, table)
-        delay = timedelta(milliseconds=options.duration_ms("tag.creation-delay") or 0)
+        delay = timedelta(milliseconds=options.duration_ms(TAG_CREATION_DELAY) or 0)
         if delay >= period.length:
             raise InvalidOptionError(
                 f"table {table}: tag.creation-delay must be shorter than the tag period ({period.length})"
             )
-        retained = options.get("tag.num-retained-max")
-        if retained is not None and options.get_int("tag.num-retained-max") < 1:
+        retained = options.get(TAG_NUM_RETAINED_MAX)
+        if retained is not None and options.get_int(TAG_NUM_RETAINED_MAX) < 1:
             raise InvalidOptionError(f"table {table}: tag.num-retained-max must be at least 1")
         watermark = mode == "watermark"
         zone_key = "sink.watermark-time-zone" if watermark else "sink.process-time-zone"
@@ -117,8 +126,8 @@ class AutoTags:
             zone,
             period,
             delay,
-            None if retained is None else options.get_int("tag.num-retained-max"),
-            options.get_bool("tag.automatic-completion"),
+            None if retained is None else options.get_int(TAG_NUM_RETAINED_MAX),
+            options.get_bool(TAG_AUTOMATIC_COMPLETION),
         )
 
     def time(self, snapshot: Snapshot) -> datetime | None:
@@ -181,17 +190,17 @@ def _delete_beyond(table: TableStore, period: TagPeriod, retained: int) -> None:
 
 
 def _period(options: CoreOptions, table: str) -> TagPeriod:
-    formatter = (options.get("tag.period-formatter") or "with_dashes").strip().lower()
+    formatter = (options.get(TAG_PERIOD_FORMATTER) or "with_dashes").strip().lower()
     if formatter not in FORMATTERS:
         raise InvalidOptionError(
             f"table {table}: unknown tag.period-formatter {formatter!r}; use one of {FORMATTERS}"
         )
-    duration = options.duration_ms("tag.creation-period-duration")
+    duration = options.duration_ms(TAG_CREATION_PERIOD_DURATION)
     if duration is not None:
         if duration <= 0:
             raise InvalidOptionError(f"table {table}: tag.creation-period-duration must be positive")
         return _tag_period(timedelta(milliseconds=duration), _MINUTE, False)
-    name = (options.get("tag.creation-period") or "daily").strip().lower()
+    name = (options.get(TAG_CREATION_PERIOD) or "daily").strip().lower()
     if name not in PERIODS:
         raise InvalidOptionError(
             f"table {table}: unknown tag.creation-period {name!r}; use one of {sorted(PERIODS)}"

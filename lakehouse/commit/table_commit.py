@@ -37,6 +37,13 @@ from lakehouse.errors import (
 from lakehouse.manifest.entries import FileKind, IndexFileMeta, IndexManifestEntry, ManifestEntry
 from lakehouse.manifest.index_manifest import combine
 from lakehouse.manifest.merge import merge_manifests
+from lakehouse.options import (
+    COMMIT_MAX_RETRIES,
+    COMMIT_MAX_RETRY_WAIT,
+    COMMIT_MIN_RETRY_WAIT,
+    COMMIT_TIMEOUT,
+    COMMIT_USER_PREFIX,
+)
 from lakehouse.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from lakehouse.store.partitions import PartitionFilter, partition_filter, partition_spec, partition_values
 from lakehouse.write.scope import WriteScope, abort_write, data_dirs
@@ -59,12 +66,12 @@ class TableCommit:
         self.table = table
         self.clock = clock or _now_millis  # the snapshots' commit time, epoch millis
         options = table.schema.core_options
-        prefix = options.get("commit.user-prefix")
+        prefix = options.get(COMMIT_USER_PREFIX)
         self.commit_user = commit_user or (f"{prefix}_{uuid.uuid4()}" if prefix else str(uuid.uuid4()))
-        self.max_retries = options.get_int("commit.max-retries")
-        self.timeout_ms = options.duration_ms("commit.timeout")
-        self.min_wait_ms = options.duration_ms("commit.min-retry-wait")
-        self.max_wait_ms = options.duration_ms("commit.max-retry-wait")
+        self.max_retries = options.get_int(COMMIT_MAX_RETRIES)
+        self.timeout_ms = options.duration_ms(COMMIT_TIMEOUT)
+        self.min_wait_ms = options.duration_ms(COMMIT_MIN_RETRY_WAIT)
+        self.max_wait_ms = options.duration_ms(COMMIT_MAX_RETRY_WAIT)
         self.landed: list[int] = []  # snapshots this committer created
 
     def commit(

@@ -20,7 +20,7 @@ from lakehouse.manifest.entries import (
     ManifestFileMeta,
     SimpleStats,
 )
-from lakehouse.options import CoreOptions
+from lakehouse.options import MANIFEST_COMPRESSION, MANIFEST_TARGET_FILE_SIZE, CoreOptions
 from lakehouse.paths import FileNamer, TablePaths
 from lakehouse.predicate import ColumnStats
 from lakehouse.snapshot import Snapshot
@@ -65,8 +65,8 @@ class ManifestStore:
         self.paths = paths
         self.partition_types = partition_types
         self.table = table
-        self.codec = avro.avro_codec(options.get("manifest.compression"))
-        self.target_size = options.memory("manifest.target-file-size")
+        self.codec = avro.avro_codec(options.get(MANIFEST_COMPRESSION))
+        self.target_size = options.memory(MANIFEST_TARGET_FILE_SIZE)
         self._manifest_names = FileNamer("manifest-")
         self._list_names = FileNamer("manifest-list-")
         self._index_names = FileNamer("index-manifest-")

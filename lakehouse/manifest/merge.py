@@ -19,7 +19,12 @@ from collections.abc import Sequence
 from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import FileKind, ManifestEntry, ManifestFileMeta, merge_entries
 from lakehouse.manifest.files import ManifestStore
-from lakehouse.options import CoreOptions
+from lakehouse.options import (
+    MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE,
+    MANIFEST_MERGE_MIN_COUNT,
+    MANIFEST_TARGET_FILE_SIZE,
+    CoreOptions,
+)
 
 
 def merge_manifests(
@@ -31,13 +36,13 @@ def merge_manifests(
 ) -> list[ManifestFileMeta]:
     """The manifests to list as the next base: ``manifests`` merged where worthwhile, and with no
     pair that added and deleted an identifier ``committing`` adds again."""
-    target = options.memory("manifest.target-file-size")
-    threshold = options.memory("manifest.full-compaction-threshold-size")
+    target = options.memory(MANIFEST_TARGET_FILE_SIZE)
+    threshold = options.memory(MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE)
     force = _readds(store, manifests, committing)
     full = _try_full_compaction(store, manifests, target, threshold, schema_id, force)
     if full is not None:
         return full
-    return _minor(store, manifests, target, options.get_int("manifest.merge-min-count"), schema_id)
+    return _minor(store, manifests, target, options.get_int(MANIFEST_MERGE_MIN_COUNT), schema_id)
 
 
 def _readds(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from lakehouse.errors import InvalidOptionError
 from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import SimpleStats
-from lakehouse.options import CoreOptions
+from lakehouse.options import METADATA_STATS_MODE, CoreOptions
 from lakehouse.predicate import ColumnStats
 from lakehouse.types import (
     BINARY_ROOTS,
@@ -42,7 +42,7 @@ class StatsMode:
     length: int = 0
 
     @classmethod
-    def parse(cls, text: str, key: str = "metadata.stats-mode") -> StatsMode:
+    def parse(cls, text: str, key: str = METADATA_STATS_MODE) -> StatsMode:
         low = text.strip().lower()
         if low in ("none", "counts", "full"):
             return cls(low)
@@ -54,7 +54,7 @@ class StatsMode:
 
 def value_modes(fields: list[DataField], options: CoreOptions) -> list[StatsMode]:
     """Stats mode of each value column (table mode unless ``fields.<col>.stats-mode`` is set)."""
-    table_mode = options.get("metadata.stats-mode")
+    table_mode = options.get(METADATA_STATS_MODE)
     return [
         StatsMode.parse(
             options.get(f"fields.{f.name}.stats-mode") or table_mode, f"fields.{f.name}.stats-mode"

@@ -34,7 +34,17 @@ from lakehouse.errors import InvalidOptionError, UnsupportedFeatureError
 from lakehouse.format import parquet
 from lakehouse.manifest import stats
 from lakehouse.mergetree.keyorder import comparable_keys
-from lakehouse.options import ChangelogProducerKind, MergeEngineKind
+from lakehouse.options import (
+    CHANGELOG_FILE_COMPRESSION,
+    CHANGELOG_FILE_FORMAT,
+    CHANGELOG_FILE_PREFIX,
+    CHANGELOG_FILE_STATS_MODE,
+    CHANGELOG_PRODUCER_ROW_DEDUPLICATE,
+    CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS,
+    FULL_COMPACTION_DELTA_COMMITS,
+    ChangelogProducerKind,
+    MergeEngineKind,
+)
 from lakehouse.rowkind import ADD_KINDS, RowKind
 from lakehouse.store.data_writer import FileLayout
 
@@ -59,7 +69,7 @@ class ChangelogProducer:
                 f"table {table}: changelog-producer={kind} needs a primary key; define one or remove "
                 f"the option"
             )
-        if kind == ChangelogProducerKind.LOOKUP and options.get("full-compaction.delta-commits") is not None:
+        if kind == ChangelogProducerKind.LOOKUP and options.get(FULL_COMPACTION_DELTA_COMMITS) is not None:
             raise InvalidOptionError(
                 f"table {table}: full-compaction.delta-commits is incompatible with "
                 f"changelog-producer=lookup; use changelog-producer=full-compaction for periodic full "
@@ -72,14 +82,14 @@ class ChangelogProducer:
             raise InvalidOptionError(
                 f"table {table}: merge-engine first-row supports changelog-producer none and lookup only"
             )
-        fmt = options.get("changelog-file.format")
+        fmt = options.get(CHANGELOG_FILE_FORMAT)
         if fmt is not None and fmt.strip().lower() != "parquet":
             raise UnsupportedFeatureError(
                 f"table {table}: changelog-file.format={fmt!r} is not supported by this engine; use 'parquet'"
             )
         compared = None
-        if options.get_bool("changelog-producer.row-deduplicate"):
-            ignored = options.names("changelog-producer.row-deduplicate-ignore-fields")
+        if options.get_bool(CHANGELOG_PRODUCER_ROW_DEDUPLICATE):
+            ignored = options.names(CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS)
             unknown = [c for c in ignored if c not in schema.field_names]
             if unknown:
                 raise InvalidOptionError(
@@ -93,14 +103,14 @@ class ChangelogProducer:
 def changelog_layout(layout: FileLayout, options) -> FileLayout:
     """The layout of a table's changelog files: its data file layout with the ``changelog-file.*``
     prefix, compression and stats mode, and no file index (changelog is read sequentially)."""
-    mode = options.get("changelog-file.stats-mode")
+    mode = options.get(CHANGELOG_FILE_STATS_MODE)
     modes = layout.value_modes
     if mode is not None:
-        modes = [stats.StatsMode.parse(mode, "changelog-file.stats-mode")] * len(layout.value_fields)
-    compression = options.get("changelog-file.compression")
+        modes = [stats.StatsMode.parse(mode, CHANGELOG_FILE_STATS_MODE)] * len(layout.value_fields)
+    compression = options.get(CHANGELOG_FILE_COMPRESSION)
     return replace(
         layout,
-        prefix=options.get("changelog-file.prefix"),
+        prefix=options.get(CHANGELOG_FILE_PREFIX),
         indexes=None,
         value_modes=modes,
         parquet=layout.parquet if compression is None else replace(layout.parquet, compression=compression),

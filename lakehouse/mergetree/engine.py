@@ -29,7 +29,16 @@ from lakehouse.errors import InvalidOptionError, SchemaMismatchError, Unsupporte
 from lakehouse.format.parquet import SEQUENCE_NUMBER, VALUE_KIND
 from lakehouse.mergetree.aggregate import FieldAgg
 from lakehouse.mergetree.groups import KeyGroups, positions_of, take_or_null
-from lakehouse.options import CoreOptions, MergeEngineKind
+from lakehouse.options import (
+    AGGREGATION_REMOVE_RECORD_ON_DELETE,
+    FIELDS_DEFAULT_AGGREGATE_FUNCTION,
+    IGNORE_DELETE,
+    PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
+    PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP,
+    SEQUENCE_FIELD,
+    CoreOptions,
+    MergeEngineKind,
+)
 from lakehouse.rowkind import RETRACT_KINDS, RowKind
 
 ORDINAL = "_FILE_ORDINAL"  # optional tiebreak column: files read later win ties
@@ -58,8 +67,8 @@ class MergeEngine:
         except InvalidOptionError as e:
             raise InvalidOptionError(f"table {table}: {e}") from None
         self.key = list(schema.trimmed_primary_keys)
-        self.sequence_fields = options.names("sequence.field")
-        self.ignore_delete = options.get_bool("ignore-delete")
+        self.sequence_fields = options.names(SEQUENCE_FIELD)
+        self.ignore_delete = options.get_bool(IGNORE_DELETE)
         fields = [f for f in schema.fields if f.name not in schema.primary_keys]
         self.value_fields = fields
         self.groups: list[SequenceGroup] = []
@@ -68,11 +77,11 @@ class MergeEngine:
         if self.kind == MergeEngineKind.FIRST_ROW and self.sequence_fields:
             raise InvalidOptionError(f"table {table}: merge-engine first-row does not support sequence.field")
         if self.kind == MergeEngineKind.PARTIAL_UPDATE:
-            self.remove_on_delete = options.get_bool("partial-update.remove-record-on-delete")
+            self.remove_on_delete = options.get_bool(PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE)
             self._partial_update_options(schema, options)
         elif self.kind == MergeEngineKind.AGGREGATION:
-            self.remove_on_delete = options.get_bool("aggregation.remove-record-on-delete")
-            default = options.get("fields.default-aggregate-function") or "last_non_null_value"
+            self.remove_on_delete = options.get_bool(AGGREGATION_REMOVE_RECORD_ON_DELETE)
+            default = options.get(FIELDS_DEFAULT_AGGREGATE_FUNCTION) or "last_non_null_value"
             for f in fields:
                 explicit = options.get(f"fields.{f.name}.aggregate-function")
                 function = "last_value" if f.name in self.sequence_fields else explicit or default
@@ -111,12 +120,12 @@ class MergeEngine:
                 f"table {self.table}: sequence groups and partial-update.remove-record-on-delete contradict "
                 f"each other; use sequence groups to retract columns, or remove the groups"
             )
-        if options.get("partial-update.remove-record-on-sequence-group"):
+        if options.get(PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP):
             raise UnsupportedFeatureError(
                 f"table {self.table}: partial-update.remove-record-on-sequence-group is not supported; "
                 f"remove the option"
             )
-        default = options.get("fields.default-aggregate-function")
+        default = options.get(FIELDS_DEFAULT_AGGREGATE_FUNCTION)
         for f in self.value_fields:
             function = options.get(f"fields.{f.name}.aggregate-function") or default
             if function and f.name in seen and f.name not in {s for g in self.groups for s in g.sequence}:

@@ -14,7 +14,7 @@ from functools import cached_property
 from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import DataFileMeta
 from lakehouse.mergetree.keyorder import comparable_value, float_width
-from lakehouse.options import ChangelogProducerKind, MergeEngineKind
+from lakehouse.options import DELETION_VECTORS_ENABLED, ChangelogProducerKind, MergeEngineKind
 from lakehouse.types import DataType
 
 
@@ -58,7 +58,7 @@ def level0_invisible(schema) -> bool:
     (and deletion-vector tables) only show data once compaction has merged it."""
     options = schema.core_options
     return bool(schema.primary_keys) and (
-        options.merge_engine == MergeEngineKind.FIRST_ROW or options.get_bool("deletion-vectors.enabled")
+        options.merge_engine == MergeEngineKind.FIRST_ROW or options.get_bool(DELETION_VECTORS_ENABLED)
     )
 
 

@@ -15,7 +15,12 @@ from dataclasses import dataclass
 
 from lakehouse.manifest.entries import DataFileMeta
 from lakehouse.mergetree.levels import SortedRun
-from lakehouse.options import CoreOptions
+from lakehouse.options import (
+    COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT,
+    COMPACTION_SIZE_RATIO,
+    NUM_SORTED_RUN_COMPACTION_TRIGGER,
+    CoreOptions,
+)
 
 
 @dataclass(frozen=True)
@@ -35,9 +40,9 @@ class UniversalCompaction:
     @classmethod
     def from_options(cls, options: CoreOptions) -> UniversalCompaction:
         return cls(
-            options.get_int("compaction.max-size-amplification-percent"),
-            options.get_int("compaction.size-ratio"),
-            options.get_int("num-sorted-run.compaction-trigger"),
+            options.get_int(COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT),
+            options.get_int(COMPACTION_SIZE_RATIO),
+            options.get_int(NUM_SORTED_RUN_COMPACTION_TRIGGER),
         )
 
     def pick(self, num_levels: int, runs: list[SortedRun]) -> CompactUnit | None:

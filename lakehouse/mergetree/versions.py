@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from lakehouse.mergetree.groups import run_ends
 from lakehouse.mergetree.keyorder import comparable_keys
-from lakehouse.options import ChangelogProducerKind, MergeEngineKind
+from lakehouse.options import DELETION_VECTORS_ENABLED, ChangelogProducerKind, MergeEngineKind
 
 LEVEL = "_LEVEL"  # column: the LSM level of the file a row was read from
 
@@ -89,6 +89,6 @@ def lookup_merge(schema) -> bool:
     return (
         bool(schema.primary_keys)
         and options.changelog_producer == ChangelogProducerKind.LOOKUP
-        and not options.get_bool("deletion-vectors.enabled")
+        and not options.get_bool(DELETION_VECTORS_ENABLED)
         and options.merge_engine in (MergeEngineKind.PARTIAL_UPDATE, MergeEngineKind.AGGREGATION)
     )

@@ -32,18 +32,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from lakehouse.errors import InvalidArgumentError
+from lakehouse.options import (
+    CONSUMER_EXPIRATION_TIME,
+    SNAPSHOT_EXPIRE_LIMIT,
+    SNAPSHOT_NUM_RETAINED_MAX,
+    SNAPSHOT_NUM_RETAINED_MIN,
+    SNAPSHOT_TIME_RETAINED,
+)
 from lakehouse.store import consumers, tags
 from lakehouse.store.references import Deleted, FileRefs, References, delete_files
 
 if TYPE_CHECKING:
     from lakehouse.store.table_store import TableStore
-
-RETAIN_MIN = "snapshot.num-retained.min"
-RETAIN_MAX = "snapshot.num-retained.max"
-TIME_RETAINED = "snapshot.time-retained"
-EXPIRE_LIMIT = "snapshot.expire.limit"
-CONSUMER_EXPIRATION = "consumer.expiration-time"
-AFTER_COMMIT = "snapshot.expire.after-commit"  # this engine's opt-in, see Table.write
 
 
 @dataclass(frozen=True)
@@ -107,17 +107,20 @@ def plan_expiration(
             raise InvalidArgumentError(f"table {table.name}: {key} must be at least 1, got {value}")
         return value
 
-    retain_min, retain_max = option(retain_min, RETAIN_MIN), option(retain_max, RETAIN_MAX)
-    max_deletes = option(max_deletes, EXPIRE_LIMIT)
+    retain_min, retain_max = (
+        option(retain_min, SNAPSHOT_NUM_RETAINED_MIN),
+        option(retain_max, SNAPSHOT_NUM_RETAINED_MAX),
+    )
+    max_deletes = option(max_deletes, SNAPSHOT_EXPIRE_LIMIT)
     if retain_max < retain_min:
         raise InvalidArgumentError(
             f"table {table.name}: retain_max ({retain_max}) must not be less than retain_min "
-            f"({retain_min}); raise {RETAIN_MAX} or lower {RETAIN_MIN}"
+            f"({retain_min}); raise {SNAPSHOT_NUM_RETAINED_MAX} or lower {SNAPSHOT_NUM_RETAINED_MIN}"
         )
     now_ms = int(time.time() * 1000)
     if older_than_ms is None:
-        older_than_ms = now_ms - options.duration_ms(TIME_RETAINED)
-    consumer_ttl = options.duration_ms(CONSUMER_EXPIRATION)
+        older_than_ms = now_ms - options.duration_ms(SNAPSHOT_TIME_RETAINED)
+    consumer_ttl = options.duration_ms(CONSUMER_EXPIRATION_TIME)
     if consumer_ttl is not None:
         consumers.expire(table, consumer_ttl, now_ms)
 

@@ -33,6 +33,7 @@ from lakehouse.io.pool import map_reads
 from lakehouse.manifest import binary_row, stats
 from lakehouse.manifest.entries import DataFileMeta, ManifestEntry, ManifestFileMeta
 from lakehouse.mergetree.levels import level0_invisible
+from lakehouse.options import SOURCE_SPLIT_OPEN_FILE_COST, SOURCE_SPLIT_TARGET_SIZE
 from lakehouse.predicate import ColumnStats, Predicate, bind, may_match, only_columns
 from lakehouse.snapshot import Snapshot
 from lakehouse.types import TIMESTAMP_ROOTS, DataType, timestamp_unit
@@ -308,8 +309,8 @@ def _splits(
     for e in entries:
         groups.setdefault((e.partition, e.bucket), []).append(e.file)
     options = table.schema.core_options
-    target = options.memory("source.split.target-size")
-    open_cost = options.memory("source.split.open-file-cost")
+    target = options.memory(SOURCE_SPLIT_TARGET_SIZE)
+    open_cost = options.memory(SOURCE_SPLIT_OPEN_FILE_COST)
     splits = []
     for (partition, bucket), files in groups.items():
         path = table.bucket_path(partition, bucket)

@@ -25,7 +25,14 @@ from pyspark.sql.types import StructType
 
 from lakehouse.catalog import Catalog
 from lakehouse.errors import InvalidOptionError
-from lakehouse.options import parse_bool
+from lakehouse.options import (
+    SCAN_SNAPSHOT_ID,
+    SCAN_TAG_NAME,
+    SCAN_TIMESTAMP_MILLIS,
+    SOURCE_SPLIT_OPEN_FILE_COST,
+    SOURCE_SPLIT_TARGET_SIZE,
+    parse_bool,
+)
 from lakehouse.predicate import Predicate
 from lakehouse.read.scan import Plan, Split, pack_ordered
 from lakehouse.schema import TableSchema
@@ -34,9 +41,6 @@ from lakehouse.spark.types import arrow_layout, to_spark_batches
 from lakehouse.table.table import Table
 
 FILTER_PUSHDOWN = "filter-pushdown"
-SNAPSHOT_ID = "scan.snapshot-id"
-TIMESTAMP_MILLIS = "scan.timestamp-millis"
-TAG_NAME = "scan.tag-name"
 
 
 @dataclass(frozen=True)
@@ -62,9 +66,13 @@ class ScanOptions:
                 raise InvalidOptionError(f"read option {key}={value!r} must be an integer") from None
 
         pushdown = parse_bool(options.get(FILTER_PUSHDOWN, "false"), FILTER_PUSHDOWN)
-        scan = cls(number(SNAPSHOT_ID), number(TIMESTAMP_MILLIS), options.get(TAG_NAME), pushdown)
+        scan = cls(
+            number(SCAN_SNAPSHOT_ID), number(SCAN_TIMESTAMP_MILLIS), options.get(SCAN_TAG_NAME), pushdown
+        )
         if len([v for v in (scan.snapshot_id, scan.timestamp_ms, scan.tag) if v is not None]) > 1:
-            raise InvalidOptionError(f"set at most one of {SNAPSHOT_ID}, {TIMESTAMP_MILLIS} and {TAG_NAME}")
+            raise InvalidOptionError(
+                f"set at most one of {SCAN_SNAPSHOT_ID}, {SCAN_TIMESTAMP_MILLIS} and {SCAN_TAG_NAME}"
+            )
         return scan
 
     def schema(self, table: Table) -> TableSchema:
@@ -121,8 +129,8 @@ class PaimonReader(DataSourceReader):
         ``min(source.split.target-size, max(open cost, total / parallelism))`` bytes (each file
         weighing at least the open cost), every split that merges keys in a partition of its own."""
         options = self.table.schema.core_options
-        target = options.memory("source.split.target-size")
-        open_cost = options.memory("source.split.open-file-cost")
+        target = options.memory(SOURCE_SPLIT_TARGET_SIZE)
+        open_cost = options.memory(SOURCE_SPLIT_OPEN_FILE_COST)
         files = [part for split in splits if split.raw_convertible for part in file_by_file(split)]
         weights = [max(part.files[0].file_size, open_cost) for part in files]
         size = min(target, max(open_cost, sum(weights) // (self.parallelism or 1)))

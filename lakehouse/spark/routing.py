@@ -29,9 +29,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.functions import arrow_udf
 from pyspark.sql.types import IntegerType
 
-from lakehouse.bucket.dynamic import ASSIGNER_PARALLELISM
 from lakehouse.bucket.fixed import fixed_buckets
 from lakehouse.murmur import murmur_hash
+from lakehouse.options import DYNAMIC_BUCKET_ASSIGNER_PARALLELISM
 from lakehouse.schema import TableSchema
 from lakehouse.spark.source import open_table, register
 from lakehouse.spark.writer import assigner_parallelism
@@ -143,7 +143,7 @@ def write(
     target = open_table({**given, "path": table})
     if target.schema.dynamic_buckets:
         tasks = num_tasks or assigner_parallelism(target, given)
-        given[ASSIGNER_PARALLELISM] = str(tasks)
+        given[DYNAMIC_BUCKET_ASSIGNER_PARALLELISM] = str(tasks)
     elif target.schema.cross_partition_update:
         tasks = 1
     else:

@@ -32,10 +32,9 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from lakehouse.bucket.dynamic import ASSIGNER_PARALLELISM
 from lakehouse.commit.table_commit import Overwrite
 from lakehouse.errors import InvalidOptionError, MisroutedRowsError, UnsupportedFeatureError
-from lakehouse.options import parse_bool
+from lakehouse.options import DYNAMIC_BUCKET_ASSIGNER_PARALLELISM, DYNAMIC_PARTITION_OVERWRITE, parse_bool
 from lakehouse.schema import check_writable
 from lakehouse.spark.types import arrow_layout
 from lakehouse.store.partitions import partition_values
@@ -45,7 +44,6 @@ from lakehouse.write.conform import conform
 from lakehouse.write.scope import Lease, WriteScope, committed_since, finish_write
 from lakehouse.write.table_write import CommitMessage, TableWrite
 
-DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
 COMMIT_USER = "commit.user"  # write option: the snapshot's commitUser (default: a fresh UUID)
 
 
@@ -153,13 +151,19 @@ def overwrite_mode(table: Table, options: Mapping[str, str]) -> Overwrite:
 def assigner_parallelism(table: Table, options: Mapping[str, str]) -> int:
     """How many tasks write a dynamic-bucket table, each as one assigner: the write option
     ``dynamic-bucket.assigner-parallelism``, else the table's, else 1."""
-    value = options.get(ASSIGNER_PARALLELISM) or table.options.get(ASSIGNER_PARALLELISM) or "1"
+    value = (
+        options.get(DYNAMIC_BUCKET_ASSIGNER_PARALLELISM)
+        or table.options.get(DYNAMIC_BUCKET_ASSIGNER_PARALLELISM)
+        or "1"
+    )
     try:
         parallelism = int(value)
     except ValueError:
         parallelism = 0
     if parallelism < 1:
-        raise InvalidOptionError(f"{ASSIGNER_PARALLELISM}={value!r} must be a positive integer")
+        raise InvalidOptionError(
+            f"{DYNAMIC_BUCKET_ASSIGNER_PARALLELISM}={value!r} must be a positive integer"
+        )
     return parallelism
 
 

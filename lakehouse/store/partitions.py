@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from lakehouse.errors import SchemaMismatchError
 from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import EMPTY_ROW
+from lakehouse.options import PARTITION_DEFAULT_NAME
 from lakehouse.predicate import literal
 from lakehouse.schema import TableSchema
 
@@ -23,7 +24,7 @@ PartitionFilter = Callable[[bytes], bool]
 
 def partition_spec(schema: TableSchema, table: str, spec: Mapping[str, Any], what: str) -> dict[str, Any]:
     """Partition key -> physical value (None for the default partition); ``what`` names the caller."""
-    default = schema.core_options.get("partition.default-name")
+    default = schema.core_options.get(PARTITION_DEFAULT_NAME)
     out = {}
     for key, value in spec.items():
         if key not in schema.partition_keys:

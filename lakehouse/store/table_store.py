@@ -14,6 +14,7 @@ from lakehouse.io.fs import FileIO
 from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
 from lakehouse.manifest.files import ManifestStore
+from lakehouse.options import PARTITION_DEFAULT_NAME
 from lakehouse.paths import TablePaths, partition_path
 from lakehouse.schema import SchemaManager, TableSchema
 from lakehouse.snapshot import Snapshot, SnapshotManager
@@ -91,7 +92,7 @@ class TableStore:
         """Directory of a bucket relative to the table, e.g. ``dt=2024-01-01/bucket-3``."""
         types = self.schema.partition_types()
         values = binary_row.decode_row(binary_row.deserialize(partition)[1], types)
-        default = self.schema.core_options.get("partition.default-name")
+        default = self.schema.core_options.get(PARTITION_DEFAULT_NAME)
         path = partition_path(list(self.schema.partition_keys), types, values, default)
         return f"{path}/bucket-{bucket}" if path else f"bucket-{bucket}"
 

@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from lakehouse.manifest import binary_row, stats
 from lakehouse.manifest.entries import DataFileMeta, FileSource, ManifestEntry
+from lakehouse.options import PARTITION_DEFAULT_NAME
 from lakehouse.system.metadata import selected_snapshot
 from lakehouse.system.values import TS, partition_string, schema_of, table_of, text
 from lakehouse.types import DataType
@@ -28,7 +29,7 @@ def _partition_path(table: TableStore, partition: bytes) -> str | None:
     if not types:
         return None
     values = binary_row.decode_row(binary_row.deserialize(partition)[1], types)
-    default = schema.core_options.get("partition.default-name")
+    default = schema.core_options.get(PARTITION_DEFAULT_NAME)
     return "/".join(
         f"{k}={default if v is None else text(t, v)}"
         for k, t, v in zip(schema.partition_keys, types, values, strict=True)

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from lakehouse.errors import InvalidArgumentError
 from lakehouse.manifest.entries import IndexFileMeta
+from lakehouse.options import SCAN_SNAPSHOT_ID, SCAN_TAG_NAME
 from lakehouse.snapshot import Snapshot
 from lakehouse.store import consumers, tags
 from lakehouse.system.values import TS, partition_string, row_string, schema_of, table_of
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 def travel(table: TableStore, options: Mapping[str, str]) -> tuple[Snapshot | None, TableStore]:
     """The snapshot ``scan.snapshot-id`` or ``scan.tag-name`` names (else the latest) and the
     table as a read of it sees it (:meth:`TableStore.travel`)."""
-    sid, tag = options.get("scan.snapshot-id"), options.get("scan.tag-name")
+    sid, tag = options.get(SCAN_SNAPSHOT_ID), options.get(SCAN_TAG_NAME)
     if sid is not None and tag is not None:
         raise InvalidArgumentError(f"table {table.name}: set only one of scan.snapshot-id and scan.tag-name")
     if sid is not None and not str(sid).isdigit():

@@ -25,6 +25,7 @@ from lakehouse.ops.lsm_shape import lsm_shape
 from lakehouse.ops.orphans import remove_orphan_files
 from lakehouse.ops.rollback import rollback_to
 from lakehouse.ops.verify import verify_buckets, verify_deletion_vectors, verify_primary_key
+from lakehouse.options import CONSUMER_ID, SNAPSHOT_EXPIRE_AFTER_COMMIT, WRITE_ONLY
 from lakehouse.paths import FileNamer, TablePaths
 from lakehouse.predicate import Predicate
 from lakehouse.read import scan
@@ -182,7 +183,7 @@ class Table:
         """Paimon expires snapshots after every commit of a writer that is not ``write-only``;
         this engine does so only when ``snapshot.expire.after-commit`` is true (default false)."""
         options = self.schema.core_options
-        if options.get("snapshot.expire.after-commit") == "true" and not options.get_bool("write-only"):
+        if options.get(SNAPSHOT_EXPIRE_AFTER_COMMIT) == "true" and not options.get_bool(WRITE_ONLY):
             self.expire_snapshots()
 
     # ---- reading -------------------------------------------------------------------------
@@ -293,7 +294,7 @@ class Table:
         """Rows changed after ``start_snapshot_id`` up to ``end_snapshot_id`` (default latest) with
         a ``_row_kind`` column; ``consumer_id`` (default: the ``consumer-id`` option) records the
         progress so expiration keeps the snapshots the consumer reads next."""
-        consumer_id = consumer_id or self.schema.core_options.get("consumer-id")
+        consumer_id = consumer_id or self.schema.core_options.get(CONSUMER_ID)
         return read_changes(self.store, start_snapshot_id, end_snapshot_id, consumer_id)
 
     # ---- schema and options --------------------------------------------------------------

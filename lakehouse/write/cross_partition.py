@@ -32,7 +32,7 @@ from lakehouse.bucket.channels import AssignerSplit
 from lakehouse.bucket.dynamic import DynamicBucketOptions
 from lakehouse.io.pool import map_parallel
 from lakehouse.manifest import binary_row
-from lakehouse.options import MergeEngineKind
+from lakehouse.options import CROSS_PARTITION_UPSERT_INDEX_TTL, MergeEngineKind
 from lakehouse.read.scan import Split
 from lakehouse.read.table_read import TableRead
 from lakehouse.rowkind import RowKind
@@ -42,8 +42,6 @@ from lakehouse.store.partitions import row_partitions
 
 if TYPE_CHECKING:
     from lakehouse.store.table_store import TableStore
-
-INDEX_TTL = "cross-partition-upsert.index-ttl"
 
 
 class KeyLocations:
@@ -77,7 +75,7 @@ class KeyLocations:
         files: dict[tuple[bytes, int], list] = {}
         for e in table.live_entries(snapshot):
             files.setdefault((e.partition, e.bucket), []).append(e.file)
-        ttl = table.schema.core_options.duration_ms(INDEX_TTL)
+        ttl = table.schema.core_options.duration_ms(CROSS_PARTITION_UPSERT_INDEX_TTL)
         now = creation_time_millis()
         splits = [
             Split(snapshot.id, p, b, table.bucket_path(p, b), tuple(fs), raw_convertible=False)

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from lakehouse.errors import InvalidArgumentError, WriteAbortedError
 from lakehouse.io.fs import FileIO, join
-from lakehouse.options import parse_duration_ms
+from lakehouse.options import WRITE_HEARTBEAT_INTERVAL, WRITE_HEARTBEAT_TIMEOUT, parse_duration_ms
 from lakehouse.paths import FileNamer, TablePaths, bucket_dirs
 from lakehouse.store.references import References, delete_paths
 
@@ -49,8 +49,6 @@ ENDED = "ENDED"
 ABORTED = b"aborted"
 COMMITTED = b"committed"
 DONE = b"done"
-HEARTBEAT_INTERVAL = "write.heartbeat-interval"
-HEARTBEAT_TIMEOUT = "write.heartbeat-timeout"
 DEFAULT_INTERVAL_MS = 2_000
 DEFAULT_TIMEOUT_MS = 30_000
 log = logging.getLogger(__name__)
@@ -73,12 +71,12 @@ class WriteScope:
     def leased_from(cls, options: Mapping[str, str]) -> WriteScope:
         """A new leased scope, its timing from ``write.heartbeat-interval`` and
         ``write.heartbeat-timeout`` in ``options`` (write options over table options)."""
-        interval = parse_duration_ms(options.get(HEARTBEAT_INTERVAL) or f"{DEFAULT_INTERVAL_MS} ms")
-        timeout = parse_duration_ms(options.get(HEARTBEAT_TIMEOUT) or f"{DEFAULT_TIMEOUT_MS} ms")
+        interval = parse_duration_ms(options.get(WRITE_HEARTBEAT_INTERVAL) or f"{DEFAULT_INTERVAL_MS} ms")
+        timeout = parse_duration_ms(options.get(WRITE_HEARTBEAT_TIMEOUT) or f"{DEFAULT_TIMEOUT_MS} ms")
         if not 0 < interval < timeout:
             raise InvalidArgumentError(
-                f"{HEARTBEAT_INTERVAL} ({interval} ms) must be positive and shorter than "
-                f"{HEARTBEAT_TIMEOUT} ({timeout} ms), or a live writer would look dead; fix the options"
+                f"{WRITE_HEARTBEAT_INTERVAL} ({interval} ms) must be positive and shorter than "
+                f"{WRITE_HEARTBEAT_TIMEOUT} ({timeout} ms), or a live writer would look dead; fix the options"
             )
         return cls(leased=True, heartbeat_ms=interval, timeout_ms=timeout)
 

@@ -42,7 +42,19 @@ from lakehouse.manifest.index_manifest import by_bucket
 from lakehouse.mergetree.changelog import ChangelogProducer, changelog_layout, input_rows
 from lakehouse.mergetree.compactor import BucketCompactor
 from lakehouse.mergetree.engine import MergeEngine
-from lakehouse.options import ChangelogProducerKind, parse_memory_size
+from lakehouse.options import (
+    DATA_FILE_PREFIX,
+    DATA_FILE_THIN_MODE,
+    DELETION_VECTORS_BITMAP64,
+    DELETION_VECTORS_ENABLED,
+    FILE_COMPRESSION,
+    FILE_COMPRESSION_ZSTD_LEVEL,
+    FULL_COMPACTION_DELTA_COMMITS,
+    WRITE_BUFFER_SIZE,
+    WRITE_ONLY,
+    ChangelogProducerKind,
+    parse_memory_size,
+)
 from lakehouse.paths import FileNamer, index_file_namer
 from lakehouse.rowkind import RowKind
 from lakehouse.schema import check_writable, check_writable_keys
@@ -132,8 +144,8 @@ class TableWrite:
             check_writable_keys(schema, table.name)
         self.bucket_types = [f.type for f in schema.fields_named(schema.bucket_keys)]
         self.partition_types = schema.partition_types()
-        self.buffer_size = parse_memory_size(options.get("write-buffer-size") or DEFAULT_WRITE_BUFFER)
-        self.thin = options.get_bool("data-file.thin-mode")
+        self.buffer_size = parse_memory_size(options.get(WRITE_BUFFER_SIZE) or DEFAULT_WRITE_BUFFER)
+        self.thin = options.get_bool(DATA_FILE_THIN_MODE)
         value_fields = list(schema.fields)
         self.key_fields = schema.fields_named(self.primary_key)
         self.layout = FileLayout(
@@ -145,9 +157,9 @@ class TableWrite:
             key_fields=self.key_fields,
             target_size=options.target_file_size(bool(schema.primary_keys)),
             parquet=parquet.ParquetOptions(
-                options.get("file.compression"), options.get_int("file.compression.zstd-level")
+                options.get(FILE_COMPRESSION), options.get_int(FILE_COMPRESSION_ZSTD_LEVEL)
             ),
-            prefix=options.get("data-file.prefix"),
+            prefix=options.get(DATA_FILE_PREFIX),
             indexes=FileIndexBuilder.from_options(
                 schema.options, {f.name: f.type for f in value_fields}, table.name
             )
@@ -163,10 +175,10 @@ class TableWrite:
         self.changelog_layout = changelog_layout(self.layout, options)
         self._changelog_writers: dict[tuple[bytes, int], BucketWriter] = {}
         self._new_changelog: dict[tuple[bytes, int], list[DataFileMeta]] = {}
-        self.write_only = options.get_bool("write-only")
+        self.write_only = options.get_bool(WRITE_ONLY)
         self.stop_trigger = options.stop_trigger
-        self.deletion_vectors = bool(schema.primary_keys) and options.get_bool("deletion-vectors.enabled")
-        self.bitmap64 = options.get_bool("deletion-vectors.bitmap64")
+        self.deletion_vectors = bool(schema.primary_keys) and options.get_bool(DELETION_VECTORS_ENABLED)
+        self.bitmap64 = options.get_bool(DELETION_VECTORS_BITMAP64)
         self._index_names = index_file_namer(self.names)
         self._vector_files: dict[tuple[bytes, int], IndexManifestEntry] = {}
         self._hash_files: list[IndexManifestEntry] = []
@@ -278,8 +290,8 @@ class TableWrite:
     def _full_compaction_due(self) -> bool:
         """Whether this commit is the ``full-compaction.delta-commits``-th since the last compaction."""
         options = self.schema.core_options
-        if options.get("full-compaction.delta-commits") is not None:
-            every = options.get_int("full-compaction.delta-commits")
+        if options.get(FULL_COMPACTION_DELTA_COMMITS) is not None:
+            every = options.get_int(FULL_COMPACTION_DELTA_COMMITS)
         elif self.changelog is not None and self.changelog.kind == ChangelogProducerKind.FULL_COMPACTION:
             every = 1  # as Paimon's writers for this producer: a full compaction per commit
         else:
