@@ -16,7 +16,7 @@ import pytest
 from lakehouse import Catalog
 from lakehouse.errors import CommitConflictError, InvalidArgumentError
 from lakehouse.snapshot import CommitKind, SnapshotManager
-from lakehouse.write.table_write import CommitMessage
+from lakehouse.write.message import CommitMessage
 
 from .conftest import ORDERS, orders, rows
 

@@ -17,7 +17,7 @@ from lakehouse.errors import CorruptFileError, UnsupportedFeatureError
 from lakehouse.fileindex import format as fileindex_format
 from lakehouse.manifest.entries import IndexFileMeta
 from lakehouse.types import NewerType, parse_type
-from lakehouse.write.table_write import CommitMessage
+from lakehouse.write.message import CommitMessage
 
 from .conftest import ORDERS, orders, rows
 from .interop import oracle

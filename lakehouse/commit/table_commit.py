@@ -46,8 +46,8 @@ from lakehouse.options import (
 )
 from lakehouse.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from lakehouse.store.partitions import PartitionFilter, partition_filter, partition_spec, partition_values
+from lakehouse.write.message import CommitMessage
 from lakehouse.write.scope import WriteScope, abort_write, data_dirs
-from lakehouse.write.table_write import CommitMessage
 
 if TYPE_CHECKING:
     from lakehouse.store.table_store import TableStore

@@ -18,7 +18,10 @@ from lakehouse.errors import UnsupportedFeatureError
 from lakehouse.io.pool import map_parallel
 from lakehouse.paths import FileNamer
 from lakehouse.store.partitions import in_partitions
-from lakehouse.write.table_write import CommitMessage, TableWrite
+from lakehouse.write.bucket_write import Buckets
+from lakehouse.write.message import CommitMessage
+from lakehouse.write.scope import WriteScope
+from lakehouse.write.settings import WriteSettings
 
 if TYPE_CHECKING:
     from lakehouse.store.table_store import TableStore
@@ -62,13 +65,13 @@ def compact_buckets(
     """Compact some buckets (in parallel) and return the messages of those that changed; any
     process can run this for its share of the buckets (``names``: its file names in the job's
     write scope). On failure its files are deleted."""
-    writer = TableWrite(table, names=names)
+    work = Buckets(table, WriteSettings.of(table, names or WriteScope().namer()))
     try:
-        compactors = [writer.compactor(p, b) for p, b in buckets]
+        compactors = [work.get(p, b).compactor for p, b in buckets]
         map_parallel(lambda c: c.compact(full=full), compactors)
-        return [m for m in writer.prepare_commit() if m.compact_before or m.compact_after]
+        return [m for m in work.messages() if m.compact_before or m.compact_after]
     except BaseException:
-        writer.abort()
+        work.abort()
         raise
 
 

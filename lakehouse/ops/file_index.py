@@ -24,8 +24,8 @@ from lakehouse.manifest.entries import ManifestEntry
 from lakehouse.paths import FileNamer
 from lakehouse.store.data_reader import read_data_file
 from lakehouse.store.partitions import in_partitions
+from lakehouse.write.message import CommitMessage
 from lakehouse.write.scope import WriteScope
-from lakehouse.write.table_write import CommitMessage
 
 if TYPE_CHECKING:
     from lakehouse.store.table_store import TableStore

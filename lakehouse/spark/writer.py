@@ -41,8 +41,9 @@ from lakehouse.store.partitions import partition_values
 from lakehouse.table.table import Table
 from lakehouse.write.bucket_assigner import assigner_splits
 from lakehouse.write.conform import conform
+from lakehouse.write.message import CommitMessage
 from lakehouse.write.scope import Lease, WriteScope, committed_since, finish_write
-from lakehouse.write.table_write import CommitMessage, TableWrite
+from lakehouse.write.table_write import TableWrite
 
 COMMIT_USER = "commit.user"  # write option: the snapshot's commitUser (default: a fresh UUID)
 
