@@ -23,7 +23,7 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from lakehouse.commit.auto_tags import create_auto_tags
@@ -55,6 +55,61 @@ if TYPE_CHECKING:
 Overwrite = bool | str | Mapping[str, Any] | None
 Changes = tuple[list[ManifestEntry], list[IndexManifestEntry]]  # data files, index files
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class CommitPlan:
+    """The manifest entries the messages of one commit ask for, by what they do."""
+
+    messages: list[CommitMessage]
+    adds: list[ManifestEntry]
+    deletes: list[ManifestEntry]
+    compacted: list[ManifestEntry]  # DELETE of compaction inputs, ADD of its outputs
+    new_indexes: list[IndexManifestEntry]  # with the data (hash index)
+    compact_indexes: list[IndexManifestEntry]  # with the compaction (deletion vectors)
+    changelog: list[ManifestEntry]
+    compact_changelog: list[ManifestEntry]
+
+    @classmethod
+    def of(cls, messages: list[CommitMessage]) -> CommitPlan:
+        def entries(kind: FileKind, attr: str) -> list[ManifestEntry]:
+            return [
+                ManifestEntry(kind, m.partition, m.bucket, m.total_buckets, f)
+                for m in messages
+                for f in getattr(m, attr)
+            ]
+
+        def indexes(attr: str) -> list[IndexManifestEntry]:
+            """New index files (ADD) and the files they replace (DELETE, checked to be live)."""
+            out = []
+            for m in messages:
+                new = getattr(m, attr)
+                types = {f.index_type for f in new}
+                out += [IndexManifestEntry(FileKind.ADD, m.partition, m.bucket, f) for f in new]
+                out += [
+                    IndexManifestEntry(FileKind.DELETE, m.partition, m.bucket, f)
+                    for f in m.replaced_index_files
+                    if f.index_type in types
+                ]
+            return out
+
+        return cls(
+            messages,
+            adds=entries(FileKind.ADD, "new_files"),
+            deletes=entries(FileKind.DELETE, "deleted_files"),
+            compacted=entries(FileKind.DELETE, "compact_before") + entries(FileKind.ADD, "compact_after"),
+            new_indexes=indexes("new_index_files"),
+            compact_indexes=indexes("compact_index_files"),
+            changelog=entries(FileKind.ADD, "changelog_files"),
+            compact_changelog=entries(FileKind.ADD, "compact_changelog_files"),
+        )
+
+    def changes_data(self, overwrite: Overwrite, scope: PartitionFilter | None) -> bool:
+        """Whether a data snapshot is due: files added or removed, changelog, or an overwrite
+        (a dynamic overwrite without new files replaces nothing)."""
+        if overwrite == "dynamic" and not self.adds:
+            return False
+        return scope is not None or bool(self.adds or self.deletes or self.changelog)
 
 
 class TableCommit:
@@ -90,99 +145,94 @@ class TableCommit:
         if self._committed_before(messages):
             log.info("table %s: these commit messages were committed already; nothing to do", self.table.name)
             return None
-
-        def entries(kind: FileKind, attr: str) -> list[ManifestEntry]:
-            return [
-                ManifestEntry(kind, m.partition, m.bucket, m.total_buckets, f)
-                for m in messages
-                for f in getattr(m, attr)
-            ]
-
-        def indexes(attr: str) -> list[IndexManifestEntry]:
-            """New index files (ADD) and the files they replace (DELETE, checked to be live)."""
-            out = []
-            for m in messages:
-                new = getattr(m, attr)
-                types = {f.index_type for f in new}
-                out += [IndexManifestEntry(FileKind.ADD, m.partition, m.bucket, f) for f in new]
-                out += [
-                    IndexManifestEntry(FileKind.DELETE, m.partition, m.bucket, f)
-                    for f in m.replaced_index_files
-                    if f.index_type in types
-                ]
-            return out
-
-        adds, deletes = entries(FileKind.ADD, "new_files"), entries(FileKind.DELETE, "deleted_files")
-        compacted = entries(FileKind.DELETE, "compact_before") + entries(FileKind.ADD, "compact_after")
-        new_indexes, compact_indexes = indexes("new_index_files"), indexes("compact_index_files")
-        changelog = entries(FileKind.ADD, "changelog_files")
-        compact_changelog = entries(FileKind.ADD, "compact_changelog_files")
-        scope = self._overwrite_scope(overwrite, adds)
-        if scope is not None and (changelog or compact_changelog):
-            changelog_files = [(m, m.changelog_files + m.compact_changelog_files) for m in messages]
-            self.table.io.delete_quietly(self._data_paths(changelog_files))
-            changelog, compact_changelog = [], []
+        plan = CommitPlan.of(messages)
+        scope = self._overwrite_scope(overwrite, plan.adds)
+        if scope is not None:
+            self._drop_changelog(plan)
         snapshot_id = None
-        if not (overwrite == "dynamic" and not adds) and (scope is not None or adds or deletes or changelog):
-            kind = CommitKind.APPEND if scope is None and not deletes else CommitKind.OVERWRITE
-
-            def changes(latest: Snapshot | None) -> Changes:
-                self._check_replaced(new_indexes, latest)
-                self._check_key_index(messages, latest)
-                if scope is None and not deletes:
-                    return adds, new_indexes
-                live = self.table.live_entries(latest) if latest is not None else []
-                self._check_deletes(deletes, live)
-                removed = [
-                    e.with_kind(FileKind.DELETE) for e in live if scope is not None and scope(e.partition)
-                ]
-                dropped = {e.identifier for e in removed}
-                kept = [e for e in deletes if e.identifier not in dropped]
-                # an overwritten partition loses its index files too
-                stale = [
-                    replace(e, kind=FileKind.DELETE)
-                    for e in (self.table.index_entries(latest) if latest is not None else [])
-                    if scope is not None and scope(e.partition)
-                ]
-                return removed + kept + adds, stale + new_indexes
-
-            snapshot_id = self._commit_with_retries(changes, kind, changelog, watermark)
-        if compacted or compact_changelog:
-
-            def compaction(latest: Snapshot | None) -> Changes:
-                live = self.table.live_entries(latest) if latest is not None else []
-                self._check_deletes([e for e in compacted if e.kind == FileKind.DELETE], live)
-                self._check_replaced(compact_indexes, latest)
-                return compacted, compact_indexes
-
-            try:
-                snapshot_id = self._commit_with_retries(
-                    compaction, CommitKind.COMPACT, compact_changelog, watermark
-                )
-            except Exception as e:
-                self.table.io.delete_quietly(self._compaction_output(messages))
-                if snapshot_id is None:
-                    raise
-                if not isinstance(e, CommitConflictError):  # a conflict: another compaction won
-                    log.warning(
-                        "table %s: snapshot %d is committed, its compaction failed (the next write or "
-                        "compaction compacts again)",
-                        self.table.name,
-                        snapshot_id,
-                        exc_info=True,
-                    )
+        if plan.changes_data(overwrite, scope):
+            snapshot_id = self._commit_data(plan, scope, watermark)
+        if plan.compacted or plan.compact_changelog:
+            snapshot_id = self._commit_compaction(plan, watermark, snapshot_id)
         if snapshot_id is not None:
-            try:
-                create_auto_tags(self.table)
-            except Exception:
+            self._create_auto_tags(snapshot_id)
+        return snapshot_id
+
+    def _drop_changelog(self, plan: CommitPlan) -> None:
+        """An overwrite commits no changelog (as Paimon): its changelog files are deleted."""
+        if plan.changelog or plan.compact_changelog:
+            files = [(m, m.changelog_files + m.compact_changelog_files) for m in plan.messages]
+            self.table.io.delete_quietly(self._data_paths(files))
+            plan.changelog, plan.compact_changelog = [], []
+
+    def _commit_data(self, plan: CommitPlan, scope: PartitionFilter | None, watermark: int | None) -> int:
+        """The APPEND snapshot of new files, or the OVERWRITE snapshot that also removes files."""
+        kind = CommitKind.APPEND if scope is None and not plan.deletes else CommitKind.OVERWRITE
+        return self._commit_with_retries(
+            lambda latest: self._data_changes(plan, scope, latest), kind, plan.changelog, watermark
+        )
+
+    def _data_changes(
+        self, plan: CommitPlan, scope: PartitionFilter | None, latest: Snapshot | None
+    ) -> Changes:
+        """The entries of a data commit on top of ``latest``, after checking it may still land."""
+        self._check_replaced(plan.new_indexes, latest)
+        self._check_key_index(plan.messages, latest)
+        if scope is None and not plan.deletes:
+            return plan.adds, plan.new_indexes
+        live = self.table.live_entries(latest) if latest is not None else []
+        self._check_deletes(plan.deletes, live)
+        removed = [e.with_kind(FileKind.DELETE) for e in live if scope is not None and scope(e.partition)]
+        dropped = {e.identifier for e in removed}
+        kept = [e for e in plan.deletes if e.identifier not in dropped]
+        # an overwritten partition loses its index files too
+        stale = [
+            replace(e, kind=FileKind.DELETE)
+            for e in (self.table.index_entries(latest) if latest is not None else [])
+            if scope is not None and scope(e.partition)
+        ]
+        return removed + kept + plan.adds, stale + plan.new_indexes
+
+    def _commit_compaction(
+        self, plan: CommitPlan, watermark: int | None, data_snapshot: int | None
+    ) -> int | None:
+        """The COMPACT snapshot after the data snapshot (if any). Once the data snapshot landed a
+        failed compaction is only logged (its files deleted): the commit did happen."""
+
+        def changes(latest: Snapshot | None) -> Changes:
+            live = self.table.live_entries(latest) if latest is not None else []
+            self._check_deletes([e for e in plan.compacted if e.kind == FileKind.DELETE], live)
+            self._check_replaced(plan.compact_indexes, latest)
+            return plan.compacted, plan.compact_indexes
+
+        try:
+            return self._commit_with_retries(changes, CommitKind.COMPACT, plan.compact_changelog, watermark)
+        except Exception as e:
+            self.table.io.delete_quietly(self._compaction_output(plan.messages))
+            if data_snapshot is None:
+                raise
+            if not isinstance(e, CommitConflictError):  # a conflict: another compaction won
                 log.warning(
-                    "table %s: snapshot %d is committed, creating its automatic tags failed (the next "
-                    "commit creates them)",
+                    "table %s: snapshot %d is committed, its compaction failed (the next write or "
+                    "compaction compacts again)",
                     self.table.name,
-                    snapshot_id,
+                    data_snapshot,
                     exc_info=True,
                 )
-        return snapshot_id
+            return data_snapshot
+
+    def _create_auto_tags(self, snapshot_id: int) -> None:
+        """Automatic tags after a commit; a failure is logged (the next commit creates them)."""
+        try:
+            create_auto_tags(self.table)
+        except Exception:
+            log.warning(
+                "table %s: snapshot %d is committed, creating its automatic tags failed (the next "
+                "commit creates them)",
+                self.table.name,
+                snapshot_id,
+                exc_info=True,
+            )
 
     def _check_messages(self, messages: list[CommitMessage]) -> None:
         """Refuse what is not a commit message of this table."""
