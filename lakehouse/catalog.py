@@ -38,7 +38,7 @@ class Catalog:
     def __init__(self, warehouse: str, options: Mapping[str, str] | None = None) -> None:
         self.warehouse = warehouse
         self.options = dict(options or {})
-        self.io, self.root = FileIO.for_uri(warehouse)
+        self.io, self.root = FileIO.for_uri(warehouse, self.options)
 
     def __repr__(self) -> str:
         return f"Catalog({self.warehouse!r})"
@@ -180,12 +180,13 @@ class Catalog:
         self.io.delete_dir(path)
 
 
-def table_at(path: str) -> Table:
-    """The table stored at ``path`` (a local path or URI), read without a catalog.
+def table_at(path: str, options: Mapping[str, str] | None = None) -> Table:
+    """The table stored at ``path`` (a local path or URI), read without a catalog; ``options``:
+    how to reach its store (as a catalog's).
 
     Its name is ``<database>.<table>`` when it sits in a catalog's database directory.
     """
-    io, root = FileIO.for_uri(path)
+    io, root = FileIO.for_uri(path, options)
     parent, _, leaf = root.rstrip("/").rpartition("/")
     database = parent.rpartition("/")[2]
     name = f"{database[: -len(DB_SUFFIX)]}.{leaf}" if database.endswith(DB_SUFFIX) else leaf

@@ -50,6 +50,10 @@ class CommitConflictError(LakehouseError):
     """A commit lost a race that retrying cannot fix (e.g. a file it deletes is already gone)."""
 
 
+class UnsafeCommitError(LakehouseError):
+    """A commit on a store that cannot create files atomically, with no catalog lock configured."""
+
+
 class CorruptFileError(LakehouseError):
     """A metadata or data file is truncated, unparsable or inconsistent."""
 

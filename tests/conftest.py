@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
 from pathlib import Path
 
 import pyarrow as pa
@@ -37,6 +44,64 @@ def spark():
     spark.sparkContext.setLogLevel("ERROR")
     yield spark
     spark.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(url: str, process: subprocess.Popen, seconds: float = 60) -> None:
+    """Poll ``url`` until it answers (any HTTP status), failing if ``process`` dies first."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=1)
+            return
+        except urllib.error.HTTPError:
+            return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{url} did not come up (exit code {process.poll()})") from None
+            time.sleep(0.1)
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    """An S3-compatible server (moto, which honours ``If-None-Match``) on loopback for the run."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(endpoint + "/moto-api/", server)
+        yield endpoint
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+S3_KEYS = {"s3.access-key": "lakehouse-test", "s3.secret-key": "lakehouse-test", "s3.region": "us-east-1"}
+
+
+@pytest.fixture
+def s3_warehouse(s3_endpoint) -> tuple[str, dict[str, str]]:
+    """A fresh bucket on the test S3 server: its warehouse URI and the catalog options to reach it."""
+    import boto3
+
+    bucket = f"wh-{uuid.uuid4().hex[:16]}"
+    boto3.client(
+        "s3",
+        endpoint_url=s3_endpoint,
+        aws_access_key_id=S3_KEYS["s3.access-key"],
+        aws_secret_access_key=S3_KEYS["s3.secret-key"],
+        region_name=S3_KEYS["s3.region"],
+    ).create_bucket(Bucket=bucket)
+    return f"s3://{bucket}/warehouse", {"s3.endpoint": s3_endpoint, **S3_KEYS}
 
 
 @pytest.fixture

@@ -7,9 +7,10 @@ Invariants:
 - nothing is ever visible under its final name half-written: files are written under a hidden
   temporary name in the same directory and moved into place (object stores publish a finished
   upload atomically, so they are written in place);
-- :meth:`FileIO.try_create` is an atomic create-if-absent on local filesystems (``link(2)``) and on
-  HDFS (rename never overwrites). Object stores have no such primitive through ``pyarrow.fs``:
-  there, as with Apache Paimon, concurrent committers need an external lock;
+- :meth:`FileIO.try_create` is an atomic create-if-absent on local filesystems (``link(2)``), on
+  HDFS (rename never overwrites) and on S3-compatible stores (a conditional put,
+  :mod:`lakehouse.io.object_store`). Any other store needs the catalog lock
+  (:mod:`lakehouse.io.lock`); without one, a commit there is refused rather than made unsafely;
 - listings never follow a symbolic link: a link inside a table (to a directory or a file
   elsewhere) is not listed, so nothing that cleans by listing reaches outside the table.
 """
@@ -19,11 +20,24 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.fs as pafs
+
+from lakehouse.errors import UnsafeCommitError
+from lakehouse.io.lock import LOCK_ENABLED, LOCK_URI, CatalogLock
+from lakehouse.io.object_store import Bucket, S3Settings
+
+S3_SCHEMES = ("s3", "s3a")
+STORAGE_PREFIXES = ("s3.", "fs.s3.", "lock.", "lock-")
+
+
+def storage_options(options: Mapping[str, str]) -> dict[str, str]:
+    """The options among ``options`` that say how to reach a warehouse (object-store settings,
+    the catalog lock), e.g. of a Spark read, which carries them with its own."""
+    return {k: v for k, v in options.items() if k.startswith(STORAGE_PREFIXES)}
 
 
 @dataclass(frozen=True)
@@ -43,18 +57,42 @@ class FileStatus:
 class FileIO:
     """Read, write, list and delete files of one filesystem."""
 
-    def __init__(self, filesystem: pafs.FileSystem) -> None:
+    def __init__(
+        self,
+        filesystem: pafs.FileSystem,
+        bucket: Bucket | None = None,
+        lock: CatalogLock | None = None,
+    ) -> None:
         self.fs = filesystem
         self.is_local = isinstance(filesystem, pafs.LocalFileSystem)
         self.is_hdfs = type(filesystem).__name__ == "HadoopFileSystem"
+        self.bucket = bucket  # an S3 bucket's whole-object requests
+        self.lock = lock
 
     @classmethod
-    def for_uri(cls, uri: str) -> tuple[FileIO, str]:
-        """The FileIO and root path of a local path or a ``file://``, ``s3://``, ``hdfs://`` URI."""
+    def for_uri(cls, uri: str, options: Mapping[str, str] | None = None) -> tuple[FileIO, str]:
+        """The FileIO and root path of a local path or a ``file://``, ``s3://``, ``hdfs://`` URI;
+        ``options``: the catalog's (object-store settings, the catalog lock)."""
+        options = options or {}
+        lock = CatalogLock.from_options(options)
         if "://" not in uri:
-            return cls(pafs.LocalFileSystem()), os.path.abspath(uri)
+            return cls(pafs.LocalFileSystem(), lock=lock), os.path.abspath(uri)
+        scheme, _, rest = uri.partition("://")
+        if scheme in S3_SCHEMES:
+            settings = S3Settings.parse(options)
+            path = rest.rstrip("/")
+            return cls(settings.filesystem(), Bucket(path.split("/", 1)[0], settings), lock), path
         filesystem, path = pafs.FileSystem.from_uri(uri)
-        return cls(filesystem), path.rstrip("/") or "/"
+        return cls(filesystem, lock=lock), path.rstrip("/") or "/"
+
+    @property
+    def atomic_create(self) -> bool:
+        """Whether :meth:`try_create` is atomic without the catalog lock."""
+        return (
+            self.is_local
+            or self.is_hdfs
+            or (self.bucket is not None and self.bucket.settings.conditional_writes)
+        )
 
     # ---- reading ---------------------------------------------------------------------------
 
@@ -66,6 +104,8 @@ class FileIO:
         if self.is_local:
             with open(path, "rb") as f:
                 return f.read()
+        if self.bucket is not None:
+            return self.bucket.get(_key(path))
         with self.fs.open_input_stream(path) as f:
             return f.read()
 
@@ -158,6 +198,9 @@ class FileIO:
     def publish(self, path: str, data: bytes) -> None:
         """Write a new immutable file of the data side (an index next to a data file) the way
         data files are written: visible under its name only once complete."""
+        if self.bucket is not None:
+            self.bucket.put(_key(path), data)
+            return
         with self.open_output(path) as out:
             out.write(data)
 
@@ -173,6 +216,9 @@ class FileIO:
                 self._discard(tmp)
                 raise
             return
+        if self.bucket is not None:
+            self.bucket.put(_key(path), data)
+            return
         if self.is_hdfs and self.exists(path):
             # HDFS rename does not overwrite: publish the new content, then swap.
             self.delete(path)
@@ -182,7 +228,9 @@ class FileIO:
     def try_create(self, path: str, data: bytes) -> bool:
         """Create ``path`` with ``data`` unless it exists; True if this call created it.
 
-        Two callers racing for the same path: exactly one gets True (local and HDFS).
+        Two callers racing for the same path: exactly one gets True. A store without an atomic
+        create takes the catalog lock around "absent? then write"; with no lock configured there,
+        ``UnsafeCommitError`` (nothing is written).
         """
         if self.is_local:
             self.mkdirs(_parent(path))
@@ -195,12 +243,12 @@ class FileIO:
                 return False
             finally:
                 self._discard(tmp)
+        if self.bucket is not None and self.bucket.settings.conditional_writes:
+            return self.bucket.create(_key(path), data)
+        if not self.is_hdfs:
+            return self._create_locked(path, data)
         if self.exists(path):
             return False
-        if not self.is_hdfs:
-            with self.open_output(path) as out:
-                out.write(data)
-            return True
         tmp = _temp_name(path)
         with self._create(tmp) as out:
             out.write(data)
@@ -213,6 +261,21 @@ class FileIO:
             raise
         finally:
             self._discard(tmp)
+
+    def _create_locked(self, path: str, data: bytes) -> bool:
+        if self.lock is None:
+            raise UnsafeCommitError(
+                f"cannot create {path} atomically on {self.fs.type_name}: two committers could both "
+                f"write it and one commit would be lost; nothing was written - set the catalog options "
+                f"{LOCK_ENABLED}=true and {LOCK_URI}=sqlite:///path/to/lock.sqlite (a file every "
+                f"committer reaches), or use a store with conditional writes"
+            )
+        with self.lock.hold():
+            if self.exists(path):
+                return False
+            with self.open_output(path) as out:
+                out.write(data)
+            return True
 
     # ---- deleting --------------------------------------------------------------------------
 
@@ -260,6 +323,11 @@ _BUFFER = 1 << 20  # coalesce the many small writes of a Parquet writer
 def join(*parts: str) -> str:
     """Join path segments with '/' (every pyarrow filesystem accepts it)."""
     return "/".join(p.rstrip("/") if i == 0 else p.strip("/") for i, p in enumerate(parts) if p)
+
+
+def _key(path: str) -> str:
+    """The object key of a ``bucket/key`` path."""
+    return path.split("/", 1)[1]
 
 
 def _parent(path: str) -> str:

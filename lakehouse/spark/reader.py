@@ -25,6 +25,7 @@ from pyspark.sql.types import StructType
 
 from lakehouse.catalog import Catalog
 from lakehouse.errors import InvalidOptionError
+from lakehouse.io.fs import storage_options
 from lakehouse.options import (
     SCAN_SNAPSHOT_ID,
     SCAN_TAG_NAME,
@@ -164,8 +165,9 @@ def _one(per_file: tuple, i: int) -> tuple:
 def read_system_table(options: Mapping[str, str]) -> pa.Table:
     """The system table a read names (``db.t$snapshots``, ``sys.all_table_options``...) as the
     engine's catalog serves it, with the read's options (``scan.snapshot-id``, ``scan.tag-name``)."""
-    scan = {k: v for k, v in options.items() if k not in ("path", "warehouse")}
-    return Catalog(options["warehouse"]).get_table(options["path"], scan).read()
+    storage = storage_options(options)
+    scan = {k: v for k, v in options.items() if k not in ("path", "warehouse") and k not in storage}
+    return Catalog(options["warehouse"], storage).get_table(options["path"], scan).read()
 
 
 class SystemTableReader(DataSourceReader):

@@ -17,6 +17,7 @@ from pyspark.sql.types import StructType
 
 from lakehouse.catalog import Catalog, table_at
 from lakehouse.errors import InvalidOptionError
+from lakehouse.io.fs import storage_options
 from lakehouse.spark.reader import PaimonReader, ScanOptions, SystemTableReader, read_system_table
 from lakehouse.spark.types import spark_schema, spark_schema_of_arrow
 from lakehouse.spark.writer import PaimonWriter
@@ -50,8 +51,8 @@ def open_table(options: Mapping[str, str]) -> Table:
             'name the table: load("db.table") / save("db.table") with option("warehouse", ...), '
             "or the table's path"
         )
-    warehouse = options.get("warehouse")
-    table = Catalog(warehouse).get_table(path) if warehouse else table_at(path)
+    warehouse, storage = options.get("warehouse"), storage_options(options)
+    table = Catalog(warehouse, storage).get_table(path) if warehouse else table_at(path, storage)
     if not isinstance(table, Table):
         raise InvalidOptionError(f"{path} is a system table: it can be read, not written or maintained")
     return table

@@ -6,8 +6,9 @@ import pyarrow as pa
 from pypaimon import CatalogFactory, Schema
 
 
-def catalog(warehouse: str):
-    return CatalogFactory.create({"warehouse": warehouse})
+def catalog(warehouse: str, options: dict | None = None):
+    """pypaimon's filesystem catalog; ``options``: how to reach the store (``s3.endpoint``, ...)."""
+    return CatalogFactory.create({"warehouse": warehouse, **(options or {})})
 
 
 def create(
@@ -37,8 +38,8 @@ def write(warehouse: str, identifier: str, data: pa.Table, overwrite: dict | Non
     commit.close()
 
 
-def read(warehouse: str, identifier: str) -> pa.Table:
-    table = catalog(warehouse).get_table(identifier)
+def read(warehouse: str, identifier: str, options: dict | None = None) -> pa.Table:
+    table = catalog(warehouse, options).get_table(identifier)
     builder = table.new_read_builder()
     return builder.new_read().to_arrow(builder.new_scan().plan().splits())
 
