@@ -40,10 +40,34 @@ def spark():
     """One local[2] SparkSession for the whole run (started on first use), ``paimon`` registered."""
     from lakehouse.spark import session
 
-    spark = session(conf={"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2"})
+    spark = session(conf=SPARK_TEST_CONF)
     spark.sparkContext.setLogLevel("ERROR")
     yield spark
     spark.stop()
+
+
+SPARK_TEST_CONF = {"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2"}
+
+
+@pytest.fixture(scope="session")
+def connect_spark():
+    """A Spark Connect client session on a ``local[2]`` server this run starts on loopback."""
+    from lakehouse.spark import session
+    from lakehouse.spark.connect import ConnectServer
+
+    server = ConnectServer(free_port(), conf={**SPARK_TEST_CONF, "spark.log.level": "ERROR"}).start()
+    try:
+        spark = session(server.url)
+        yield spark
+        spark.stop()
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["local", "connect"])
+def any_spark(request):
+    """The shared local session, then the Spark Connect one: for the tests both must pass."""
+    return request.getfixturevalue("spark" if request.param == "local" else "connect_spark")
 
 
 def free_port() -> int:

@@ -18,10 +18,12 @@ engine's own per-unit functions, and finishes on the driver with the engine's la
 from __future__ import annotations
 
 import functools
+import pickle
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
+import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql import SparkSession
 
@@ -36,6 +38,7 @@ from lakehouse.ops.file_index import (
 )
 from lakehouse.ops.orphans import OrphanFiles, find_orphan_files
 from lakehouse.paths import FileNamer
+from lakehouse.spark.parallelism import default_parallelism
 from lakehouse.spark.source import open_table
 from lakehouse.store.references import Deleted, FileRefs, delete_files, delete_paths
 from lakehouse.table.table import Table
@@ -45,6 +48,7 @@ Partitions = Mapping[str, Any] | Iterable[Mapping[str, Any]] | None
 Unit = TypeVar("Unit")
 Result = TypeVar("Result")
 DELETE_CHUNK = 1000  # files per unit of a deletion job
+RESULT = "result"
 
 
 def compact(
@@ -54,9 +58,10 @@ def compact(
     full: bool = False,
     partitions: Partitions = None,
     warehouse: str | None = None,
+    options: Mapping[str, str] | None = None,
 ) -> Compaction:
     """``Table.compact`` with the buckets compacted by Spark tasks."""
-    target = _table(table, warehouse)
+    target = _table(table, warehouse, options)
     buckets = compaction_buckets(target, partitions)
     written = WriteJob(target)
     messages = written.run(spark, buckets, lambda share, names: compact_buckets(target, share, full, names))
@@ -64,10 +69,15 @@ def compact(
 
 
 def rewrite_file_index(
-    spark: SparkSession, table: str, *, partitions: Partitions = None, warehouse: str | None = None
+    spark: SparkSession,
+    table: str,
+    *,
+    partitions: Partitions = None,
+    warehouse: str | None = None,
+    options: Mapping[str, str] | None = None,
 ) -> IndexRewrite:
     """``Table.rewrite_file_index`` with the data files' indexes built by Spark tasks."""
-    target = _table(table, warehouse)
+    target = _table(table, warehouse, options)
     entries = index_rewrite_entries(target, partitions)
     written = WriteJob(target)
     changes = written.run(spark, entries, functools.partial(rewrite_indexes, target))
@@ -83,9 +93,10 @@ def expire_snapshots(
     older_than_ms: int | None = None,
     max_deletes: int | None = None,
     warehouse: str | None = None,
+    options: Mapping[str, str] | None = None,
 ) -> Expiration:
     """``Table.expire_snapshots`` with the expired snapshots' data files deleted by Spark tasks."""
-    target = _table(table, warehouse)
+    target = _table(table, warehouse, options)
     plan = plan_expiration(target, retain_min, retain_max, older_than_ms, max_deletes)
     retired = retire_snapshots(target, plan)
     pieces = plan.files.content().chunks(DELETE_CHUNK)
@@ -100,9 +111,10 @@ def remove_orphan_files(
     older_than_ms: int | None = None,
     dry_run: bool = False,
     warehouse: str | None = None,
+    options: Mapping[str, str] | None = None,
 ) -> OrphanFiles:
     """``Table.remove_orphan_files`` with the orphans deleted by Spark tasks."""
-    target = _table(table, warehouse)
+    target = _table(table, warehouse, options)
     found = find_orphan_files(target, older_than_ms)
     if dry_run:
         return found
@@ -161,19 +173,24 @@ def _delete_pieces(io: FileIO, pieces: list[FileRefs]) -> Deleted:
     return delete_files(io, functools.reduce(FileRefs.update, pieces, FileRefs()))
 
 
-def _table(table: str, warehouse: str | None) -> Table:
-    return open_table({"path": table, **({"warehouse": warehouse} if warehouse else {})})
+def _table(table: str, warehouse: str | None, options: Mapping[str, str] | None) -> Table:
+    """The table a job maintains; ``options``: how to reach its store (``s3.endpoint``, ...)."""
+    return open_table({**(options or {}), "path": table, **({"warehouse": warehouse} if warehouse else {})})
 
 
 def _run(spark: SparkSession, units: Sequence[Unit], task: Callable[[list[Unit]], Result]) -> list[Result]:
-    """``task`` over ``units`` split into at most ``defaultParallelism`` Spark tasks."""
+    """``task`` over ``units`` split into at most default-parallelism Spark tasks, in order: a
+    DataFrame of unit numbers whose partitions each run ``task`` on their units and hand back
+    its pickled result (DataFrame operations only, so it runs over Spark Connect too)."""
     if not units:
         return []
-    slices = min(len(units), spark.sparkContext.defaultParallelism)
+    units = list(units)
+    slices = min(len(units), default_parallelism(spark))
 
-    def run(part: Iterator[Unit]) -> Iterator[Result]:
-        share = list(part)
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        share = [units[i] for batch in batches for i in batch.column(0).to_pylist()]
         if share:
-            yield task(share)
+            yield pa.record_batch([pa.array([pickle.dumps(task(share))], pa.binary())], names=[RESULT])
 
-    return spark.sparkContext.parallelize(list(units), slices).mapPartitions(run).collect()
+    done = spark.range(0, len(units), 1, slices).mapInArrow(run, f"{RESULT} binary").collect()
+    return [pickle.loads(row[RESULT]) for row in done]

@@ -25,14 +25,17 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+from pyspark.sql.connect.udf import _create_udf as create_connect_udf
 from pyspark.sql.functions import arrow_udf
 from pyspark.sql.types import IntegerType
+from pyspark.util import PythonEvalType
 
 from lakehouse.bucket.fixed import fixed_buckets
 from lakehouse.murmur import murmur_hash
 from lakehouse.options import DYNAMIC_BUCKET_ASSIGNER_PARALLELISM
 from lakehouse.schema import TableSchema
+from lakehouse.spark.parallelism import default_parallelism
 from lakehouse.spark.source import open_table, register
 from lakehouse.spark.writer import assigner_parallelism
 from lakehouse.table.table import Table
@@ -90,12 +93,18 @@ def _channel_partition_keys(
     return partition_keys[channel_ids(schema, num_channels, *columns)]
 
 
-def _route_udf(route: Callable[..., np.ndarray]) -> Callable[..., Column]:
-    """An Arrow UDF giving each row the int route ``route(*columns)`` computes."""
+def _route_udf(route: Callable[..., np.ndarray], df: DataFrame) -> Callable[..., Column]:
+    """An Arrow UDF giving each row of ``df`` the int route ``route(*columns)`` computes.
+
+    PySpark picks the classic or the Spark Connect kind of a UDF by the process's mode, not by the
+    DataFrame; a process holding both kinds of session (a local one and a Connect client) gets the
+    kind ``df`` needs from the Connect client's own constructor."""
 
     def ids(*columns: pa.Array) -> pa.Array:
         return pa.array(route(*columns).astype(np.int32))
 
+    if isinstance(df, ConnectDataFrame):
+        return create_connect_udf(ids, IntegerType(), PythonEvalType.SQL_SCALAR_ARROW_UDF)
     return arrow_udf(ids, IntegerType())
 
 
@@ -103,19 +112,21 @@ def routed(df: DataFrame, table: Table, num_tasks: int) -> DataFrame:
     """``df`` shuffled so that each bucket (or dynamic-bucket assigner) is in one partition."""
     schema = table.schema
     if schema.core_options.bucket > 0:
-        route = _route_udf(functools.partial(fixed_bucket_ids, schema))(*map(F.col, schema.bucket_keys))
-        keys = [F.col(p) for p in schema.partition_keys]
+        route = _route_udf(functools.partial(fixed_bucket_ids, schema), df)(
+            *(df[k] for k in schema.bucket_keys)
+        )
+        keys = list(schema.partition_keys)
     elif schema.dynamic_buckets:
         channels = functools.partial(
             _channel_partition_keys, schema, num_tasks, hash_partition_keys(num_tasks)
         )
-        route = _route_udf(channels)(*map(F.col, channel_columns(schema)))
+        route = _route_udf(channels, df)(*(df[c] for c in channel_columns(schema)))
         keys = []
     elif schema.cross_partition_update:
         return df.repartition(1)  # one writer knows where every key lives
     else:
         return df
-    return df.withColumn(ROUTE, route).repartition(num_tasks, *keys, F.col(ROUTE)).drop(ROUTE)
+    return df.withColumn(ROUTE, route).repartition(num_tasks, *keys, ROUTE).drop(ROUTE)
 
 
 def write(
@@ -147,5 +158,5 @@ def write(
     elif target.schema.cross_partition_update:
         tasks = 1
     else:
-        tasks = num_tasks or spark.sparkContext.defaultParallelism
+        tasks = num_tasks or default_parallelism(spark)
     routed(df, target, tasks).write.format("paimon").options(**given).mode(mode).save(table)

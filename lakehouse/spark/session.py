@@ -1,11 +1,16 @@
-"""A local SparkSession ready for the ``paimon`` data source.
+"""A SparkSession ready for the ``paimon`` data source: local, on a cluster, or over Spark Connect.
 
-Spark starts Python workers with ``$PYSPARK_PYTHON`` (default: the machine's ``python3``) and its
-own ``PYTHONPATH``; both are pinned here to the current interpreter and to the directory this
-package is imported from, so workers run the same code with the same libraries as the driver.
-A local session listens on the loopback interface only (``spark.driver.bindAddress`` and
-``spark.driver.host`` 127.0.0.1, and ``SPARK_LOCAL_IP`` unless set) unless ``conf`` says otherwise:
-nothing on the network reaches it.
+``master`` picks the kind:
+
+- ``sc://host:port``: a Spark Connect server (:mod:`lakehouse.spark.connect` starts one). The
+  session is a thin client; the server's Python workers must have this package installed.
+- ``local[n]``: Spark in this process's JVM. Its Python workers are pinned to this interpreter
+  and to the directory this package is imported from, so they run the same code as the driver,
+  and it listens on the loopback interface only (``spark.driver.bindAddress``/``host`` and
+  ``SPARK_LOCAL_IP`` 127.0.0.1) unless ``conf`` says otherwise.
+- ``spark://host:port`` (or any other master URL): a cluster. Nothing is pinned: the workers run
+  the interpreter ``spark.pyspark.python`` names in ``conf`` (else their ``PYSPARK_PYTHON``),
+  which must have this package installed; no path of this machine is handed to them.
 """
 
 from __future__ import annotations
@@ -16,12 +21,15 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
 
 import lakehouse
 from lakehouse.spark.source import register
 
 LOOPBACK = "127.0.0.1"
 PROJECT_ROOT = str(Path(lakehouse.__file__).resolve().parent.parent)
+CONNECT = "sc://"
+UTC = {"spark.sql.session.timeZone": "UTC"}
 
 
 def worker_pythonpath() -> str:
@@ -33,29 +41,37 @@ def worker_pythonpath() -> str:
 def session(
     master: str = "local[2]", app_name: str = "lakehouse", conf: Mapping[str, str] | None = None
 ) -> SparkSession:
-    """Get or create a SparkSession whose Python workers use this interpreter and this code,
-    with the ``paimon`` data source registered.
-
-    Sets ``PYSPARK_PYTHON`` in this process's environment (PySpark reads it when the session
-    starts; ``spark.pyspark.python`` alone only reaches spark-submit launches).
-    """
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    builder = (
-        SparkSession.builder.master(master)
-        .appName(app_name)
-        .config("spark.pyspark.python", sys.executable)
-        .config("spark.pyspark.driver.python", sys.executable)
-        .config("spark.executorEnv.PYTHONPATH", worker_pythonpath())
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.enabled", "false")
-    )
-    if master.startswith("local"):
-        # Spark resolves its own address before reading the conf: without this it warns that it
-        # uses the machine's network address (it then binds where the conf says).
-        os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
-        builder = builder.config("spark.driver.bindAddress", LOOPBACK).config("spark.driver.host", LOOPBACK)
-    for key, value in (conf or {}).items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    """Get or create a SparkSession on ``master`` (a master URL or a Spark Connect URL) with the
+    ``paimon`` data source registered; ``conf``: Spark settings (over Spark Connect, the runtime
+    ones: the server's own are fixed when it starts)."""
+    if master.startswith(CONNECT):
+        # the Connect client's own builder: it also works in a process running a local session
+        spark = RemoteSparkSession.builder.remote(master).getOrCreate()
+        for key, value in {**UTC, **(conf or {})}.items():
+            spark.conf.set(key, value)
+    else:
+        builder = SparkSession.builder.master(master).appName(app_name).config("spark.ui.enabled", "false")
+        settings = {**UTC, **(_local_settings() if master.startswith("local") else {}), **(conf or {})}
+        for key, value in settings.items():
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
     register(spark)
     return spark
+
+
+def _local_settings() -> dict[str, str]:
+    """Python workers on this interpreter and code, the driver on loopback.
+
+    Sets ``PYSPARK_PYTHON`` and ``SPARK_LOCAL_IP`` in this process's environment (PySpark reads
+    the first when the session starts, ``spark.pyspark.python`` alone only reaches spark-submit
+    launches; Spark resolves its own address before reading the conf and would warn that it uses
+    the machine's network address)."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
+    return {
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+        "spark.executorEnv.PYTHONPATH": worker_pythonpath(),
+        "spark.driver.bindAddress": LOOPBACK,
+        "spark.driver.host": LOOPBACK,
+    }

@@ -18,6 +18,7 @@ from pyspark.sql.types import StructType
 from lakehouse.catalog import Catalog, table_at
 from lakehouse.errors import InvalidOptionError
 from lakehouse.io.fs import storage_options
+from lakehouse.spark.parallelism import default_parallelism
 from lakehouse.spark.reader import PaimonReader, ScanOptions, SystemTableReader, read_system_table
 from lakehouse.spark.types import spark_schema, spark_schema_of_arrow
 from lakehouse.spark.writer import PaimonWriter
@@ -26,7 +27,6 @@ from lakehouse.table.table import Table
 
 NAME = "paimon"
 FILTER_PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
-LEAF_PARALLELISM = "spark.sql.leafNodeDefaultParallelism"
 
 
 def register(spark: SparkSession) -> None:
@@ -36,8 +36,7 @@ def register(spark: SparkSession) -> None:
     planned in worker processes that cannot ask the session), which sizes the input partitions.
     """
     spark.conf.set(FILTER_PUSHDOWN, "true")
-    leaf = spark.conf.get(LEAF_PARALLELISM, None)
-    parallelism = int(leaf) if leaf else spark.sparkContext.defaultParallelism
+    parallelism = default_parallelism(spark)
     spark.dataSource.register(
         type(PaimonDataSource.__name__, (PaimonDataSource,), {"parallelism": parallelism})
     )

@@ -49,10 +49,10 @@ def layout(table) -> list[tuple]:
 
 
 @pytest.mark.parametrize("full", [False, True])
-def test_compaction_job_matches_table_compact(spark, catalog, warehouse, full):
+def test_compaction_job_matches_table_compact(any_spark, catalog, warehouse, full):
     engine, distributed = twins(catalog)
     expected = engine.compact(full=full, partitions={"dt": DAYS[0]})
-    got = lakespark.compact(spark, "db.spark", full=full, partitions={"dt": DAYS[0]}, warehouse=warehouse)
+    got = lakespark.compact(any_spark, "db.spark", full=full, partitions={"dt": DAYS[0]}, warehouse=warehouse)
     assert got.snapshot_id == expected.snapshot_id == 6
     assert (got.buckets, got.files_before, got.files_after) == (
         expected.buckets,
@@ -64,7 +64,7 @@ def test_compaction_job_matches_table_compact(spark, catalog, warehouse, full):
     assert rows(distributed.read()) == rows(engine.read())
     expected, got = (
         engine.compact(full=True),
-        lakespark.compact(spark, "db.spark", full=True, warehouse=warehouse),
+        lakespark.compact(any_spark, "db.spark", full=True, warehouse=warehouse),
     )
     assert (got.buckets, got.files_after) == (expected.buckets, expected.files_after) and got.buckets >= 2
     assert layout(distributed) == layout(engine) and rows(distributed.read()) == rows(engine.read())
@@ -97,7 +97,7 @@ def file_kinds(table) -> dict[str, int]:
     return counts
 
 
-def test_expiration_job_matches_table_expire_snapshots(spark, catalog, warehouse):
+def test_expiration_job_matches_table_expire_snapshots(any_spark, catalog, warehouse):
     engine, distributed = twins(catalog, bucket="-1")  # dynamic buckets: new keys replace HASH files
     for t in (engine, distributed):
         t.create_tag("kept", 2)
@@ -106,7 +106,7 @@ def test_expiration_job_matches_table_expire_snapshots(spark, catalog, warehouse
             t.write(orders(range(first, first + 5), dt=DAYS[0], price=7.0))
     expected = engine.expire_snapshots(retain_min=2, older_than_ms=FUTURE)
     got = lakespark.expire_snapshots(
-        spark, "db.spark", retain_min=2, older_than_ms=FUTURE, warehouse=warehouse
+        any_spark, "db.spark", retain_min=2, older_than_ms=FUTURE, warehouse=warehouse
     )
     assert got == expected and got.snapshots_expired == 6
     assert got.deleted.data_files > 0 and got.deleted.index_files > 0 and got.deleted.metadata_files > 0
@@ -117,12 +117,12 @@ def test_expiration_job_matches_table_expire_snapshots(spark, catalog, warehouse
     assert rows(distributed.read(tag="kept")) == rows(engine.read(tag="kept"))
     assert rows(distributed.read()) == rows(engine.read())
     again = lakespark.expire_snapshots(
-        spark, "db.spark", retain_min=2, older_than_ms=FUTURE, warehouse=warehouse
+        any_spark, "db.spark", retain_min=2, older_than_ms=FUTURE, warehouse=warehouse
     )
     assert again == engine.expire_snapshots(retain_min=2, older_than_ms=FUTURE) == Expiration(0, 7)
 
 
-def test_orphan_file_job_deletes_what_table_remove_orphan_files_would(spark, catalog, warehouse):
+def test_orphan_file_job_deletes_what_table_remove_orphan_files_would(any_spark, catalog, warehouse):
     t = catalog.create_table("db.t", ORDERS, partition_keys=["dt"])
     t.write(orders(range(10), dt=DAYS[0]))
     bucket = os.path.dirname(t.paths.data_file(t.bucket_path(t.live_entries()[0].partition, 0), "x"))
@@ -132,11 +132,11 @@ def test_orphan_file_job_deletes_what_table_remove_orphan_files_would(spark, cat
         os.utime(path, (time.time() - 7200, time.time() - 7200))
     hour_ago = int(time.time() * 1000) - 3_600_000
     dry = lakespark.remove_orphan_files(
-        spark, "db.t", older_than_ms=hour_ago, dry_run=True, warehouse=warehouse
+        any_spark, "db.t", older_than_ms=hour_ago, dry_run=True, warehouse=warehouse
     )
     assert dry == t.remove_orphan_files(older_than_ms=hour_ago, dry_run=True)
     assert dry.paths == tuple(sorted(orphans)) and all(os.path.exists(p) for p in orphans)
-    done = lakespark.remove_orphan_files(spark, "db.t", older_than_ms=hour_ago, warehouse=warehouse)
+    done = lakespark.remove_orphan_files(any_spark, "db.t", older_than_ms=hour_ago, warehouse=warehouse)
     assert done.files == 5 and not done.dry_run and not any(os.path.exists(p) for p in orphans)
     assert t.read().num_rows == 10
 

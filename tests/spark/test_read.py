@@ -157,22 +157,22 @@ def test_time_travel_reads_the_snapshot_with_its_schema(spark, catalog, warehous
     assert latest.columns == [*ORDERS.names, "note"] and latest.count() == 5
 
 
-def test_system_tables_by_name(spark, catalog, warehouse):
+def test_system_tables_by_name(any_spark, catalog, warehouse):
     t = catalog.create_table("db.t", ORDERS, primary_keys=["order_id"], options={"bucket": "2"})
     t.write(orders(range(3)))
     t.write(orders(range(2, 6), price=2.0))
     t.create_tag("v1", 1)
-    load = spark.read.format("paimon").option("warehouse", warehouse)
+    load = any_spark.read.format("paimon").option("warehouse", warehouse)
     names = [f"db.t${name}" for name in table_system_names()] + ["sys.all_table_options"]
     for name in names:
         assert load.load(name).toArrow().to_pylist() == catalog.get_table(name).read().to_pylist(), name
     assert load.load("db.t$snapshots").count() == 2 and load.load("db.t$tags").count() == 1
     assert load.load("db.t$audit_log").count() == 6
-    at_first = spark.read.format("paimon").option("warehouse", warehouse).option("scan.snapshot-id", "1")
+    at_first = any_spark.read.format("paimon").option("warehouse", warehouse).option("scan.snapshot-id", "1")
     old = at_first.load("db.t$files").toArrow()
     assert old.to_pylist() == catalog.get_table("db.t$files", {"scan.snapshot-id": "1"}).read().to_pylist()
     assert old.num_rows == 2 < load.load("db.t$files").count()
-    save = spark.createDataFrame(orders([9])).write.format("paimon").option("warehouse", warehouse)
+    save = any_spark.createDataFrame(orders([9])).write.format("paimon").option("warehouse", warehouse)
     with pytest.raises(Exception, match=r"db.t\$snapshots is a system table: it can be read, not written"):
         save.mode("append").save("db.t$snapshots")
 

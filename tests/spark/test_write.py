@@ -9,6 +9,8 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
+from lakehouse import Catalog
+from lakehouse import spark as lakespark
 from lakehouse.bucket.channels import AssignerSplit
 from lakehouse.bucket.dynamic import key_hashes
 from lakehouse.manifest import binary_row
@@ -30,22 +32,25 @@ def data_files(root: str) -> list[str]:
     return [f for _, _, files in os.walk(root) for f in files if f.startswith("data-")]
 
 
-def test_append_is_one_snapshot_and_pypaimon_reads_it(spark, catalog, warehouse):
+def test_append_is_one_snapshot_and_pypaimon_reads_it(any_spark, catalog, warehouse):
     t = catalog.create_table("db.t", ORDERS, partition_keys=["dt"])
     data = orders(range(30), dt=DAYS * 10)
-    df = spark.createDataFrame(data).repartition(3)
+    df = any_spark.createDataFrame(data).repartition(3)
     df.write.format("paimon").option("warehouse", warehouse).mode("append").save("db.t")
     assert t.latest_snapshot_id() == 1 and t.snapshot(1).commit_kind == CommitKind.APPEND
     assert rows(t.read()) == rows(data) == rows(oracle.read(warehouse, "db.t"))
 
 
-def test_primary_key_writes_routed_by_bucket(spark, catalog, warehouse):
+def test_primary_key_writes_routed_by_bucket(any_spark, catalog, warehouse):
     t = pk_orders_table(catalog, **{"bucket": "3"})
     write(
-        spark.createDataFrame(orders(range(40), dt=DAYS[:2] * 20)), "db.t", warehouse=warehouse, num_tasks=4
+        any_spark.createDataFrame(orders(range(40), dt=DAYS[:2] * 20)),
+        "db.t",
+        warehouse=warehouse,
+        num_tasks=4,
     )
     updates = orders(range(0, 40, 3), dt=DAYS[:2] * 7, price=9.0)
-    write(spark.createDataFrame(updates).repartition(5), "db.t", warehouse=warehouse, num_tasks=4)
+    write(any_spark.createDataFrame(updates).repartition(5), "db.t", warehouse=warehouse, num_tasks=4)
     expected = {r["order_id"]: r for r in orders(range(40), dt=DAYS[:2] * 20).to_pylist()}
     expected.update({r["order_id"]: r for r in updates.to_pylist()})
     assert rows(t.read()) == sorted(expected.values(), key=lambda r: r["order_id"])
@@ -209,3 +214,18 @@ def test_cross_partition_table_written_from_one_task(spark, catalog, warehouse):
     with pytest.raises(Exception, match="cross-partition upsert table db.x"):
         again.write.format("paimon").option("warehouse", warehouse).mode("append").save("db.x")
     assert t.latest_snapshot_id() == before and set(data_files(warehouse)) == files
+
+
+def test_spark_writes_reads_and_compacts_a_table_on_s3(any_spark, s3_warehouse):
+    uri, s3 = s3_warehouse
+    catalog = Catalog(uri, s3)
+    catalog.create_database("db")
+    t = pk_orders_table(catalog)
+    data = orders(range(40), dt=DAYS[:2] * 20)
+    write(any_spark.createDataFrame(data), "db.t", warehouse=uri, options=s3)
+    write(any_spark.createDataFrame(orders(range(10), price=3.0)), "db.t", warehouse=uri, options=s3)
+    assert lakespark.compact(any_spark, "db.t", full=True, warehouse=uri, options=s3).snapshot_id == 3
+    got = any_spark.read.format("paimon").option("warehouse", uri).options(**s3).load("db.t").toArrow()
+    assert rows(got) == rows(t.read()) == rows(oracle.read(uri, "db.t", s3))
+    assert got.num_rows == 45  # ids 1, 3, .. 9 of the first day are new keys
+    assert [r["order_id"] for r in rows(t.read()) if r["price"] == 3.0] == list(range(10))

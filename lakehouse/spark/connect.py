@@ -1,0 +1,136 @@
+"""A Spark Connect server on this machine, for the runs, tests and benchmarks that share one Spark.
+
+Started from pyspark's own distribution (``bin/spark-submit`` with the Spark Connect server class,
+which pyspark ships), listening on loopback; its Python workers run this interpreter, which has
+this package installed. ``python -m lakehouse.spark.connect [--port N] [--master local[n]]`` runs
+one in the foreground until interrupted (what ``make dev`` does beside the Dagster UI).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import pyspark
+
+LOOPBACK = "127.0.0.1"
+DEFAULT_PORT = 15002
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+SPARK_HOME = Path(pyspark.__file__).resolve().parent
+
+
+class ConnectServer:
+    """One Spark Connect server process: :meth:`start` it, connect to :attr:`url`, :meth:`stop` it."""
+
+    def __init__(
+        self,
+        port: int = DEFAULT_PORT,
+        master: str = "local[2]",
+        conf: Mapping[str, str] | None = None,
+        log: str | None = None,
+    ) -> None:
+        self.port = port
+        self.master = master
+        self.conf = dict(conf or {})
+        self.log = log or os.path.join(tempfile.gettempdir(), f"lakehouse-connect-{port}.log")
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"sc://{LOOPBACK}:{self.port}"
+
+    def command(self) -> list[str]:
+        settings = {
+            "spark.connect.grpc.binding.address": LOOPBACK,
+            "spark.connect.grpc.binding.port": str(self.port),
+            "spark.pyspark.python": sys.executable,
+            "spark.driver.bindAddress": LOOPBACK,
+            "spark.driver.host": LOOPBACK,
+            "spark.ui.enabled": "false",
+            "spark.sql.session.timeZone": "UTC",
+            **self.conf,
+        }
+        confs = [arg for key, value in settings.items() for arg in ("--conf", f"{key}={value}")]
+        submit = str(SPARK_HOME / "bin" / "spark-submit")
+        return [
+            submit,
+            "--class",
+            SERVER_CLASS,
+            "--master",
+            self.master,
+            "--name",
+            "lakehouse",
+            *confs,
+            "spark-internal",
+        ]
+
+    def start(self, timeout_s: float = 180) -> ConnectServer:
+        """Start the server and wait until it accepts connections (its output goes to :attr:`log`)."""
+        env = {
+            **os.environ,
+            "SPARK_HOME": str(SPARK_HOME),
+            "PYSPARK_PYTHON": sys.executable,
+            "SPARK_LOCAL_IP": LOOPBACK,
+        }
+        with open(self.log, "ab") as out:
+            self.process = subprocess.Popen(
+                self.command(), env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        deadline = time.monotonic() + timeout_s
+        while not _accepts(self.port):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the Spark Connect server did not start; see {self.log}")
+            time.sleep(0.2)
+        return self
+
+    def stop(self) -> None:
+        """Stop the server and every process it started."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def __enter__(self) -> ConnectServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex((LOOPBACK, port)) == 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Run a Spark Connect server on loopback until interrupted.")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    parser.add_argument("--master", default="local[2]")
+    args = parser.parse_args()
+    server = ConnectServer(args.port, args.master, log=None)
+    if _accepts(args.port):
+        print(f"a server already listens on {LOOPBACK}:{args.port}; using it", flush=True)
+        return
+    with server:
+        print(f"Spark Connect server at {server.url} (log: {server.log})", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            server.process.wait()
+
+
+if __name__ == "__main__":
+    main()
