@@ -10,10 +10,12 @@ export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
 .PHONY: demo dev test e2e lint bench clean
 
+# compat editable mode: the checkout on sys.path, so Spark's lookup of installed data sources
+# (pkgutil over sys.path) finds pyspark_paimon in every Python worker of this venv
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -32,7 +34,7 @@ e2e: $(E2E_STAMP) $(CHROMIUM)
 	$(PY) -m pytest -m e2e tests/e2e
 
 $(E2E_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e '.[dev,e2e]'
+	$(PY) -m pip install --quiet -e '.[dev,e2e]' --config-settings editable_mode=compat
 	touch $(E2E_STAMP)
 
 $(CHROMIUM):

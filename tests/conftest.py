@@ -50,18 +50,23 @@ SPARK_TEST_CONF = {"spark.sql.shuffle.partitions": "4", "spark.default.paralleli
 
 
 @pytest.fixture(scope="session")
-def connect_spark():
-    """A Spark Connect client session on a ``local[2]`` server this run starts on loopback."""
-    from lakehouse.spark import session
+def connect_server():
+    """A Spark Connect server on ``local[2]``, started on loopback for the run."""
     from lakehouse.spark.connect import ConnectServer
 
     server = ConnectServer(free_port(), conf={**SPARK_TEST_CONF, "spark.log.level": "ERROR"}).start()
-    try:
-        spark = session(server.url)
-        yield spark
-        spark.stop()
-    finally:
-        server.stop()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_spark(connect_server):
+    """A Spark Connect client session on the run's server, ``paimon`` registered."""
+    from lakehouse.spark import session
+
+    spark = session(connect_server.url)
+    yield spark
+    spark.stop()
 
 
 @pytest.fixture(params=["local", "connect"])

@@ -106,14 +106,6 @@ class PaimonReader(DataSourceReader):
         self.parallelism = parallelism
         self.filter: Predicate | None = None
 
-    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:  # noqa: N802 (Spark's name)
-        """Keep the filters the engine evaluates exactly; hand the others back to Spark."""
-        if not self.scan.filter_pushdown:
-            return iter(filters)
-        types = self.scan.schema(self.table).arrow_types()
-        self.filter, rejected = to_predicate(filters, types, self.table.name)
-        return iter(rejected)
-
     def plan(self) -> Plan:
         """The engine's plan of this read (its ``stats`` show what the filters pruned)."""
         return self.scan.plan(self.table, self.filter)
@@ -144,6 +136,20 @@ class PaimonReader(DataSourceReader):
         reader = self.table.new_read(filter=self.filter, schema_id=partition.schema_id)
         for split in partition.splits:
             yield from to_spark_batches(reader.read_split(split), self.layout)
+
+
+class PushdownReader(PaimonReader):
+    """A :class:`PaimonReader` Spark hands its filters (sessions with Python filter pushdown on,
+    as :func:`lakehouse.spark.register` sets: Spark refuses a reader with ``pushFilters`` in
+    sessions without it)."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:  # noqa: N802 (Spark's name)
+        """Keep the filters the engine evaluates exactly; hand the others back to Spark."""
+        if not self.scan.filter_pushdown:
+            return iter(filters)
+        types = self.scan.schema(self.table).arrow_types()
+        self.filter, rejected = to_predicate(filters, types, self.table.name)
+        return iter(rejected)
 
 
 def file_by_file(split: Split) -> list[Split]:

@@ -19,7 +19,13 @@ from lakehouse.catalog import Catalog, table_at
 from lakehouse.errors import InvalidOptionError
 from lakehouse.io.fs import storage_options
 from lakehouse.spark.parallelism import default_parallelism
-from lakehouse.spark.reader import PaimonReader, ScanOptions, SystemTableReader, read_system_table
+from lakehouse.spark.reader import (
+    PaimonReader,
+    PushdownReader,
+    ScanOptions,
+    SystemTableReader,
+    read_system_table,
+)
 from lakehouse.spark.types import spark_schema, spark_schema_of_arrow
 from lakehouse.spark.writer import PaimonWriter
 from lakehouse.system import is_system_name
@@ -33,13 +39,12 @@ def register(spark: SparkSession) -> None:
     """Register the ``paimon`` data source with ``spark`` and enable filter pushdown for it.
 
     The registered class carries the session's default parallelism (Python data sources are
-    planned in worker processes that cannot ask the session), which sizes the input partitions.
+    planned in worker processes that cannot ask the session), which sizes the input partitions,
+    and reads with filter pushdown.
     """
     spark.conf.set(FILTER_PUSHDOWN, "true")
-    parallelism = default_parallelism(spark)
-    spark.dataSource.register(
-        type(PaimonDataSource.__name__, (PaimonDataSource,), {"parallelism": parallelism})
-    )
+    settings = {"parallelism": default_parallelism(spark), "pushdown": True}
+    spark.dataSource.register(type(PaimonDataSource.__name__, (PaimonDataSource,), settings))
 
 
 def open_table(options: Mapping[str, str]) -> Table:
@@ -61,7 +66,10 @@ class PaimonDataSource(DataSource):
     """Paimon tables for Spark: reads planned on the driver and run in tasks, writes written in
     tasks and committed by the driver."""
 
-    parallelism: int | None = None  # set on the class :func:`register` registers
+    # set on the class :func:`register` registers (Spark's own lookup of installed data sources
+    # takes this one as it is: one input partition per split, no filter pushdown)
+    parallelism: int | None = None
+    pushdown: bool = False
 
     @classmethod
     def name(cls) -> str:
@@ -79,9 +87,8 @@ class PaimonDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         if self._system_table:
             return SystemTableReader(self.options, schema)
-        return PaimonReader(
-            open_table(self.options), ScanOptions.parse(self.options), schema, self.parallelism
-        )
+        reader = PushdownReader if self.pushdown else PaimonReader
+        return reader(open_table(self.options), ScanOptions.parse(self.options), schema, self.parallelism)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         return PaimonWriter(open_table(self.options), schema, overwrite, dict(self.options))

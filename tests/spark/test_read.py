@@ -219,3 +219,18 @@ def test_append_splits_are_read_file_by_file(catalog):
     assert [len(p.files) for p in parts] == [1, 1, 1]
     read = t.new_read(filter=flt)
     assert pa.concat_tables(read.read_split(p) for p in parts) == read.read_split(split)
+
+
+def test_spark_finds_the_installed_source_by_name(connect_server, catalog, warehouse):
+    """A session nobody registered ``paimon`` in finds it among the installed data sources
+    (``pyspark_paimon.DefaultSource``)."""
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+    t = catalog.create_table("db.t", ORDERS)
+    t.write(orders(range(4)))
+    fresh = RemoteSparkSession.builder.remote(connect_server.url).create()
+    try:
+        got = fresh.read.format("paimon").option("warehouse", warehouse).load("db.t").toArrow()
+        assert rows(got) == rows(t.read())
+    finally:
+        fresh.stop()
