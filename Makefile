@@ -21,9 +21,11 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m assets.demo
 
+# The Dagster UI and daemon, with a Spark Connect server on loopback that every run connects to
+# (unless $$LAKEHOUSE_SPARK names one: sc://host:port, spark://host:port or local[n]); Ctrl-C stops both.
 dev: $(STAMP)
 	mkdir -p $(DAGSTER_HOME)
-	$(VENV)/bin/dagster dev -w workspace.yaml
+	$(PY) -m lakehouse.spark.connect -- $(VENV)/bin/dagster dev -w workspace.yaml
 
 test: $(STAMP)
 	$(PY) -m pytest

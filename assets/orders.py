@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 PRICE = pa.decimal128(10, 2)
-ORDERS_PER_DAY = 400
+ORDERS_PER_DAY = int(os.environ.get("LAKEHOUSE_EXAMPLE_ORDERS_PER_DAY", "400"))  # bench: 100,000
 USERS = 50
 START = "2024-01-01"
 
@@ -124,7 +125,8 @@ def order_events(day: str, orders: int = ORDERS_PER_DAY) -> pa.Table:
 def _ods_orders(inputs: Inputs) -> DataFrame:
     from lakehouse.spark.types import spark_schema_of_arrow
 
-    return inputs.spark.createDataFrame(order_events(inputs.day), schema=spark_schema_of_arrow(EVENTS))
+    events = pa.concat_tables([order_events(day) for day in inputs.days])
+    return inputs.spark.createDataFrame(events, schema=spark_schema_of_arrow(EVENTS))
 
 
 def _dwd_orders(inputs: Inputs) -> DataFrame:

@@ -1,5 +1,7 @@
 """The example lakehouse's resources: the warehouse at ``$LAKEHOUSE_WAREHOUSE`` (default
-``./warehouse``) and a local Spark session (``local[2]``)."""
+``./warehouse``; an ``s3://`` warehouse takes its endpoint and credentials from the ``AWS_*``
+environment variables) and the Spark at ``$LAKEHOUSE_SPARK`` (``make dev`` points it at the Spark
+Connect server it starts; default a local ``local[2]`` session)."""
 
 from lakehouse.dagster.resources import LakehouseResource, SparkResource, default_warehouse
 

@@ -159,3 +159,13 @@ def test_a_locked_s3_catalog_commits(s3_warehouse, tmp_path):
     t = catalog.create_table("db.t", ORDERS)
     t.write(orders(range(3)))
     assert rows(Catalog(uri, options).get_table("db.t").read()) == rows(orders(range(3)))
+
+
+def test_resolved_settings_travel_as_options(monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "env-key")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "env-secret")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9000")
+    resolved = storage_options({"lock.enabled": "false"}, "s3://bucket/wh")
+    assert S3Settings.parse(resolved) == S3Settings.parse({})
+    assert resolved["s3.access-key"] == "env-key" and resolved["lock.enabled"] == "false"
+    assert storage_options({}, "/local/warehouse") == {}

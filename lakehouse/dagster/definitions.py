@@ -14,6 +14,7 @@ from dagster import (
     ScheduleDefinition,
     build_schedule_from_partitioned_job,
     define_asset_job,
+    in_process_executor,
 )
 
 from lakehouse.dagster.checks import table_checks
@@ -34,7 +35,8 @@ def build_definitions(
     """Assets, checks, jobs, schedules and sensors for a set of table specs; ``resources``
     (default: a ``LakehouseResource`` and a ``SparkResource``) under the keys ``lakehouse`` and
     ``spark``."""
-    pipeline = define_asset_job(PIPELINE, selection=AssetSelection.all())
+    # one process per run: its steps share one Spark session (or Spark Connect client)
+    pipeline = define_asset_job(PIPELINE, selection=AssetSelection.all(), executor_def=in_process_executor)
     downstream = {s.name: [d.key for d in specs if s.name in d.upstream] for s in specs}
     return Definitions(
         assets=[table_asset(s, partitions) for s in specs],

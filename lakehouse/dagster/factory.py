@@ -5,6 +5,7 @@ Spark write path (one commit; a compaction may follow as its own snapshot)."""
 from dagster import (
     AssetExecutionContext,
     AssetsDefinition,
+    BackfillPolicy,
     DailyPartitionsDefinition,
     MaterializeResult,
     asset,
@@ -22,12 +23,15 @@ def commit_user(run_id: str) -> str:
 
 
 def table_asset(spec: TableSpec, partitions: DailyPartitionsDefinition) -> AssetsDefinition:
-    """The asset of one table; daily partitions write the table's ``dt`` partition of that day."""
+    """The asset of one table; daily partitions write the table's ``dt`` partition of that day. A
+    backfill is one run (single-run backfill policy) that reads the upstream days of its range and
+    writes them in one Spark job and one commit."""
 
     @asset(
         key=spec.key,
         deps=[asset_key(u) for u in spec.upstream],
         partitions_def=partitions if spec.daily else None,
+        backfill_policy=BackfillPolicy.single_run() if spec.daily else None,
         group_name=spec.name.split(".")[0],
         kinds={"paimon", "spark"},
         description=spec.description,
@@ -36,11 +40,12 @@ def table_asset(spec: TableSpec, partitions: DailyPartitionsDefinition) -> Asset
         from lakehouse.spark import write
 
         table = spec.ensure(lakehouse.catalog())
-        day = context.partition_key if context.has_partition_key else None
-        frame = spec.transform(Inputs(spark.spark_session, day, lakehouse.warehouse))
+        days = tuple(context.partition_keys) if spec.daily else None
+        storage = lakehouse.storage()
+        frame = spec.transform(Inputs(spark.spark_session, days, lakehouse.warehouse, storage))
         before = table.latest_snapshot_id() or 0
         mode = "overwrite" if spec.write == "overwrite" else "append"
-        options = {"commit.user": commit_user(context.run.run_id)}
+        options = {**storage, "commit.user": commit_user(context.run.run_id)}
         write(frame, spec.name, mode=mode, warehouse=lakehouse.warehouse, options=options)
         table = table.refresh()
         after = table.latest_snapshot_id() or 0

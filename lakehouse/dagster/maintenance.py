@@ -6,7 +6,16 @@ table's asset."""
 import time
 from typing import Any
 
-from dagster import AssetObservation, Config, MetadataValue, OpExecutionContext, Output, job, op
+from dagster import (
+    AssetObservation,
+    Config,
+    MetadataValue,
+    OpExecutionContext,
+    Output,
+    in_process_executor,
+    job,
+    op,
+)
 
 from lakehouse.dagster.metadata import table_metadata
 from lakehouse.dagster.resources import LakehouseResource, SparkResource
@@ -39,7 +48,7 @@ def compact_table(context: OpExecutionContext, config: CompactConfig, lakehouse:
     from lakehouse.spark import compact
 
     done = compact(spark.spark_session, config.table, full=config.full, partitions=config.partitions,
-                   warehouse=lakehouse.warehouse)  # fmt: skip
+                   warehouse=lakehouse.warehouse, options=lakehouse.storage())  # fmt: skip
     did = {
         "snapshot_id": MetadataValue.int(done.snapshot_id or 0),
         "buckets_compacted": MetadataValue.int(done.buckets),
@@ -57,9 +66,8 @@ def rewrite_file_index(context: OpExecutionContext, config: TableConfig, lakehou
                        spark: SparkResource):  # fmt: skip
     from lakehouse.spark import rewrite_file_index as rewrite
 
-    done = rewrite(
-        spark.spark_session, config.table, partitions=config.partitions, warehouse=lakehouse.warehouse
-    )
+    done = rewrite(spark.spark_session, config.table, partitions=config.partitions,
+                   warehouse=lakehouse.warehouse, options=lakehouse.storage())  # fmt: skip
     did = {
         "snapshot_id": MetadataValue.int(done.snapshot_id or 0),
         "files_checked": MetadataValue.int(done.files_checked),
@@ -78,12 +86,12 @@ def expire_and_clean(context: OpExecutionContext, config: ExpireConfig, lakehous
     catalog = lakehouse.catalog()
     names = config.tables or [f"{db}.{t}" for db in catalog.list_databases() for t in catalog.list_tables(db)]
     totals = {"snapshots_expired": 0, "files_deleted": 0, "orphan_files_deleted": 0}
-    session, warehouse = spark.spark_session, lakehouse.warehouse
+    session, where = spark.spark_session, {"warehouse": lakehouse.warehouse, "options": lakehouse.storage()}
     age = config.orphan_min_age_ms
     older = None if age is None else int(time.time() * 1000) - age
     for name in names:
-        expired = expire_snapshots(session, name, warehouse=warehouse)
-        orphans = remove_orphan_files(session, name, older_than_ms=older, warehouse=warehouse)
+        expired = expire_snapshots(session, name, **where)
+        orphans = remove_orphan_files(session, name, older_than_ms=older, **where)
         did = {
             "snapshots_expired": MetadataValue.int(expired.snapshots_expired),
             "files_deleted": MetadataValue.int(expired.files_deleted),
@@ -98,17 +106,21 @@ def expire_and_clean(context: OpExecutionContext, config: ExpireConfig, lakehous
     return Output(totals, metadata={k: MetadataValue.int(v) for k, v in totals.items()})
 
 
-@job(description="Compact one table (run config: table, partitions, full)")
+# Maintenance runs execute in one process: one Spark session (or Spark Connect client) per run.
+@job(description="Compact one table (run config: table, partitions, full)", executor_def=in_process_executor)
 def compact_job():
     compact_table()
 
 
-@job(description="Rewrite one table's file indexes (run config: table, partitions)")
+@job(
+    description="Rewrite one table's file indexes (run config: table, partitions)",
+    executor_def=in_process_executor,
+)
 def rewrite_index_job():
     rewrite_file_index()
 
 
-@job(description="Expire snapshots and remove orphan files of every table")
+@job(description="Expire snapshots and remove orphan files of every table", executor_def=in_process_executor)
 def expire_job():
     expire_and_clean()
 

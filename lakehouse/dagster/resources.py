@@ -1,7 +1,6 @@
 """Dagster resources of the lakehouse: the storage engine (a warehouse's ``Catalog``) and PySpark
-(dagster-pyspark's ``PySparkResource`` on a session whose Python workers run this interpreter and
-this code, with the ``paimon`` data source registered; ``local[2]`` unless ``spark.master`` says
-otherwise)."""
+(dagster-pyspark's ``PySparkResource`` on a session with the ``paimon`` data source registered:
+over Spark Connect, on a cluster or local)."""
 
 from __future__ import annotations
 
@@ -13,7 +12,9 @@ from dagster_pyspark import PySparkResource
 from pydantic import Field
 
 from lakehouse import Catalog, Table
+from lakehouse.io.fs import storage_options
 from lakehouse.spark import session
+from lakehouse.spark.connect import SPARK_ENV
 
 
 def default_warehouse() -> str:
@@ -30,19 +31,34 @@ class LakehouseResource(ConfigurableResource):
     def catalog(self) -> Catalog:
         return Catalog(self.warehouse, self.catalog_options or None)
 
+    def storage(self) -> dict[str, str]:
+        """The catalog options that reach the warehouse's store (``s3.*`` - from the environment
+        too - and ``lock.*``): Spark reads, writes and maintenance jobs carry them to their tasks."""
+        return storage_options(self.catalog_options, self.warehouse)
+
     def table(self, identifier: str) -> Table:
         return self.catalog().get_table(identifier)
 
 
-DEFAULT_CONFIG = {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "4"}
+DEFAULT_CONFIG = {"spark.sql.shuffle.partitions": "4"}
+
+
+def default_master() -> str:
+    """``$LAKEHOUSE_SPARK`` (a Spark Connect URL ``sc://host:port`` or a master URL), else
+    ``local[2]``."""
+    return os.environ.get(SPARK_ENV) or "local[2]"
 
 
 class SparkResource(PySparkResource):
-    """A SparkSession for materializations and maintenance jobs."""
+    """A SparkSession for materializations and maintenance jobs: a Spark Connect client of a shared
+    server (``master="sc://host:port"``: a run's steps connect in about a second), a cluster's
+    (``spark://host:port``) or a local one (``local[n]``); ``spark_config``: Spark settings
+    (``spark.master`` there overrides ``master``)."""
 
+    master: str = Field(default_factory=default_master)
     spark_config: dict[str, Any] = Field(default_factory=lambda: dict(DEFAULT_CONFIG))
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         conf = {k: str(v) for k, v in self.spark_config.items()}
-        master = conf.pop("spark.master", DEFAULT_CONFIG["spark.master"])
+        master = conf.pop("spark.master", self.master)
         self._spark_session = session(master=master, conf=conf)

@@ -11,6 +11,7 @@ import pyarrow as pa
 from dagster import AssetKey
 
 from lakehouse import Catalog, Table
+from lakehouse.spark.reader import FILTER_PUSHDOWN
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -20,17 +21,23 @@ PARTITION_COLUMN = "dt"  # daily partitions of the assets map to this table part
 
 @dataclass(frozen=True)
 class Inputs:
-    """What a transformation gets: the Spark session, the run's day (None when unpartitioned)
-    and its upstream tables as DataFrames, read through the ``paimon`` data source."""
+    """What a transformation gets: the Spark session, the run's days (one, or the range of a
+    backfill run; None when unpartitioned) and its upstream tables as DataFrames, read through
+    the ``paimon`` data source."""
 
     spark: SparkSession
-    day: str | None
+    days: tuple[str, ...] | None
     warehouse: str
+    storage: Mapping[str, str] = field(default_factory=dict)  # how to reach the warehouse's store
 
     def read(self, table: str) -> DataFrame:
-        """An upstream table, only the run's ``dt`` partition when the run has a day."""
-        df = self.spark.read.format("paimon").option("warehouse", self.warehouse).load(table)
-        return df if self.day is None else df.where(df[PARTITION_COLUMN] == self.day)
+        """An upstream table, only the run's ``dt`` partitions when the run has days (pushed
+        down: the other partitions' files are not read)."""
+        load = self.spark.read.format("paimon").option("warehouse", self.warehouse).options(**self.storage)
+        if self.days is None:
+            return load.load(table)
+        df = load.option(FILTER_PUSHDOWN, "true").load(table)
+        return df.where(df[PARTITION_COLUMN].isin(list(self.days)))
 
 
 @dataclass(frozen=True)

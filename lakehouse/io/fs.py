@@ -34,10 +34,15 @@ S3_SCHEMES = ("s3", "s3a")
 STORAGE_PREFIXES = ("s3.", "fs.s3.", "lock.", "lock-")
 
 
-def storage_options(options: Mapping[str, str]) -> dict[str, str]:
+def storage_options(options: Mapping[str, str], uri: str | None = None) -> dict[str, str]:
     """The options among ``options`` that say how to reach a warehouse (object-store settings,
-    the catalog lock), e.g. of a Spark read, which carries them with its own."""
-    return {k: v for k, v in options.items() if k.startswith(STORAGE_PREFIXES)}
+    the catalog lock), e.g. of a Spark read, which carries them with its own. With the
+    warehouse's ``uri``, an S3 store's settings are resolved (the environment's included), so
+    they reach Spark tasks running elsewhere."""
+    found = {k: v for k, v in options.items() if k.startswith(STORAGE_PREFIXES)}
+    if uri is not None and uri.partition("://")[0] in S3_SCHEMES:
+        found.update(S3Settings.parse(options).to_options())
+    return found
 
 
 @dataclass(frozen=True)

@@ -87,6 +87,20 @@ class S3Settings:
             parse_bool(options.get(S3_CONDITIONAL_WRITES, "true"), S3_CONDITIONAL_WRITES),
         )
 
+    def to_options(self) -> dict[str, str]:
+        """These settings as catalog options (what a Spark job carries to its tasks, which may run
+        where this process's environment is not)."""
+        values = {
+            S3_ENDPOINT: self.endpoint,
+            S3_ACCESS_KEY: self.access_key,
+            S3_SECRET_KEY: self.secret_key,
+            S3_SESSION_TOKEN: self.session_token,
+            S3_REGION: self.region,
+            S3_PATH_STYLE: str(self.path_style).lower(),
+            S3_CONDITIONAL_WRITES: str(self.conditional_writes).lower(),
+        }
+        return {k: v for k, v in values.items() if v is not None}
+
     def filesystem(self) -> pafs.S3FileSystem:
         """pyarrow's S3 filesystem on these settings (what data and metadata go through)."""
         scheme = self.endpoint.split("://", 1)[0] if self.endpoint else "https"

@@ -2,8 +2,9 @@
 
 Started from pyspark's own distribution (``bin/spark-submit`` with the Spark Connect server class,
 which pyspark ships), listening on loopback; its Python workers run this interpreter, which has
-this package installed. ``python -m lakehouse.spark.connect [--port N] [--master local[n]]`` runs
-one in the foreground until interrupted (what ``make dev`` does beside the Dagster UI).
+this package installed. ``python -m lakehouse.spark.connect [--port N] [--master local[n]] [-- CMD]``
+runs one in the foreground until interrupted, or for as long as ``CMD`` runs with
+``$LAKEHOUSE_SPARK`` pointing at it (``make dev`` runs the Dagster UI so).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ LOOPBACK = "127.0.0.1"
 DEFAULT_PORT = 15002
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
+SPARK_ENV = "LAKEHOUSE_SPARK"  # the Spark the example's runs use: sc://..., spark://... or local[n]
 
 
 class ConnectServer:
@@ -118,17 +120,23 @@ def _accepts(port: int) -> bool:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="Run a Spark Connect server on loopback until interrupted.")
+    parser = argparse.ArgumentParser(
+        description="Run a Spark Connect server on loopback, alone until interrupted, or for as long as "
+        f"COMMAND runs, with ${SPARK_ENV} set to its URL. With ${SPARK_ENV} already set, only run COMMAND."
+    )
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
-    server = ConnectServer(args.port, args.master, log=None)
-    if _accepts(args.port):
-        print(f"a server already listens on {LOOPBACK}:{args.port}; using it", flush=True)
-        return
-    with server:
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if os.environ.get(SPARK_ENV):
+        print(f"using the Spark at ${SPARK_ENV}={os.environ[SPARK_ENV]}", flush=True)
+        sys.exit(subprocess.call(command) if command else 0)
+    with ConnectServer(args.port, args.master) as server:
         print(f"Spark Connect server at {server.url} (log: {server.log})", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
+            if command:
+                sys.exit(subprocess.call(command, env={**os.environ, SPARK_ENV: server.url}))
             server.process.wait()
 
 

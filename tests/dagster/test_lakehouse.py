@@ -21,6 +21,7 @@ from dagster import (
     build_sensor_context,
     materialize,
 )
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from assets.definitions import PIPELINE, defs
 from assets.orders import TABLES, order_events
@@ -30,6 +31,7 @@ from lakehouse.dagster.checks import index_check
 from lakehouse.dagster.maintenance import compact_job, expire_job
 from lakehouse.dagster.resources import LakehouseResource, SparkResource
 from lakehouse.fileindex import bitmap, format
+from lakehouse.snapshot import CommitKind
 from lakehouse.types import parse_type
 
 pytestmark = pytest.mark.spark
@@ -123,6 +125,26 @@ def test_rerunning_a_day_is_idempotent(copy):
     before = {s: _sorted(catalog.get_table(s).read()) for s in SPECS}
     assert run_day(copy, DAYS[0]).success
     assert {s: _sorted(catalog.get_table(s).read()) for s in SPECS} == before
+
+
+def test_a_backfill_is_one_run_with_one_commit_per_table(lakehouse, tmp_path):
+    """Both days as one ranged run (single-run backfill policy): the same tables as the daily runs,
+    each written by one snapshot."""
+    warehouse = str(tmp_path / "warehouse")
+    tags = {ASSET_PARTITION_RANGE_START_TAG: DAYS[0], ASSET_PARTITION_RANGE_END_TAG: DAYS[1]}
+    run = materialize([*defs.assets, *defs.asset_checks], resources=resources(warehouse), tags=tags)
+    assert run.success and all(c.passed for c in run.get_asset_check_evaluations())
+    backfilled, daily = Catalog(warehouse), Catalog(lakehouse[0])
+    for name in SPECS:
+        table = backfilled.get_table(name)
+        assert _sorted(table.read()) == _sorted(daily.get_table(name).read()), name
+        kinds = [table.snapshot(i).commit_kind for i in table.snapshots.snapshot_ids()]
+        assert len([k for k in kinds if k != CommitKind.COMPACT]) == 1, (name, kinds)
+    assert all(policy.max_partitions_per_run is None for policy in _backfill_policies())
+
+
+def _backfill_policies() -> list:
+    return [a.backfill_policy for a in defs.assets if a.partitions_def is not None]
 
 
 def test_snapshot_sensor_reacts_to_foreign_commits_once(copy):
