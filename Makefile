@@ -8,7 +8,7 @@ CHROMIUM := /usr/bin/chromium
 export LAKEHOUSE_WAREHOUSE ?= $(CURDIR)/warehouse
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: demo dev test e2e lint bench clean
+.PHONY: demo dev cluster-demo test e2e lint bench clean
 
 # compat editable mode: the checkout on sys.path, so Spark's lookup of installed data sources
 # (pkgutil over sys.path) finds pyspark_paimon in every Python worker of this venv
@@ -20,6 +20,11 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(PY) -m assets.demo
+
+# The example on a Spark standalone cluster (master + 2 workers) with its warehouse on S3 (moto),
+# all on loopback
+cluster-demo: $(STAMP)
+	$(PY) -m assets.cluster_demo
 
 # The Dagster UI and daemon, with a Spark Connect server on loopback that every run connects to
 # (unless $$LAKEHOUSE_SPARK names one: sc://host:port, spark://host:port or local[n]); Ctrl-C stops both.

@@ -6,6 +6,7 @@ the file-index rewrite of ``dwd.orders``, snapshot expiration and orphan cleanup
 a summary. Runs are recorded in ``$DAGSTER_HOME`` (SQLite), so ``make dev`` shows them.
 """
 
+import argparse
 import os
 import time
 from collections.abc import Callable
@@ -41,16 +42,17 @@ def _timed(label: str, run: Callable[[], ExecuteInProcessResult]) -> ExecuteInPr
     return result
 
 
-def main() -> None:
+def main(days: int = len(DAYS)) -> None:
     warehouse = default_warehouse()
     catalog = Catalog(warehouse)
     for spec in TABLES:
         catalog.drop_table(spec.name, ignore_if_not_exists=True)
     instance = _instance()
-    print(f"warehouse {os.path.abspath(warehouse)}, DAGSTER_HOME {os.environ['DAGSTER_HOME']}")
+    where = warehouse if "://" in warehouse else os.path.abspath(warehouse)
+    print(f"warehouse {where}, DAGSTER_HOME {os.environ['DAGSTER_HOME']}")
     pipeline = defs.resolve_job_def(PIPELINE)
     checks: dict[str, bool] = {}
-    for day in DAYS:
+    for day in DAYS[:days]:
         run = _timed(
             f"materialize every table for {day}",
             lambda d=day: pipeline.execute_in_process(partition_key=d, instance=instance),
@@ -75,7 +77,7 @@ def main() -> None:
         table = catalog.get_table(spec.name)
         snapshots, rows = len(table.snapshots.snapshot_ids()), table.read().num_rows
         print(f"{spec.name:<16} {snapshots:>9} {rows:>7} {len(table.live_entries()):>6}")
-    print(f"\nsteps of the {DAYS[-1]} run")
+    print(f"\nsteps of the {DAYS[days - 1]} run")
     for stat in instance.get_run_step_stats(run.run_id):
         if stat.end_time is not None and stat.start_time is not None:
             print(f"  {stat.step_key:<40} {stat.end_time - stat.start_time:5.1f} s")
@@ -85,4 +87,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--days", type=int, default=len(DAYS), choices=range(1, len(DAYS) + 1))
+    main(parser.parse_args().days)

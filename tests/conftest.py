@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
-import uuid
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
+from assets.s3_server import S3Server
 from lakehouse import Catalog
 from lakehouse.bucket import hash_index
 from lakehouse.manifest.index_manifest import by_bucket
@@ -52,7 +46,7 @@ SPARK_TEST_CONF = {"spark.sql.shuffle.partitions": "4", "spark.default.paralleli
 @pytest.fixture(scope="session")
 def connect_server():
     """A Spark Connect server on ``local[2]``, started on loopback for the run."""
-    from lakehouse.spark.connect import ConnectServer
+    from lakehouse.spark.connect import ConnectServer, free_port
 
     server = ConnectServer(free_port(), conf={**SPARK_TEST_CONF, "spark.log.level": "ERROR"}).start()
     yield server
@@ -75,62 +69,17 @@ def any_spark(request):
     return request.getfixturevalue("spark" if request.param == "local" else "connect_spark")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(url: str, process: subprocess.Popen, seconds: float = 60) -> None:
-    """Poll ``url`` until it answers (any HTTP status), failing if ``process`` dies first."""
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=1)
-            return
-        except urllib.error.HTTPError:
-            return
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{url} did not come up (exit code {process.poll()})") from None
-            time.sleep(0.1)
-
-
 @pytest.fixture(scope="session")
-def s3_endpoint():
+def s3_server():
     """An S3-compatible server (moto, which honours ``If-None-Match``) on loopback for the run."""
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        wait_for(endpoint + "/moto-api/", server)
-        yield endpoint
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-
-
-S3_KEYS = {"s3.access-key": "lakehouse-test", "s3.secret-key": "lakehouse-test", "s3.region": "us-east-1"}
+    with S3Server() as server:
+        yield server
 
 
 @pytest.fixture
-def s3_warehouse(s3_endpoint) -> tuple[str, dict[str, str]]:
+def s3_warehouse(s3_server) -> tuple[str, dict[str, str]]:
     """A fresh bucket on the test S3 server: its warehouse URI and the catalog options to reach it."""
-    import boto3
-
-    bucket = f"wh-{uuid.uuid4().hex[:16]}"
-    boto3.client(
-        "s3",
-        endpoint_url=s3_endpoint,
-        aws_access_key_id=S3_KEYS["s3.access-key"],
-        aws_secret_access_key=S3_KEYS["s3.secret-key"],
-        region_name=S3_KEYS["s3.region"],
-    ).create_bucket(Bucket=bucket)
-    return f"s3://{bucket}/warehouse", {"s3.endpoint": s3_endpoint, **S3_KEYS}
+    return f"s3://{s3_server.bucket('wh')}/warehouse", s3_server.options
 
 
 @pytest.fixture

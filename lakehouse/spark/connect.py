@@ -113,6 +113,13 @@ class ConnectServer:
         self.stop()
 
 
+def free_port() -> int:
+    """A TCP port nothing listens on at the moment."""
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        return s.getsockname()[1]
+
+
 def _accepts(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.5)
