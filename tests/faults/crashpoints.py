@@ -63,8 +63,8 @@ def install(switch: KillSwitch) -> None:
     now on in this process; for child processes that end with their test."""
     init = FileIO.__init__
 
-    def counting_init(self: FileIO, filesystem) -> None:
-        init(self, filesystem)
+    def counting_init(self: FileIO, filesystem, *args, **kwargs) -> None:
+        init(self, filesystem, *args, **kwargs)
         self.fs = _CountingFileSystem(self.fs, switch)
 
     FileIO.__init__ = counting_init

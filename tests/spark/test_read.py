@@ -60,7 +60,9 @@ def typed_rows() -> pa.Table:
 
 
 def reader(warehouse: str, name: str = "db.t", **options: str):
-    source = PaimonDataSource({"path": name, "warehouse": warehouse, **options})
+    """The reader of a session :func:`lakehouse.spark.register` set up (filter pushdown on)."""
+    registered = type(PaimonDataSource.__name__, (PaimonDataSource,), {"pushdown": True})
+    source = registered({"path": name, "warehouse": warehouse, **options})
     return source.reader(source.schema())
 
 
