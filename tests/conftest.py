@@ -48,7 +48,9 @@ def connect_server():
     """A Spark Connect server on ``local[2]``, started on loopback for the run."""
     from lakehouse.spark.connect import ConnectServer, free_port
 
-    server = ConnectServer(free_port(), conf={**SPARK_TEST_CONF, "spark.log.level": "ERROR"}).start()
+    # no spark.default.parallelism: sessions measure the server's parallelism (2 for local[2])
+    conf = {"spark.sql.shuffle.partitions": "4", "spark.log.level": "ERROR"}
+    server = ConnectServer(free_port(), conf=conf).start()
     yield server
     server.stop()
 

@@ -10,7 +10,8 @@ conf, so a session pays for the one small job once.
 from __future__ import annotations
 
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
+
+from lakehouse.spark.kinds import functions_for
 
 DEFAULT_PARALLELISM = "spark.default.parallelism"
 LEAF_PARALLELISM = "spark.sql.leafNodeDefaultParallelism"
@@ -24,7 +25,9 @@ def default_parallelism(spark: SparkSession) -> int:
         value = spark.conf.get(key, None)
         if value:
             return max(1, int(value))
-    ids = spark.range(PROBE_ROWS).select(F.spark_partition_id().alias("partition"))
-    partitions = ids.agg(F.max("partition")).first()[0] + 1
+    probe = spark.range(PROBE_ROWS)
+    functions = functions_for(probe)
+    ids = probe.select(functions.spark_partition_id().alias("partition"))
+    partitions = ids.agg(functions.max("partition")).first()[0] + 1
     spark.conf.set(MEASURED, str(partitions))
     return partitions

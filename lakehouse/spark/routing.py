@@ -25,16 +25,13 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
-from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
-from pyspark.sql.connect.udf import _create_udf as create_connect_udf
-from pyspark.sql.functions import arrow_udf
 from pyspark.sql.types import IntegerType
-from pyspark.util import PythonEvalType
 
 from lakehouse.bucket.fixed import fixed_buckets
 from lakehouse.murmur import murmur_hash
 from lakehouse.options import DYNAMIC_BUCKET_ASSIGNER_PARALLELISM
 from lakehouse.schema import TableSchema
+from lakehouse.spark.kinds import arrow_udf_for
 from lakehouse.spark.parallelism import default_parallelism
 from lakehouse.spark.source import open_table, register
 from lakehouse.spark.writer import assigner_parallelism
@@ -94,18 +91,12 @@ def _channel_partition_keys(
 
 
 def _route_udf(route: Callable[..., np.ndarray], df: DataFrame) -> Callable[..., Column]:
-    """An Arrow UDF giving each row of ``df`` the int route ``route(*columns)`` computes.
-
-    PySpark picks the classic or the Spark Connect kind of a UDF by the process's mode, not by the
-    DataFrame; a process holding both kinds of session (a local one and a Connect client) gets the
-    kind ``df`` needs from the Connect client's own constructor."""
+    """An Arrow UDF giving each row of ``df`` the int route ``route(*columns)`` computes."""
 
     def ids(*columns: pa.Array) -> pa.Array:
         return pa.array(route(*columns).astype(np.int32))
 
-    if isinstance(df, ConnectDataFrame):
-        return create_connect_udf(ids, IntegerType(), PythonEvalType.SQL_SCALAR_ARROW_UDF)
-    return arrow_udf(ids, IntegerType())
+    return arrow_udf_for(df, ids, IntegerType())
 
 
 def routed(df: DataFrame, table: Table, num_tasks: int) -> DataFrame:

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
 
@@ -45,8 +46,7 @@ def session(
     ``paimon`` data source registered; ``conf``: Spark settings (over Spark Connect, the runtime
     ones: the server's own are fixed when it starts)."""
     if master.startswith(CONNECT):
-        # the Connect client's own builder: it also works in a process running a local session
-        spark = RemoteSparkSession.builder.remote(master).getOrCreate()
+        spark = _connect(master)
         for key, value in {**UTC, **(conf or {})}.items():
             spark.conf.set(key, value)
     else:
@@ -57,6 +57,19 @@ def session(
         spark = builder.getOrCreate()
     register(spark)
     return spark
+
+
+def _connect(url: str) -> SparkSession:
+    """A Spark Connect session. PySpark's builder also switches the process to Connect mode
+    (``pyspark.sql.functions`` then build Connect columns); in a process already running a
+    local session it refuses, and the Connect client's own builder connects instead (see
+    :mod:`lakehouse.spark.kinds` for building columns there)."""
+    try:
+        return SparkSession.builder.remote(url).getOrCreate()
+    except PySparkRuntimeError as e:
+        if e.getCondition() != "SESSION_ALREADY_EXIST":
+            raise
+        return RemoteSparkSession.builder.remote(url).getOrCreate()
 
 
 def _local_settings() -> dict[str, str]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -34,3 +36,33 @@ def test_a_local_session_listens_on_loopback_only(spark):
     # 127.0.0.1, ::1 and ::ffff:127.0.0.1 as /proc prints them
     loopback = {"0100007F", "00000000000000000000000001000000", "0000000000000000FFFF00000100007F"}
     assert addresses and addresses <= loopback
+
+
+PURE_CONNECT = """
+import sys
+import pyarrow as pa
+from pyspark.sql import functions as F
+from lakehouse import Catalog
+from lakehouse.spark import compact, session, write
+from lakehouse.spark.parallelism import default_parallelism
+
+url, warehouse = sys.argv[1:]
+spark = session(url)
+catalog = Catalog(warehouse)
+catalog.create_database("db")
+catalog.create_table("db.t", pa.schema([("id", pa.int64(), False), ("v", pa.int64())]), primary_keys=["id"],
+                     options={"bucket": "2"})
+write(spark.range(100).select("id", (F.col("id") * 2).alias("v")), "db.t", warehouse=warehouse)
+compact(spark, "db.t", full=True, warehouse=warehouse)
+df = spark.read.format("paimon").option("warehouse", warehouse).load("db.t")
+latest = catalog.get_table("db.t").latest_snapshot_id()
+print(default_parallelism(spark), df.where(F.col("v") >= 100).count(), latest)
+"""
+
+
+def test_a_process_with_only_a_connect_session_writes_compacts_and_reads(connect_server, tmp_path):
+    """Spark Connect mode as a deployed run has it: PySpark's functions build Connect columns."""
+    args = [sys.executable, "-c", PURE_CONNECT, connect_server.url, str(tmp_path / "warehouse")]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["2", "50", "2"]

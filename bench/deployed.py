@@ -1,0 +1,193 @@
+"""Deployed-shape benchmark: the example through the Dagster daemon on a shared Spark Connect
+server, a 30-day backfill as one run, the Connect round trip, and commits on S3. One run, same
+machine, same data.
+
+- one day of the example at ``--orders`` orders a day (default 100,000): run in-process
+  (``execute_in_process``) vs launched through the GraphQL API of a running ``dagster-webserver``
+  and ``dagster-daemon`` (queued, launched in its own process, steps in that process) - both on
+  the same Spark Connect server, each on a fresh warehouse, after one warm-up run;
+- a 30-day backfill of the same assets launched as a partition backfill through GraphQL: the
+  daemon runs it as one run (single-run backfill policy), one Spark job and commit per asset;
+- Spark Connect: a new client session (connect and register ``paimon``) and a 1-row read;
+- commits: the latency of a one-row append commit on a local warehouse and on S3 (moto on
+  loopback: conditional puts), median of ``--commits``.
+
+Targets: daemon day <= 1.5x in-process day; 30-day backfill <= 3x one day (daemon); 0 lost
+commits (checked by the test suite's 4 x 25 concurrent commits on S3).
+
+    .venv/bin/python bench/deployed.py [--orders N] [--days D] [--commits C]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from assets.s3_server import S3Server  # noqa: E402
+from lakehouse import Catalog  # noqa: E402
+from lakehouse.spark.connect import SPARK_ENV, ConnectServer, free_port  # noqa: E402
+
+BACKFILL = """
+mutation($params: LaunchBackfillParams!) {
+  launchPartitionBackfill(backfillParams: $params) {
+    __typename
+    ... on LaunchBackfillSuccess { backfillId }
+    ... on PythonError { message }
+  }
+}"""
+BACKFILL_STATUS = """
+query($id: String!) {
+  partitionBackfillOrError(backfillId: $id) {
+    __typename
+    ... on PartitionBackfill { status runs(limit: 100) { runId status startTime endTime } }
+  }
+}"""
+
+
+def days(first: str, n: int) -> list[str]:
+    start = dt.date.fromisoformat(first)
+    return [(start + dt.timedelta(days=i)).isoformat() for i in range(n)]
+
+
+def commit_latency(catalog: Catalog, commits: int) -> float:
+    """Median seconds of a one-row append commit."""
+    catalog.create_database("db", ignore_if_exists=True)
+    table = catalog.create_table("db.t", pa.schema([("id", pa.int64())]))
+    table.write(pa.table({"id": [0]}))
+    times = []
+    for i in range(commits):
+        start = time.perf_counter()
+        table.write(pa.table({"id": [i]}))
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def connect_round_trip(url: str, warehouse: str) -> tuple[float, float]:
+    """Seconds to open a client session with ``paimon`` registered, and the median seconds of a
+    1-row read through it."""
+    from lakehouse.spark import session
+
+    start = time.perf_counter()
+    spark = session(url)
+    opened = time.perf_counter() - start
+    reads = []
+    for _ in range(5):
+        start = time.perf_counter()
+        spark.read.format("paimon").option("warehouse", warehouse).load("db.t").limit(1).collect()
+        reads.append(time.perf_counter() - start)
+    return opened, statistics.median(reads)
+
+
+def in_process_day(warehouse: str, day: str) -> float:
+    """Seconds of the pipeline for one day, executed in this process."""
+    from dagster import DagsterInstance
+
+    from assets.definitions import PIPELINE, defs
+    from lakehouse.dagster.resources import LakehouseResource
+
+    job = defs.resolve_job_def(PIPELINE)
+    resources = {"lakehouse": LakehouseResource(warehouse=warehouse)}
+    start = time.perf_counter()
+    result = job.execute_in_process(
+        partition_key=day, instance=DagsterInstance.ephemeral(), resources=resources
+    )
+    assert result.success
+    return time.perf_counter() - start
+
+
+def daemon_day(server, day: str) -> float:
+    """Seconds from launching the pipeline for one day through GraphQL until its run succeeded."""
+    from assets.definitions import PIPELINE
+    from tests.e2e.test_webserver import finished, launch
+
+    start = time.perf_counter()
+    finished(server, launch(server, PIPELINE, day))
+    return time.perf_counter() - start
+
+
+def daemon_backfill(server, partitions: list[str]) -> tuple[float, int, float]:
+    """Seconds from launching a partition backfill of every asset through GraphQL until it
+    completed; its number of runs and the seconds its runs took."""
+    from assets.orders import TABLES
+
+    params = {"partitionNames": partitions, "assetSelection": [{"path": s.key.path} for s in TABLES]}
+    start = time.perf_counter()
+    launched = server.graphql(BACKFILL, {"params": params})["launchPartitionBackfill"]
+    assert launched["__typename"] == "LaunchBackfillSuccess", launched
+
+    def done():
+        backfill = server.graphql(BACKFILL_STATUS, {"id": launched["backfillId"]})["partitionBackfillOrError"]
+        if backfill["status"] in ("REQUESTED", "IN_PROGRESS") or any(
+            r["status"] not in ("SUCCESS", "FAILURE", "CANCELED") for r in backfill["runs"]
+        ):
+            return None
+        return backfill
+
+    backfill = server.wait_for("the backfill", done, 3600, every=1.0)
+    elapsed = time.perf_counter() - start
+    runs = backfill["runs"]
+    assert backfill["status"].startswith("COMPLETED") and all(r["status"] == "SUCCESS" for r in runs), (
+        backfill
+    )
+    return elapsed, len(runs), sum(r["endTime"] - r["startTime"] for r in runs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--orders", type=int, default=100_000)
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--commits", type=int, default=30)
+    args = parser.parse_args()
+    os.environ["LAKEHOUSE_EXAMPLE_ORDERS_PER_DAY"] = str(args.orders)
+    os.environ.setdefault("DAGSTER_HOME", tempfile.mkdtemp(prefix="lakehouse-bench-home-"))
+    root = Path(tempfile.mkdtemp(prefix="lakehouse-deployed-"))
+
+    with S3Server() as s3:
+        local = commit_latency(Catalog(str(root / "commits")), args.commits)
+        on_s3 = commit_latency(Catalog(f"s3://{s3.bucket()}/warehouse", s3.options), args.commits)
+    print(f"commit latency: local {local * 1000:.1f} ms, S3 (moto, loopback) {on_s3 * 1000:.1f} ms "
+          f"= {on_s3 / local:.2f}x")  # fmt: skip
+
+    with ConnectServer(free_port(), conf={"spark.sql.shuffle.partitions": "4"}) as spark_server:
+        os.environ[SPARK_ENV] = spark_server.url
+        opened, read = connect_round_trip(spark_server.url, str(root / "commits"))
+        print(
+            f"Spark Connect: client session {opened:.2f} s (first of the server), 1-row read {read * 1000:.0f} ms"
+        )
+        from dagster import DagsterInstance  # noqa: F401 (imported before the timed runs)
+
+        first = "2024-01-01"
+        warmup = in_process_day(str(root / "warmup"), first)
+        in_process = in_process_day(str(root / "in_process"), first)
+        print(
+            f"one day of {args.orders:,} orders in-process: {in_process:.1f} s (warm-up run {warmup:.1f} s)"
+        )
+
+        from tests.e2e.server import dagster_server
+
+        (root / "daemon").mkdir()
+        with dagster_server(root / "daemon") as server:
+            daemon = daemon_day(server, first)
+            print(
+                f"one day through the daemon: {daemon:.1f} s = {daemon / in_process:.2f}x in-process (target <= 1.5x)"
+            )
+            backfill, runs, run_time = daemon_backfill(server, days("2024-01-02", args.days))
+            print(f"{args.days}-day backfill through the daemon: {backfill:.1f} s in {runs} run(s) "
+                  f"({run_time:.1f} s in runs) = {backfill / daemon:.2f}x one day (target <= 3x)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
