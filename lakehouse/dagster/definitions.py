@@ -1,6 +1,6 @@
 """A ``Definitions`` object for a set of table specs: the tables as assets with their checks, the
 pipeline job and its daily schedule, the maintenance jobs and the nightly expiration, the
-snapshot and compaction sensors, and the resources."""
+snapshot and compaction sensors, and the resources; every run executes in one process."""
 
 from __future__ import annotations
 
@@ -35,8 +35,7 @@ def build_definitions(
     """Assets, checks, jobs, schedules and sensors for a set of table specs; ``resources``
     (default: a ``LakehouseResource`` and a ``SparkResource``) under the keys ``lakehouse`` and
     ``spark``."""
-    # one process per run: its steps share one Spark session (or Spark Connect client)
-    pipeline = define_asset_job(PIPELINE, selection=AssetSelection.all(), executor_def=in_process_executor)
+    pipeline = define_asset_job(PIPELINE, selection=AssetSelection.all())
     downstream = {s.name: [d.key for d in specs if s.name in d.upstream] for s in specs}
     return Definitions(
         assets=[table_asset(s, partitions) for s in specs],
@@ -51,4 +50,7 @@ def build_definitions(
             compaction_sensor(specs),
         ],
         resources=dict(resources or {"lakehouse": LakehouseResource(), "spark": SparkResource()}),
+        # every job, the asset jobs of backfills and UI launches included, runs its steps in one
+        # process: they share one Spark session (or Spark Connect client) per run
+        executor=in_process_executor,
     )

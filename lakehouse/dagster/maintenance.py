@@ -12,7 +12,6 @@ from dagster import (
     MetadataValue,
     OpExecutionContext,
     Output,
-    in_process_executor,
     job,
     op,
 )
@@ -106,21 +105,17 @@ def expire_and_clean(context: OpExecutionContext, config: ExpireConfig, lakehous
     return Output(totals, metadata={k: MetadataValue.int(v) for k, v in totals.items()})
 
 
-# Maintenance runs execute in one process: one Spark session (or Spark Connect client) per run.
-@job(description="Compact one table (run config: table, partitions, full)", executor_def=in_process_executor)
+@job(description="Compact one table (run config: table, partitions, full)")
 def compact_job():
     compact_table()
 
 
-@job(
-    description="Rewrite one table's file indexes (run config: table, partitions)",
-    executor_def=in_process_executor,
-)
+@job(description="Rewrite one table's file indexes (run config: table, partitions)")
 def rewrite_index_job():
     rewrite_file_index()
 
 
-@job(description="Expire snapshots and remove orphan files of every table", executor_def=in_process_executor)
+@job(description="Expire snapshots and remove orphan files of every table")
 def expire_job():
     expire_and_clean()
 

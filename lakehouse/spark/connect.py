@@ -39,9 +39,11 @@ class ConnectServer:
         master: str = "local[2]",
         conf: Mapping[str, str] | None = None,
         log: str | None = None,
+        driver_memory: str = "2g",
     ) -> None:
         self.port = port
         self.master = master
+        self.driver_memory = driver_memory  # in local mode the executors' heap too
         self.conf = dict(conf or {})
         self.log = log or os.path.join(tempfile.gettempdir(), f"lakehouse-connect-{port}.log")
         self.process: subprocess.Popen | None = None
@@ -133,13 +135,14 @@ def main() -> None:
     )
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--driver-memory", default="2g")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if os.environ.get(SPARK_ENV):
         print(f"using the Spark at ${SPARK_ENV}={os.environ[SPARK_ENV]}", flush=True)
         sys.exit(subprocess.call(command) if command else 0)
-    with ConnectServer(args.port, args.master) as server:
+    with ConnectServer(args.port, args.master, driver_memory=args.driver_memory) as server:
         print(f"Spark Connect server at {server.url} (log: {server.log})", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             if command:

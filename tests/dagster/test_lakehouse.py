@@ -313,3 +313,9 @@ def test_generator_is_deterministic():
     assert order_events(DAYS[0]).equals(order_events(DAYS[0]))
     assert order_events(DAYS[0]).column("price").type.scale == 2
     assert all(isinstance(v, Decimal) for v in order_events(DAYS[0]).column("price").to_pylist()[:3])
+
+
+def test_every_job_runs_in_one_process():
+    """Backfills and UI launches run implicit asset jobs: they share the definitions' executor."""
+    repo = defs.get_repository_def()
+    assert {j.executor_def.name for j in repo.get_all_jobs()} == {"in_process"}
