@@ -65,17 +65,8 @@ class ConnectServer:
         }
         confs = [arg for key, value in settings.items() for arg in ("--conf", f"{key}={value}")]
         submit = str(SPARK_HOME / "bin" / "spark-submit")
-        return [
-            submit,
-            "--class",
-            SERVER_CLASS,
-            "--master",
-            self.master,
-            "--name",
-            "lakehouse",
-            *confs,
-            "spark-internal",
-        ]
+        launch = ["--class", SERVER_CLASS, "--master", self.master, "--driver-memory", self.driver_memory]
+        return [submit, *launch, "--name", "lakehouse", *confs, "spark-internal"]
 
     def start(self, timeout_s: float = 180) -> ConnectServer:
         """Start the server and wait until it accepts connections (its output goes to :attr:`log`)."""
