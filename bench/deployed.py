@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -164,6 +165,7 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--commits", type=int, default=30)
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))  # stops its servers too
     os.environ["LAKEHOUSE_EXAMPLE_ORDERS_PER_DAY"] = str(args.orders)
     os.environ.setdefault("DAGSTER_HOME", tempfile.mkdtemp(prefix="lakehouse-bench-home-"))
     root = Path(tempfile.mkdtemp(prefix="lakehouse-deployed-"))

@@ -129,6 +129,7 @@ def main() -> None:
     parser.add_argument("--driver-memory", default="2g")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))  # stop the server too
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if os.environ.get(SPARK_ENV):
         print(f"using the Spark at ${SPARK_ENV}={os.environ[SPARK_ENV]}", flush=True)
