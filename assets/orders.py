@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 PRICE = pa.decimal128(10, 2)
 ORDERS_PER_DAY = int(os.environ.get("LAKEHOUSE_EXAMPLE_ORDERS_PER_DAY", "400"))  # bench: 100,000
 USERS = 50
+TARGET_BUCKET_ROWS = max(150, ORDERS_PER_DAY // 3)  # dwd.orders: about three dynamic buckets a day
 START = "2024-01-01"
 
 
@@ -204,7 +205,7 @@ TABLES = (
         primary_keys=("order_id", "dt"),
         options={
             "bucket": "-1",
-            "dynamic-bucket.target-row-num": "150",
+            "dynamic-bucket.target-row-num": str(TARGET_BUCKET_ROWS),
             "deletion-vectors.enabled": "true",
             "file-index.bloom-filter.columns": "user_id",
             "file-index.bitmap.columns": "status",
