@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dagster import DailyPartitionsDefinition
 
-from assets.orders import START, TABLES
+from assets.events import START
+from assets.orders import TABLES
 from lakehouse.dagster.definitions import PIPELINE, build_definitions
 from resources import RESOURCES
 

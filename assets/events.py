@@ -1,0 +1,82 @@
+"""The example's source system: order events, generated deterministically per day with numpy and
+pyarrow only (Spark tasks generate days with it, so it imports nothing of Dagster)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from decimal import Decimal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+PRICE = pa.decimal128(10, 2)
+ORDERS_PER_DAY = int(os.environ.get("LAKEHOUSE_EXAMPLE_ORDERS_PER_DAY", "400"))  # bench: 100,000
+USERS = 50
+START = "2024-01-01"
+
+
+def table_schema(*fields: tuple[str, pa.DataType, bool]) -> pa.Schema:
+    """An Arrow schema of (name, type, nullable) fields."""
+    return pa.schema([pa.field(name, dtype, nullable=nullable) for name, dtype, nullable in fields])
+
+
+EVENTS = table_schema(
+    ("event_id", pa.int64(), False),
+    ("order_id", pa.int64(), False),
+    ("user_id", pa.int64(), False),
+    ("event_type", pa.string(), False),  # create, update, pay, cancel
+    ("status", pa.string(), False),
+    ("price", PRICE, False),  # the order's price when the event happened
+    ("pay_method", pa.string(), True),
+    ("event_time", pa.timestamp("us"), False),
+    ("dt", pa.string(), False),
+)
+
+
+def _price(cents: np.ndarray) -> pa.Array:
+    """Exact decimal prices from integer cents."""
+    hundredth = pa.scalar(Decimal("0.01"), pa.decimal128(3, 2))
+    return pc.multiply(pa.array(cents, pa.int32()).cast(pa.decimal128(12, 0)), hundredth).cast(PRICE)
+
+
+def order_events(day: str, orders: int = ORDERS_PER_DAY) -> pa.Table:
+    """The events of one day, the same every time for the same day: every order is created; about
+    40% are then updated, 60% paid and 10% cancelled, in that order."""
+    index = (dt.date.fromisoformat(day) - dt.date.fromisoformat(START)).days
+    rng = np.random.default_rng(index)
+    order_id = index * 1_000_000 + np.arange(orders, dtype=np.int64)
+    user_id = rng.integers(0, USERS, orders, dtype=np.int64)
+    created = rng.integers(100, 50_000, orders, dtype=np.int64)
+    updated = np.maximum(created + rng.integers(-500, 500, orders), 100)
+    start = np.datetime64(day, "us") + rng.integers(0, 12 * 3600 * 10**6, orders).astype("timedelta64[us]")
+    methods = rng.choice(np.array(["card", "wallet", "transfer"]), orders)
+    is_updated = rng.random(orders) < 0.4
+    steps = [  # (event type, which orders, status, price in cents)
+        ("create", np.ones(orders, bool), "NEW", created),
+        ("update", is_updated, "CONFIRMED", updated),
+        ("pay", rng.random(orders) < 0.6, "PAID", np.where(is_updated, updated, created)),
+        ("cancel", rng.random(orders) < 0.1, "CANCELLED", np.where(is_updated, updated, created)),
+    ]
+    parts = []
+    for step, (kind, chosen, status, cents) in enumerate(steps):
+        n = int(chosen.sum())
+        parts.append(
+            pa.table(
+                {
+                    "order_id": order_id[chosen],
+                    "user_id": user_id[chosen],
+                    "event_type": pa.array([kind] * n),
+                    "status": pa.array([status] * n),
+                    "price": _price(cents[chosen]),
+                    "pay_method": pa.array(methods[chosen] if kind == "pay" else [None] * n, pa.string()),
+                    "event_time": start[chosen] + np.timedelta64(step, "h"),
+                }
+            )
+        )
+    events = pa.concat_tables(parts).sort_by([("event_time", "ascending"), ("order_id", "ascending")])
+    n = events.num_rows
+    events = events.append_column("dt", pa.array([day] * n))
+    events = events.append_column("event_id", pa.array(index * 10_000_000 + np.arange(n, dtype=np.int64)))
+    return events.select(EVENTS.names).cast(EVENTS)
