@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 import uuid
 
-from lakehouse.spark.connect import LOOPBACK, free_port
+from lakehouse.spark.loopback import LOOPBACK, accepts, free_port, stop_groups, wait_until
 
 ACCESS_KEY = SECRET_KEY = "lakehouse-local"
 REGION = "us-east-1"
@@ -42,20 +39,15 @@ class S3Server:
 
     def start(self, timeout_s: float = 60) -> S3Server:
         command = [sys.executable, "-m", "moto.server", "-H", LOOPBACK, "-p", str(self.port)]
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                urllib.request.urlopen(self.endpoint + "/moto-api/", timeout=1)
-                return self
-            except urllib.error.HTTPError:
-                return self
-            except OSError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"the S3 server did not start (exit code {self.process.poll()})"
-                    ) from None
-                time.sleep(0.1)
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
+        try:
+            wait_until(lambda: accepts(self.port), [self.process], timeout_s, "the S3 server did not start")
+        except BaseException:
+            self.stop()
+            raise
+        return self
 
     def bucket(self, prefix: str = "lakehouse") -> str:
         """A new empty bucket; its name."""
@@ -68,9 +60,8 @@ class S3Server:
         return name
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=30)
+        if self.process is not None:
+            stop_groups([self.process])
 
     def __enter__(self) -> S3Server:
         return self.start()

@@ -38,7 +38,8 @@ sys.path.insert(0, str(ROOT))
 
 from assets.s3_server import S3Server  # noqa: E402
 from lakehouse import Catalog  # noqa: E402
-from lakehouse.spark.connect import SPARK_ENV, ConnectServer, free_port  # noqa: E402
+from lakehouse.spark.connect import SPARK_ENV, ConnectServer  # noqa: E402
+from lakehouse.spark.loopback import free_port  # noqa: E402
 
 BACKFILL = """
 mutation($params: LaunchBackfillParams!) {

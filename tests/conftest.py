@@ -46,7 +46,8 @@ SPARK_TEST_CONF = {"spark.sql.shuffle.partitions": "4", "spark.default.paralleli
 @pytest.fixture(scope="session")
 def connect_server():
     """A Spark Connect server on ``local[2]``, started on loopback for the run."""
-    from lakehouse.spark.connect import ConnectServer, free_port
+    from lakehouse.spark.connect import ConnectServer
+    from lakehouse.spark.loopback import free_port
 
     # no spark.default.parallelism: sessions measure the server's parallelism (2 for local[2])
     conf = {"spark.sql.shuffle.partitions": "4", "spark.log.level": "ERROR"}

@@ -13,17 +13,16 @@ import argparse
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
 import pyspark
 
-LOOPBACK = "127.0.0.1"
+from lakehouse.spark.loopback import LOOPBACK, accepts, stop_groups, wait_until
+
 DEFAULT_PORT = 15002
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
@@ -80,43 +79,24 @@ class ConnectServer:
             self.process = subprocess.Popen(
                 self.command(), env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
-        deadline = time.monotonic() + timeout_s
-        while not _accepts(self.port):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the Spark Connect server did not start; see {self.log}")
-            time.sleep(0.2)
+        try:
+            failure = f"the Spark Connect server did not start; see {self.log}"
+            wait_until(lambda: accepts(self.port), [self.process], timeout_s, failure)
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def stop(self) -> None:
         """Stop the server and every process it started."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
+        if self.process is not None:
+            stop_groups([self.process])
 
     def __enter__(self) -> ConnectServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on at the moment."""
-    with socket.socket() as s:
-        s.bind((LOOPBACK, 0))
-        return s.getsockname()[1]
-
-
-def _accepts(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.5)
-        return s.connect_ex((LOOPBACK, port)) == 0
 
 
 def main() -> None:

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from pathlib import Path
 
-from lakehouse.spark.connect import LOOPBACK, SPARK_HOME, free_port
+from lakehouse.spark.connect import SPARK_HOME
+from lakehouse.spark.loopback import LOOPBACK, free_port, stop_groups, wait_until
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -47,12 +46,12 @@ class StandaloneCluster:
             resources = ["--cores", str(self.cores), "--memory", self.memory]
             where = ["--host", LOOPBACK, "--work-dir", str(work), "--webui-port", str(free_port())]
             self._launch(f"worker-{i}", WORKER_CLASS, self.url, *resources, *where, cwd=work)
-        deadline = time.monotonic() + timeout_s
-        while self.alive_workers() < self.workers:
-            if any(p.poll() is not None for p in self.processes) or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the Spark cluster did not come up; see the logs in {self.root}")
-            time.sleep(0.5)
+        try:
+            failure = f"the Spark cluster did not come up; see the logs in {self.root}"
+            wait_until(lambda: self.alive_workers() == self.workers, self.processes, timeout_s, failure)
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def alive_workers(self) -> int:
@@ -80,15 +79,7 @@ class StandaloneCluster:
 
     def stop(self) -> None:
         """Stop the workers, then the master."""
-        for process in reversed(self.processes):
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-        for process in self.processes:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        stop_groups(self.processes[::-1])
         self.processes.clear()
 
     def __enter__(self) -> StandaloneCluster:
