@@ -57,7 +57,7 @@ class Catalog:
         )
 
     def database_exists(self, database: str) -> bool:
-        return self.io.exists(self._db_path(database))
+        return self.io.dir_exists(self._db_path(database))
 
     def create_database(self, database: str, ignore_if_exists: bool = False) -> None:
         if database == SYSTEM_DATABASE:

@@ -102,7 +102,14 @@ class FileIO:
     # ---- reading ---------------------------------------------------------------------------
 
     def exists(self, path: str) -> bool:
+        """Whether a file exists (on S3 one HEAD request; directories: :meth:`dir_exists`)."""
+        if self.bucket is not None:
+            return self.bucket.exists(_key(path))
         return self.fs.get_file_info(path).type != pafs.FileType.NotFound
+
+    def dir_exists(self, path: str) -> bool:
+        """Whether a directory exists (on object stores: anything is stored under it)."""
+        return self.fs.get_file_info(path).type == pafs.FileType.Directory
 
     def read_bytes(self, path: str) -> bytes:
         """Read a whole file; raises ``FileNotFoundError`` when it is absent."""
@@ -294,7 +301,7 @@ class FileIO:
 
     def delete_dir(self, path: str) -> None:
         """Delete a directory and everything in it; nothing if it is absent."""
-        if self.exists(path):
+        if self.dir_exists(path):
             self.fs.delete_dir(path)
 
     def remove_empty_dirs(self, directories: Iterable[str], stop: str) -> None:

@@ -149,6 +149,14 @@ class Bucket:
         except NotFoundError:
             raise FileNotFoundError(f"{self.bucket}/{key}") from None
 
+    def exists(self, key: str) -> bool:
+        """Whether an object is at ``key`` (one HEAD request)."""
+        try:
+            obstore.head(self._client(), key)
+        except (NotFoundError, FileNotFoundError):
+            return False
+        return True
+
     def put(self, key: str, data: bytes) -> None:
         """Write (or replace) the object at ``key``."""
         obstore.put(self._client(), key, data)
