@@ -169,3 +169,16 @@ def test_resolved_settings_travel_as_options(monkeypatch):
     assert S3Settings.parse(resolved) == S3Settings.parse({})
     assert resolved["s3.access-key"] == "env-key" and resolved["lock.enabled"] == "false"
     assert storage_options({}, "/local/warehouse") == {}
+
+
+def test_bad_storage_options_are_typed_errors_and_create_nothing(tmp_path):
+    for options in (
+        {"lock.enabled": "true", "lock.uri": "postgresql://db/locks"},
+        {"lock.enabled": "maybe"},
+        {"lock.enabled": "true", "lock-acquire-timeout": "soon"},
+    ):
+        with pytest.raises(InvalidOptionError, match="lock"):
+            Catalog(str(tmp_path / "warehouse"), options)
+    with pytest.raises(InvalidOptionError, match="s3.conditional-writes"):
+        Catalog("s3://bucket/warehouse", {"s3.conditional-writes": "sometimes"})
+    assert not (tmp_path / "warehouse").exists()
