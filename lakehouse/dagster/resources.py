@@ -50,8 +50,9 @@ def default_master() -> str:
 
 
 class SparkResource(PySparkResource):
-    """A SparkSession for materializations and maintenance jobs: a Spark Connect client of a shared
-    server (``master="sc://host:port"``: a run's steps connect in about a second), a cluster's
+    """A SparkSession for materializations and maintenance jobs: over Spark Connect
+    (``master="sc://host:port"``) every run joins one server-side session, so a run connects in
+    milliseconds and finds that session's Python workers warm; else a cluster's
     (``spark://host:port``) or a local one (``local[n]``); ``spark_config``: Spark settings
     (``spark.master`` there overrides ``master``)."""
 
@@ -61,4 +62,4 @@ class SparkResource(PySparkResource):
     def setup_for_execution(self, context: InitResourceContext) -> None:
         conf = {k: str(v) for k, v in self.spark_config.items()}
         master = conf.pop("spark.master", self.master)
-        self._spark_session = session(master=master, conf=conf)
+        self._spark_session = session(master=master, conf=conf, shared=True)

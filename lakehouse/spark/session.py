@@ -3,7 +3,9 @@
 ``master`` picks the kind:
 
 - ``sc://host:port``: a Spark Connect server (:mod:`lakehouse.spark.connect` starts one). The
-  session is a thin client; the server's Python workers must have this package installed.
+  session is a thin client; the server's Python workers must have this package installed. With
+  ``shared=True`` every client of the server joins one server-side session named after the app, so
+  what a session keeps warm (its Python workers, the registered data source) outlives each run.
 - ``local[n]``: Spark in this process's JVM. Its Python workers are pinned to this interpreter
   and to the directory this package is imported from, so they run the same code as the driver,
   and it listens on the loopback interface only (``spark.driver.bindAddress``/``host`` and
@@ -17,10 +19,12 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-from pyspark.errors import PySparkRuntimeError
+from pyspark.errors import PySparkException, PySparkRuntimeError
 from pyspark.sql import SparkSession
 from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
 
@@ -31,6 +35,8 @@ LOOPBACK = "127.0.0.1"
 PROJECT_ROOT = str(Path(lakehouse.__file__).resolve().parent.parent)
 CONNECT = "sc://"
 UTC = {"spark.sql.session.timeZone": "UTC"}
+SESSION_CLOSED = "INVALID_HANDLE.SESSION_CLOSED"
+MAX_GENERATIONS = 100  # shared sessions of one name and hour closed by stop() before giving up
 
 
 def worker_pythonpath() -> str:
@@ -40,15 +46,23 @@ def worker_pythonpath() -> str:
 
 
 def session(
-    master: str = "local[2]", app_name: str = "lakehouse", conf: Mapping[str, str] | None = None
+    master: str = "local[2]",
+    app_name: str = "lakehouse",
+    conf: Mapping[str, str] | None = None,
+    shared: bool = False,
 ) -> SparkSession:
     """Get or create a SparkSession on ``master`` (a master URL or a Spark Connect URL) with the
     ``paimon`` data source registered; ``conf``: Spark settings (over Spark Connect, the runtime
-    ones: the server's own are fixed when it starts)."""
+    ones: the server's own are fixed when it starts). ``shared``: over Spark Connect, join the
+    server-side session every shared client of ``app_name`` joins (never ``stop()`` it: that
+    closes it for all of them, and the next client moves on to a new one)."""
     if master.startswith(CONNECT):
-        spark = _connect(master)
-        for key, value in {**UTC, **(conf or {})}.items():
-            spark.conf.set(key, value)
+        settings = {**UTC, **(conf or {})}
+        if shared:
+            spark = _shared(master, app_name, settings)
+        else:
+            spark = _connect(master)
+            _configure(spark, settings)
     else:
         builder = SparkSession.builder.master(master).appName(app_name).config("spark.ui.enabled", "false")
         settings = {**UTC, **(_local_settings() if master.startswith("local") else {}), **(conf or {})}
@@ -59,17 +73,54 @@ def session(
     return spark
 
 
-def _connect(url: str) -> SparkSession:
-    """A Spark Connect session. PySpark's builder also switches the process to Connect mode
-    (``pyspark.sql.functions`` then build Connect columns); in a process already running a
-    local session it refuses, and the Connect client's own builder connects instead (see
-    :mod:`lakehouse.spark.kinds` for building columns there)."""
-    try:
-        return SparkSession.builder.remote(url).getOrCreate()
-    except PySparkRuntimeError as e:
-        if e.getCondition() != "SESSION_ALREADY_EXIST":
-            raise
-        return RemoteSparkSession.builder.remote(url).getOrCreate()
+def _connect(url: str, create: bool = False) -> SparkSession:
+    """A Spark Connect session: the process's current one, or a new one if ``create``.
+
+    PySpark's builder also switches the process to Connect mode (``pyspark.sql.functions`` then
+    build Connect columns); in a process already running a local session it refuses, and the
+    Connect client's own builder connects instead (see :mod:`lakehouse.spark.kinds` for building
+    columns there)."""
+    for builder in (SparkSession.builder, RemoteSparkSession.builder):
+        try:
+            remote = builder.remote(url)
+            return remote.create() if create else remote.getOrCreate()
+        except PySparkRuntimeError as e:
+            if e.getCondition() != "SESSION_ALREADY_EXIST":
+                raise
+    raise AssertionError("unreachable: the Connect client's builder does not refuse")
+
+
+def _shared(url: str, name: str, settings: Mapping[str, str]) -> SparkSession:
+    """The open server-side session of ``name``, configured with ``settings``. Its id derives
+    from the URL, the name, the UTC hour (a server closes sessions idle for an hour, and never
+    reopens a closed id: each hour starts a new one) and a generation: the first generation of
+    the hour not closed on the server is the current one."""
+    active = RemoteSparkSession.getActiveSession()
+    prefix = url if ";" in url else f"{url.rstrip('/')}/"
+    hour = time.strftime("%Y-%m-%dT%H", time.gmtime())
+    for generation in range(MAX_GENERATIONS):
+        session_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{url}#{name}#{hour}#{generation}"))
+        if active is not None and active.session_id == session_id:
+            spark = active
+        else:
+            spark = _connect(f"{prefix};session_id={session_id}", create=True)
+        try:
+            _configure(spark, settings)
+        except PySparkException as e:
+            if e.getCondition() != SESSION_CLOSED:
+                raise
+            spark.client.close()
+            continue
+        return spark
+    raise RuntimeError(
+        f"the last {MAX_GENERATIONS} shared Spark Connect sessions of {name!r} at {url} were stopped: a "
+        "client stops the session all share; use session(shared=False) where a session is stopped"
+    )
+
+
+def _configure(spark: SparkSession, settings: Mapping[str, str]) -> None:
+    for key, value in settings.items():
+        spark.conf.set(key, value)
 
 
 def _local_settings() -> dict[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -66,3 +67,37 @@ def test_a_process_with_only_a_connect_session_writes_compacts_and_reads(connect
     done = subprocess.run(args, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["2", "50", "2"]
+
+
+JOIN_SHARED = """
+import sys
+from lakehouse.spark import session
+
+url, name = sys.argv[1:]
+spark = session(url, app_name=name, shared=True)
+print(spark.session_id, spark.conf.get("lakehouse.test.mark"))
+"""
+
+
+def test_shared_connect_sessions_are_one_server_session_across_processes(connect_server):
+    """Every run joins the same server-side session; one closed by ``stop()`` is replaced."""
+    from lakehouse.spark import session
+
+    to_next_hour = 3600 - time.time() % 3600  # the shared session changes with the UTC hour
+    if to_next_hour < 120:
+        time.sleep(to_next_hour + 1)
+    name = f"shared-{os.getpid()}"
+    first = session(connect_server.url, app_name=name, shared=True)
+    first.conf.set("lakehouse.test.mark", "set by the first client")
+    args = [sys.executable, "-c", JOIN_SHARED, connect_server.url, name]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == f"{first.session_id} set by the first client"
+
+    first.stop()  # closed on the server for every client: the next one moves to a new session
+    second = session(connect_server.url, app_name=name, shared=True)
+    assert second.session_id != first.session_id
+    assert second.range(5).count() == 5
+    assert session(connect_server.url, app_name=name, shared=True).session_id == second.session_id
+    other = session(connect_server.url, app_name=f"{name}-other", shared=True)
+    assert other.session_id not in (first.session_id, second.session_id)
