@@ -8,6 +8,7 @@ a summary. Runs are recorded in ``$DAGSTER_HOME`` (SQLite), so ``make dev`` show
 
 import argparse
 import os
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,14 +22,15 @@ from lakehouse.dagster.maintenance import compact_job, expire_job, rewrite_index
 from resources import default_warehouse
 
 DAYS = ("2024-01-01", "2024-01-02", "2024-01-03")
+INSTANCE = Path(__file__).resolve().parents[1] / "dagster.yaml"  # the instance settings make dev uses
 
 
 def _instance() -> DagsterInstance:
     home = Path(os.environ.setdefault("DAGSTER_HOME", str(Path(".dagster_home").resolve())))
     home.mkdir(parents=True, exist_ok=True)
     settings = home / "dagster.yaml"
-    if not settings.exists():  # default SQLite storage; no telemetry from a demo
-        settings.write_text("telemetry:\n  enabled: false\n")
+    if not settings.exists():  # the instance make dev runs
+        shutil.copyfile(INSTANCE, settings)
     return DagsterInstance.get()
 
 

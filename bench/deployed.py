@@ -132,13 +132,14 @@ def daemon_day(server, day: str) -> tuple[float, float, float]:
     return elapsed, run["startTime"] - run["creationTime"], run["endTime"] - run["startTime"]
 
 
-def daemon_backfill(server, partitions: list[str]) -> tuple[float, int, float]:
-    """Seconds from launching a partition backfill of every asset through GraphQL until it
-    completed; its number of runs and the seconds its runs took."""
+def daemon_backfill(server, partitions: list[str]) -> tuple[float, float, int, float]:
+    """Seconds from launching a partition backfill of every asset through GraphQL until its runs
+    ended (the data is committed) and until the daemon marked it completed; its number of runs
+    and the seconds they ran."""
     from assets.orders import TABLES
 
     params = {"partitionNames": partitions, "assetSelection": [{"path": s.key.path} for s in TABLES]}
-    start = time.perf_counter()
+    start, launched_at = time.perf_counter(), time.time()
     launched = server.graphql(BACKFILL, {"params": params})["launchPartitionBackfill"]
     assert launched["__typename"] == "LaunchBackfillSuccess", launched
 
@@ -151,12 +152,13 @@ def daemon_backfill(server, partitions: list[str]) -> tuple[float, int, float]:
         return backfill
 
     backfill = server.wait_for("the backfill", done, 3600, every=0.25)
-    elapsed = time.perf_counter() - start
+    completed = time.perf_counter() - start
     runs = backfill["runs"]
     assert backfill["status"].startswith("COMPLETED") and all(r["status"] == "SUCCESS" for r in runs), (
         backfill
     )
-    return elapsed, len(runs), sum(r["endTime"] - r["startTime"] for r in runs)
+    ended = max(r["endTime"] for r in runs) - launched_at
+    return ended, completed, len(runs), sum(r["endTime"] - r["startTime"] for r in runs)
 
 
 def main() -> None:
@@ -197,10 +199,11 @@ def main() -> None:
             ratio = daemon / in_process
             print(f"one day through the daemon: {daemon:.1f} s = {ratio:.2f}x in-process (target <= 1.5x); "
                   f"queued and launching {queued:.1f} s, running {running:.1f} s")  # fmt: skip
-            backfill, runs, run_time = daemon_backfill(server, days("2024-01-02", args.days))
-            ratio = backfill / daemon
-            print(f"{args.days}-day backfill through the daemon: {backfill:.1f} s in {runs} run(s) "
-                  f"({run_time:.1f} s in runs) = {ratio:.2f}x one day (target <= 3x)")  # fmt: skip
+            ended, completed, runs, run_time = daemon_backfill(server, days("2024-01-02", args.days))
+            ratio = ended / daemon
+            print(f"{args.days}-day backfill through the daemon: committed {ended:.1f} s after launch, "
+                  f"in {runs} run(s) ({run_time:.1f} s in runs) = {ratio:.2f}x one day (target <= 3x); "
+                  f"the backfill daemon (30 s ticks) marked it done after {completed:.1f} s")  # fmt: skip
         # this process's Connect sessions end before their server does (else their exit waits on it)
         spark = RemoteSparkSession.getActiveSession()
         if spark is not None:

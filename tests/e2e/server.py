@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+import yaml
 from dagster import DagsterInstance
 
 from lakehouse.spark.loopback import free_port
@@ -28,8 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent  # the venv's bin, where the dagster entry points live
 LOCATION = "assets.definitions"  # workspace.yaml's python_module names the code location
 REPOSITORY = {"repositoryLocationName": LOCATION, "repositoryName": "__repository__"}
-# No telemetry; one run at a time, so a run and a sensor's run never share the two cores.
-INSTANCE_YAML = "telemetry:\n  enabled: false\nnux:\n  enabled: false\nrun_queue:\n  max_concurrent_runs: 1\n"
+INSTANCE = ROOT / "dagster.yaml"  # the instance make dev runs
 READY_TIMEOUT = 240.0
 
 T = TypeVar("T")
@@ -84,7 +84,10 @@ def dagster_server(tmp: Path) -> Iterator[DagsterServer]:
     UI serves the code location, and stop both and everything they started on exit."""
     home, warehouse = tmp / "dagster_home", tmp / "warehouse"
     home.mkdir(parents=True)
-    (home / "dagster.yaml").write_text(INSTANCE_YAML)
+    settings = yaml.safe_load(INSTANCE.read_text())
+    settings["nux"] = {"enabled": False}
+    settings["run_queue"]["max_concurrent_runs"] = 1  # a run and a sensor's run never share the 2 cores
+    (home / "dagster.yaml").write_text(yaml.safe_dump(settings))
     with DagsterInstance.from_config(str(home)):
         pass  # creates the SQLite storages once: the two processes would race to create them
     env = {**os.environ, "DAGSTER_HOME": str(home), "LAKEHOUSE_WAREHOUSE": str(warehouse)}
