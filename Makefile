@@ -5,6 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 E2E_STAMP := $(VENV)/.installed-e2e
 CHROMIUM := /usr/bin/chromium
+MARIADB := /usr/sbin/mariadbd
 export LAKEHOUSE_WAREHOUSE ?= $(CURDIR)/warehouse
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
@@ -30,15 +31,17 @@ cluster-demo: $(STAMP)
 # (unless $$LAKEHOUSE_SPARK names one: sc://host:port, spark://host:port or local[n]); Ctrl-C stops both.
 dev: $(STAMP)
 	mkdir -p $(DAGSTER_HOME)
+	test -f $(DAGSTER_HOME)/dagster.yaml || cp dagster.yaml $(DAGSTER_HOME)/
 	$(PY) -m lakehouse.spark.connect -- $(VENV)/bin/dagster dev -w workspace.yaml
 
 test: $(STAMP)
 	$(PY) -m pytest
 
 # The webserver and daemon driven through GraphQL, and headless Chromium on the asset graph
-# (saves docs/asset-graph.png): Playwright from PyPI, Chromium from Debian.
-e2e: $(E2E_STAMP) $(CHROMIUM)
-	$(PY) -m pytest -m e2e tests/e2e
+# (saves docs/asset-graph.png): Playwright from PyPI, Chromium from Debian; the cluster; the MySQL
+# catalog lock on Debian's MariaDB.
+e2e: $(E2E_STAMP) $(CHROMIUM) $(MARIADB)
+	$(PY) -m pytest -m e2e
 
 $(E2E_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,e2e]' --config-settings editable_mode=compat
@@ -46,6 +49,9 @@ $(E2E_STAMP): $(STAMP)
 
 $(CHROMIUM):
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null
+
+$(MARIADB):
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-server > /dev/null
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

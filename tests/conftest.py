@@ -79,6 +79,42 @@ def s3_server():
         yield server
 
 
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A PostgreSQL server on loopback for the run (a catalog lock's database)."""
+    from tests.database_servers import PostgresServer
+
+    with PostgresServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def mariadb_server():
+    """A MariaDB server on loopback for the run (a MySQL catalog lock's database; ``make e2e``
+    installs it)."""
+    from tests.database_servers import MariaDBServer
+
+    with MariaDBServer() as server:
+        yield server
+
+
+LOCK_SERVERS = ["postgres_server", pytest.param("mariadb_server", marks=pytest.mark.e2e)]
+
+
+@pytest.fixture(params=LOCK_SERVERS)
+def lock_server(request):
+    """The run's PostgreSQL server, then (in ``make e2e``) its MariaDB server."""
+    return request.getfixturevalue(request.param)
+
+
+@pytest.fixture(params=["sqlite", *LOCK_SERVERS])
+def lock_uri(request, tmp_path) -> str:
+    """A catalog lock's database: a SQLite file, then the servers of :func:`lock_server`."""
+    if request.param == "sqlite":
+        return f"sqlite://{tmp_path}/lock.sqlite"
+    return request.getfixturevalue(request.param).uri
+
+
 @pytest.fixture
 def s3_warehouse(s3_server) -> tuple[str, dict[str, str]]:
     """A fresh bucket on the test S3 server: its warehouse URI and the catalog options to reach it."""

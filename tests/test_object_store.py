@@ -139,8 +139,7 @@ def _create_locked(args: tuple[str, str, int]) -> list[bool]:
     return [io.try_create(f"snapshot-{i}", str(writer).encode()) for i in range(30)]
 
 
-def test_the_catalog_lock_makes_creates_exclusive_across_processes(tmp_path):
-    lock_uri = f"sqlite://{tmp_path}/lock.sqlite"
+def test_the_catalog_lock_makes_creates_exclusive_across_processes(tmp_path, lock_uri):
     (tmp_path / "store").mkdir()
     with multiprocessing.get_context("spawn").Pool(4) as pool:
         results = pool.map(_create_locked, [(str(tmp_path / "store"), lock_uri, w) for w in range(4)])
@@ -150,10 +149,9 @@ def test_the_catalog_lock_makes_creates_exclusive_across_processes(tmp_path):
         assert (tmp_path / "store" / f"snapshot-{i}").read_bytes() == str(winners[0]).encode()
 
 
-def test_a_locked_s3_catalog_commits(s3_warehouse, tmp_path):
+def test_a_locked_s3_catalog_commits(s3_warehouse, lock_uri):
     uri, options = s3_warehouse
-    locked = {**options, "s3.conditional-writes": "false", "lock.enabled": "true"}
-    locked["lock.uri"] = f"sqlite://{tmp_path}/lock.sqlite"
+    locked = {**options, "s3.conditional-writes": "false", "lock.enabled": "true", "lock.uri": lock_uri}
     catalog = Catalog(uri, locked)
     catalog.create_database("db")
     t = catalog.create_table("db.t", ORDERS)
@@ -173,7 +171,7 @@ def test_resolved_settings_travel_as_options(monkeypatch):
 
 def test_bad_storage_options_are_typed_errors_and_create_nothing(tmp_path):
     for options in (
-        {"lock.enabled": "true", "lock.uri": "postgresql://db/locks"},
+        {"lock.enabled": "true", "lock.uri": "redis://db/0"},
         {"lock.enabled": "maybe"},
         {"lock.enabled": "true", "lock-acquire-timeout": "soon"},
     ):

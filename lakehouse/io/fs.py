@@ -279,10 +279,11 @@ class FileIO:
             raise UnsafeCommitError(
                 f"cannot create {path} atomically on {self.fs.type_name}: two committers could both "
                 f"write it and one commit would be lost; nothing was written - set the catalog options "
-                f"{LOCK_ENABLED}=true and {LOCK_URI}=sqlite:///path/to/lock.sqlite (a file every "
-                f"committer reaches), or use a store with conditional writes"
+                f"{LOCK_ENABLED}=true and {LOCK_URI} (sqlite:///path/to/lock.sqlite on one machine, "
+                f"postgresql://host/database or mysql://host/database across machines), or use a store "
+                f"with conditional writes"
             )
-        with self.lock.hold():
+        with self.lock.hold(_parent(path)):
             if self.exists(path):
                 return False
             with self.open_output(path) as out:
