@@ -24,7 +24,8 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-from pyspark.errors import PySparkException, PySparkRuntimeError
+from pyspark import SparkContext
+from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
 
@@ -77,17 +78,13 @@ def _connect(url: str, create: bool = False) -> SparkSession:
     """A Spark Connect session: the process's current one, or a new one if ``create``.
 
     PySpark's builder also switches the process to Connect mode (``pyspark.sql.functions`` then
-    build Connect columns); in a process already running a local session it refuses, and the
-    Connect client's own builder connects instead (see :mod:`lakehouse.spark.kinds` for building
-    columns there)."""
-    for builder in (SparkSession.builder, RemoteSparkSession.builder):
-        try:
-            remote = builder.remote(url)
-            return remote.create() if create else remote.getOrCreate()
-        except PySparkRuntimeError as e:
-            if e.getCondition() != "SESSION_ALREADY_EXIST":
-                raise
-    raise AssertionError("unreachable: the Connect client's builder does not refuse")
+    build Connect columns), which a process running a local session must not be: there the
+    Connect client's own builder connects (see :mod:`lakehouse.spark.kinds` for building columns
+    there)."""
+    # PySpark's own test for a local session in the process (it refuses Connect mode then)
+    local = SparkContext._active_spark_context is not None or SparkSession._instantiatedSession is not None
+    remote = (RemoteSparkSession.builder if local else SparkSession.builder).remote(url)
+    return remote.create() if create else remote.getOrCreate()
 
 
 def _shared(url: str, name: str, settings: Mapping[str, str]) -> SparkSession:

@@ -79,8 +79,11 @@ print(spark.session_id, spark.conf.get("lakehouse.test.mark"))
 """
 
 
-def test_shared_connect_sessions_are_one_server_session_across_processes(connect_server):
-    """Every run joins the same server-side session; one closed by ``stop()`` is replaced."""
+def test_shared_connect_sessions_are_one_server_session_across_processes(connect_server, spark):
+    """Every run joins the same server-side session; one closed by ``stop()`` is replaced. The
+    process's local session keeps working (it is not switched to Connect mode)."""
+    from pyspark.sql import functions as F
+
     from lakehouse.spark import session
 
     to_next_hour = 3600 - time.time() % 3600  # the shared session changes with the UTC hour
@@ -101,3 +104,4 @@ def test_shared_connect_sessions_are_one_server_session_across_processes(connect
     assert session(connect_server.url, app_name=name, shared=True).session_id == second.session_id
     other = session(connect_server.url, app_name=f"{name}-other", shared=True)
     assert other.session_id not in (first.session_id, second.session_id)
+    assert spark.range(3).select(F.col("id") + 1).collect()[-1][0] == 3
