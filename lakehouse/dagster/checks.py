@@ -1,4 +1,6 @@
-"""Asset checks: after every write, the table's indexes and keys are proven against its data.
+"""Asset checks: after every write, the table's indexes and keys are proven against its data, per
+partition on daily tables (a backfill run evaluates each of its days: the UI shows every day's
+status, and a failing day names itself).
 
 - ``indexes_match_data`` (indexed tables): the file indexes of the files the run wrote (of every
   file when it wrote none; bloom filters without false negatives, bitmap and bit-slice row sets
@@ -13,22 +15,43 @@ then fails with WARN severity (downstream assets still run) and shows the covera
 ``rewrite_file_index`` builds the missing indexes.
 """
 
+import warnings
+from collections.abc import Callable, Iterator
+
 from dagster import (
+    AssetCheckEvaluation,
     AssetCheckExecutionContext,
     AssetCheckResult,
     AssetChecksDefinition,
     AssetCheckSeverity,
+    AssetCheckSpec,
+    AssetRecordsFilter,
     DagsterError,
+    DailyPartitionsDefinition,
     MetadataValue,
-    asset_check,
+    PreviewWarning,
+    multi_asset_check,
 )
 
+# the evaluation's link to the materialization it checked, without which the UI counts a
+# partition's check as not evaluated for its latest materialization; Dagster builds it only for
+# results of single-partition steps, so a ranged run's per-day evaluations build it here
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData,
+)
+
+from lakehouse import Table
 from lakehouse.dagster.factory import commit_user
 from lakehouse.dagster.resources import LakehouseResource
-from lakehouse.dagster.spec import TableSpec
+from lakehouse.dagster.spec import PARTITION_COLUMN, TableSpec
 from lakehouse.ops.file_index import IndexReport
+from lakehouse.store.partitions import Partitions
 
 _PROBLEMS_SHOWN = 50
+INDEX_CHECK = "indexes_match_data"
+PRIMARY_KEY_CHECK = "primary_key_unique"
+
+Evaluate = Callable[[Table, str | None, Partitions], AssetCheckResult]
 
 
 def _result(reports: dict[str, IndexReport]) -> AssetCheckResult:
@@ -45,6 +68,28 @@ def _result(reports: dict[str, IndexReport]) -> AssetCheckResult:
     return AssetCheckResult(passed=not problems and not missing, severity=severity, metadata=metadata)
 
 
+def index_result(table: Table, user: str | None = None, partitions: Partitions = None) -> AssetCheckResult:
+    """File indexes (of the files ``user`` wrote there, else of every file), deletion vectors and
+    bucket placement of ``partitions`` (default all)."""
+    indexes = table.verify_file_indexes(commit_user=user, partitions=partitions) if user else None
+    if indexes is None or not indexes.files_checked:  # the run wrote nothing there: check every file
+        indexes = table.verify_file_indexes(partitions=partitions)
+    return _result(
+        {
+            "file_indexes": indexes,
+            "deletion_vectors": table.verify_deletion_vectors(partitions=partitions),
+            "buckets": table.verify_buckets(partitions=partitions),
+        }
+    )
+
+
+def primary_key_result(
+    table: Table, user: str | None = None, partitions: Partitions = None
+) -> AssetCheckResult:
+    """Every primary key of ``partitions`` (default all) visible once."""
+    return _result({"primary_key": table.verify_primary_key(partitions=partitions)})
+
+
 def _run_commit_user(context: AssetCheckExecutionContext) -> str | None:
     """The commit user of the run the check executes in (None when invoked outside a run)."""
     try:
@@ -53,46 +98,48 @@ def _run_commit_user(context: AssetCheckExecutionContext) -> str | None:
         return None
 
 
-def index_check(spec: TableSpec) -> AssetChecksDefinition:
-    @asset_check(
-        asset=spec.key,
-        name="indexes_match_data",
-        blocking=spec.blocking_checks,
-        description="File indexes, deletion vectors and the bucket index agree with the data",
-    )
-    def _check(context: AssetCheckExecutionContext, lakehouse: LakehouseResource) -> AssetCheckResult:
-        table = lakehouse.table(spec.name)
-        user = _run_commit_user(context)
-        indexes = table.verify_file_indexes(commit_user=user) if user else None
-        if indexes is None or not indexes.files_checked:  # the run wrote nothing: check every file
-            indexes = table.verify_file_indexes()
-        return _result(
-            {
-                "file_indexes": indexes,
-                "deletion_vectors": table.verify_deletion_vectors(),
-                "buckets": table.verify_buckets(),
-            }
-        )
+def _table_check(
+    spec: TableSpec, partitions: DailyPartitionsDefinition, name: str, description: str, evaluate: Evaluate
+) -> AssetChecksDefinition:
+    """A check of one table that yields one evaluation per partition of the run (one in all on an
+    unpartitioned table), each linked to the materialization it checked."""
+    with warnings.catch_warnings():  # partitioned checks are a preview feature: chosen, not news
+        warnings.simplefilter("ignore", PreviewWarning)
+        check = AssetCheckSpec(name, asset=spec.key, description=description, blocking=spec.blocking_checks,
+                               partitions_def=partitions if spec.daily else None)  # fmt: skip
+
+    @multi_asset_check(specs=[check], name=f"{spec.name.replace('.', '_')}_{name}", can_subset=True)
+    def _check(context: AssetCheckExecutionContext, lakehouse: LakehouseResource) -> Iterator:
+        table, user = lakehouse.table(spec.name), _run_commit_user(context)
+        days = context.op_execution_context.partition_keys if spec.daily else [None]
+        for day in days:
+            result = evaluate(table, user, {PARTITION_COLUMN: day} if day else None)
+            partitions = [day] if day else None
+            records = context.instance.fetch_materializations(
+                AssetRecordsFilter(asset_key=spec.key, asset_partitions=partitions), limit=1
+            ).records
+            target = None
+            if records:
+                latest = records[0]
+                target = AssetCheckEvaluationTargetMaterializationData(
+                    storage_id=latest.storage_id, run_id=latest.run_id, timestamp=latest.timestamp
+                )
+            yield AssetCheckEvaluation(
+                asset_key=spec.key, check_name=name, passed=result.passed, metadata=result.metadata,
+                target_materialization_data=target, severity=result.severity, description=description,
+                blocking=check.blocking, partition=day,
+            )  # fmt: skip
 
     return _check
 
 
-def primary_key_check(spec: TableSpec) -> AssetChecksDefinition:
-    @asset_check(
-        asset=spec.key,
-        name="primary_key_unique",
-        blocking=spec.blocking_checks,
-        description="Every primary key is visible once",
-    )
-    def _check(lakehouse: LakehouseResource) -> AssetCheckResult:
-        return _result({"primary_key": lakehouse.table(spec.name).verify_primary_key()})
-
-    return _check
-
-
-def table_checks(spec: TableSpec) -> list[AssetChecksDefinition]:
+def table_checks(spec: TableSpec, partitions: DailyPartitionsDefinition) -> list[AssetChecksDefinition]:
     """The checks a table gets from its spec."""
-    return [
-        *([index_check(spec)] if spec.index_checks else []),
-        *([primary_key_check(spec)] if spec.primary_keys else []),
-    ]
+    checks = []
+    if spec.index_checks:
+        description = "File indexes, deletion vectors and the bucket index agree with the data"
+        checks.append(_table_check(spec, partitions, INDEX_CHECK, description, index_result))
+    if spec.primary_keys:
+        description = "Every primary key is visible once"
+        checks.append(_table_check(spec, partitions, PRIMARY_KEY_CHECK, description, primary_key_result))
+    return checks

@@ -39,7 +39,7 @@ def build_definitions(
     downstream = {s.name: [d.key for d in specs if s.name in d.upstream] for s in specs}
     return Definitions(
         assets=[table_asset(s, partitions) for s in specs],
-        asset_checks=[c for s in specs for c in table_checks(s)],
+        asset_checks=[c for s in specs for c in table_checks(s, partitions)],
         jobs=[pipeline, compact_job, rewrite_index_job, expire_job],
         schedules=[
             build_schedule_from_partitioned_job(pipeline, hour_of_day=1),

@@ -11,7 +11,7 @@ from dagster import (
     asset,
 )
 
-from lakehouse.dagster.metadata import write_metadata
+from lakehouse.dagster.metadata import definition_metadata, partition_metadata, run_metadata
 from lakehouse.dagster.resources import LakehouseResource, SparkResource
 from lakehouse.dagster.spec import Inputs, TableSpec, asset_key
 
@@ -35,6 +35,8 @@ def table_asset(spec: TableSpec, partitions: DailyPartitionsDefinition) -> Asset
         group_name=spec.name.split(".")[0],
         kinds={"paimon", "spark"},
         description=spec.description,
+        owners=list(spec.owners),
+        metadata=definition_metadata(spec.name, spec.table_schema),
     )
     def _asset(context: AssetExecutionContext, lakehouse: LakehouseResource, spark: SparkResource):
         from lakehouse.spark import write
@@ -45,13 +47,12 @@ def table_asset(spec: TableSpec, partitions: DailyPartitionsDefinition) -> Asset
         frame = spec.transform(Inputs(spark.spark_session, days, lakehouse.warehouse, storage))
         before = table.latest_snapshot_id() or 0
         mode = "overwrite" if spec.write == "overwrite" else "append"
-        options = {**storage, "commit.user": commit_user(context.run.run_id)}
-        write(frame, spec.name, mode=mode, warehouse=lakehouse.warehouse, options=options)
+        user = commit_user(context.run.run_id)
+        write(frame, spec.name, mode=mode, warehouse=lakehouse.warehouse,
+              options={**storage, "commit.user": user})  # fmt: skip
         table = table.refresh()
-        after = table.latest_snapshot_id() or 0
-        if after == before:
-            context.log.info(f"{spec.name}: nothing to write")
-            return MaterializeResult(metadata={"snapshot_id": after})
-        return MaterializeResult(metadata=write_metadata(table, before + 1, after))
+        for day, metadata in partition_metadata(table, days or (), user, before).items():
+            context.add_asset_metadata(metadata, partition_key=day)
+        return MaterializeResult(metadata=run_metadata(table, user, before))
 
     return _asset

@@ -1,7 +1,9 @@
 """Maintenance as Dagster jobs, run through Spark over the storage-engine resource: compaction
 (full or universal, per table and partitions), file-index rewrites, snapshot expiration and
 orphan-file cleanup. Each op reports what it did as metadata and records an observation on the
-table's asset."""
+table's asset: the table's state in the series materializations share, what the op did in its
+own. Their snapshots are committed as the run's commit user, like materializations, so the
+snapshot sensors know them for Dagster's."""
 
 import time
 from typing import Any
@@ -16,6 +18,7 @@ from dagster import (
     op,
 )
 
+from lakehouse.dagster.factory import commit_user
 from lakehouse.dagster.metadata import table_metadata
 from lakehouse.dagster.resources import LakehouseResource, SparkResource
 from lakehouse.dagster.spec import asset_key
@@ -47,7 +50,8 @@ def compact_table(context: OpExecutionContext, config: CompactConfig, lakehouse:
     from lakehouse.spark import compact
 
     done = compact(spark.spark_session, config.table, full=config.full, partitions=config.partitions,
-                   warehouse=lakehouse.warehouse, options=lakehouse.storage())  # fmt: skip
+                   warehouse=lakehouse.warehouse, options=lakehouse.storage(),
+                   commit_user=commit_user(context.run_id))  # fmt: skip
     did = {
         "snapshot_id": MetadataValue.int(done.snapshot_id or 0),
         "buckets_compacted": MetadataValue.int(done.buckets),
@@ -66,7 +70,8 @@ def rewrite_file_index(context: OpExecutionContext, config: TableConfig, lakehou
     from lakehouse.spark import rewrite_file_index as rewrite
 
     done = rewrite(spark.spark_session, config.table, partitions=config.partitions,
-                   warehouse=lakehouse.warehouse, options=lakehouse.storage())  # fmt: skip
+                   warehouse=lakehouse.warehouse, options=lakehouse.storage(),
+                   commit_user=commit_user(context.run_id))  # fmt: skip
     did = {
         "snapshot_id": MetadataValue.int(done.snapshot_id or 0),
         "files_checked": MetadataValue.int(done.files_checked),

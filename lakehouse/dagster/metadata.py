@@ -1,17 +1,70 @@
-"""What a materialization or maintenance run records about a table: the snapshot it made and
-the table's shape after it, as Dagster metadata (numbers, so the UI plots them over time)."""
+"""What Dagster records about a table: its definition (schema, name, URI) on the asset, and what
+each run did to it from the run's own snapshots, under Dagster's standard keys
+(``dagster/row_count``, ``dagster/partition_row_count``, ``dagster/column_schema``,
+``dagster/table_name``, ``dagster/uri``) next to ours: numbers, so the UI plots them over time."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
-from dagster import MetadataValue
+from dagster import (
+    MetadataValue,
+    TableColumn,
+    TableColumnConstraints,
+    TableConstraints,
+    TableSchema,
+)
 
-from lakehouse import Table
+from lakehouse import Table, col
 from lakehouse.manifest.entries import FileKind, ManifestEntry
+from lakehouse.schema import TableSchema as PaimonSchema
 from lakehouse.snapshot import CommitKind, Snapshot
 from lakehouse.store.partitions import partition_values
+
+ROW_COUNT = "dagster/row_count"
+PARTITION_ROW_COUNT = "dagster/partition_row_count"
+COLUMN_SCHEMA = "dagster/column_schema"
+TABLE_NAME = "dagster/table_name"
+URI = "dagster/uri"
+
+
+def column_schema(schema: PaimonSchema) -> TableSchema:
+    """A Paimon schema as Dagster's column schema: Paimon types, comments, NOT NULL, and the
+    primary and partition keys as column and table constraints."""
+    roles = {k: "primary key" for k in schema.primary_keys}
+    for k in schema.partition_keys:
+        roles[k] = f"{roles[k]}, partition key" if k in roles else "partition key"
+    columns = [
+        TableColumn(
+            f.name,
+            str(f.type.copy(True)),
+            description=f.description,
+            constraints=TableColumnConstraints(
+                nullable=f.type.nullable, other=[roles[f.name]] if f.name in roles else []
+            ),
+        )
+        for f in schema.fields
+    ]
+    declared = (("primary key", schema.primary_keys), ("partitioned by", schema.partition_keys))
+    keys = [f"{name}: {', '.join(k)}" for name, k in declared if k]
+    return TableSchema(columns, TableConstraints(other=keys))
+
+
+def definition_metadata(name: str, schema: PaimonSchema, uri: str | None = None) -> dict[str, Any]:
+    """What an asset page shows before the first run: the table's name, schema and location."""
+    return {
+        TABLE_NAME: MetadataValue.text(name),
+        COLUMN_SCHEMA: MetadataValue.table_schema(column_schema(schema)),
+        **({URI: MetadataValue.url(uri)} if uri else {}),
+    }
+
+
+def table_uri(table: Table) -> str:
+    """The table's location as a URI (``file://`` for a local warehouse)."""
+    root = table.paths.root
+    return root if "://" in root else f"file://{root}"
 
 
 def delta_entries(table: Table, snapshot: Snapshot) -> list[ManifestEntry]:
@@ -28,41 +81,77 @@ def partitions_touched(table: Table, snapshot: Snapshot) -> list[dict[str, Any]]
     return [partition_values(table.schema, p) for p in sorted(seen)]
 
 
-def write_metadata(table: Table, first: int, last: int) -> dict[str, Any]:
-    """What the snapshots ``first..last`` of one write did, then the table as of ``last``: the data
-    snapshot's kind, the rows it added, whether a compaction followed, the partitions touched."""
-    snapshots = [table.snapshot(i) for i in range(first, last + 1)]
-    data = [s for s in snapshots if s.commit_kind != CommitKind.COMPACT]
-    added = [e for s in data for e in delta_entries(table, s) if e.kind == FileKind.ADD]
-    touched = {str(p): p for s in snapshots for p in partitions_touched(table, s)}
+def run_snapshots(table: Table, user: str, since: int) -> list[Snapshot]:
+    """The snapshots after ``since`` that ``user`` committed: one run's own, even when other runs
+    committed in between."""
+    latest = table.latest_snapshot_id() or 0
+    found = (table.snapshot(i) for i in range(since + 1, latest + 1) if table.snapshots.exists(i))
+    return [s for s in found if s.commit_user == user]
+
+
+def run_metadata(table: Table, user: str, since: int) -> dict[str, Any]:
+    """What one run (commit user ``user``) did to ``table`` after snapshot ``since``, then the
+    table as of the run's last snapshot: the data snapshot's kind, the rows it wrote, whether a
+    compaction followed, the partitions it touched."""
+    own = run_snapshots(table, user, since)
+    if not own:
+        return {**table_metadata(table), "rows_written": MetadataValue.int(0)}
+    data = [s for s in own if s.commit_kind != CommitKind.COMPACT]
+    touched = {str(p): p for s in own for p in partitions_touched(table, s)}
     return {
-        **table_metadata(table, last),
+        **table_metadata(table, own[-1].id),
         "commit_kind": MetadataValue.text(data[0].commit_kind.value if data else CommitKind.COMPACT.value),
-        "rows_written": MetadataValue.int(sum(e.file.row_count for e in added)),
-        "compacted": MetadataValue.bool(len(data) < len(snapshots)),
+        "rows_written": MetadataValue.int(sum(e.file.row_count for e in _added(table, data))),
+        "compacted": MetadataValue.bool(len(data) < len(own)),
         "partitions_touched": MetadataValue.json(list(touched.values())),
     }
 
 
+def partition_metadata(table: Table, keys: Sequence[str], user: str, since: int) -> dict[str, dict[str, Any]]:
+    """Per partition key of a run (a value of the table's single partition key): the rows the run
+    (commit user ``user``, after snapshot ``since``) wrote there, and the partition's exact rows."""
+    (column,) = table.partition_keys
+    counted = table.partition_row_counts(col(column).isin(list(keys)))
+    rows = {str(values[0]): n for values, n in counted.items()}
+    data = [s for s in run_snapshots(table, user, since) if s.commit_kind != CommitKind.COMPACT]
+    written = Counter()
+    for e in _added(table, data):
+        written[str(partition_values(table.schema, e.partition)[column])] += e.file.row_count
+    return {
+        k: {
+            "rows_written": MetadataValue.int(written[k]),
+            PARTITION_ROW_COUNT: MetadataValue.int(rows.get(k, 0)),
+        }
+        for k in keys
+    }
+
+
+def _added(table: Table, snapshots: Sequence[Snapshot]) -> list[ManifestEntry]:
+    return [e for s in snapshots for e in delta_entries(table, s) if e.kind == FileKind.ADD]
+
+
 def table_metadata(table: Table, snapshot_id: int | None = None) -> dict[str, Any]:
-    """The table as of a snapshot (default latest): rows, files, bytes, LSM shape."""
+    """The table as of a snapshot (default latest): its exact row count, files, bytes, LSM shape,
+    schema, name and URI. No per-snapshot deltas: observations of maintenance runs share these
+    series with materializations, so they plot the table's state, never a compaction's negative
+    row delta."""
     snapshot = table.snapshot(snapshot_id)
+    identity = {TABLE_NAME: MetadataValue.text(table.name), URI: MetadataValue.url(table_uri(table))}
     if snapshot is None:
-        return {"snapshot_id": MetadataValue.int(0), "total_rows": MetadataValue.int(0)}
+        return {**identity, "snapshot_id": MetadataValue.int(0), ROW_COUNT: MetadataValue.int(0)}
     entries = table.live_entries(snapshot)
     shapes = table.lsm_shape(snapshot.id)
     levels = Counter()
     for shape in shapes:
         levels.update(shape.files_per_level)
     return {
+        **identity,
+        COLUMN_SCHEMA: MetadataValue.table_schema(column_schema(table.schema_by_id(snapshot.schema_id))),
         "snapshot_id": MetadataValue.int(snapshot.id),
-        "commit_kind": MetadataValue.text(snapshot.commit_kind.value),
-        "rows_written": MetadataValue.int(snapshot.delta_record_count),
-        "total_rows": MetadataValue.int(snapshot.total_record_count),
+        ROW_COUNT: MetadataValue.int(table.row_count(snapshot_id=snapshot.id)),
         "data_files": MetadataValue.int(len(entries)),
         "bytes": MetadataValue.int(sum(e.file.file_size for e in entries)),
         "max_sorted_runs": MetadataValue.int(max((s.sorted_runs for s in shapes), default=0)),
         "level0_files": MetadataValue.int(levels.get(0, 0)),
         "files_per_level": MetadataValue.json({str(k): v for k, v in sorted(levels.items())}),
-        "partitions_touched": MetadataValue.json(partitions_touched(table, snapshot)),
     }

@@ -11,6 +11,7 @@ import pyarrow as pa
 from dagster import AssetKey
 
 from lakehouse import Catalog, Table
+from lakehouse.schema import TableSchema, new_schema
 from lakehouse.spark.reader import FILTER_PUSHDOWN
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ class TableSpec:
     upstream: tuple[str, ...] = ()
     write: Literal["upsert", "overwrite"] = "upsert"
     description: str = ""
+    owners: tuple[str, ...] = ()  # Dagster owners: "team:name" or an email
     index_checks: bool = False  # verify file indexes, deletion vectors, hash index after writes
     blocking_checks: bool = False  # a failed check stops downstream materializations
 
@@ -68,6 +70,12 @@ class TableSpec:
     @property
     def daily(self) -> bool:
         return PARTITION_COLUMN in self.partition_keys
+
+    @property
+    def table_schema(self) -> TableSchema:
+        """The Paimon schema the table is created with (validated: a bad spec fails at load)."""
+        return new_schema(self.name, self.schema, list(self.primary_keys), list(self.partition_keys),
+                          dict(self.options))  # fmt: skip
 
     def ensure(self, catalog: Catalog) -> Table:
         """The table, created as declared on first use."""

@@ -43,8 +43,11 @@ def compact(
     table: TableStore,
     full: bool = False,
     partitions: Mapping[str, Any] | Iterable[Mapping[str, Any]] | None = None,
+    commit_user: str | None = None,
 ) -> Compaction:
-    return commit_compaction(table, compact_buckets(table, compaction_buckets(table, partitions), full))
+    return commit_compaction(
+        table, compact_buckets(table, compaction_buckets(table, partitions), full), commit_user
+    )
 
 
 def compaction_buckets(
@@ -75,11 +78,14 @@ def compact_buckets(
         raise
 
 
-def commit_compaction(table: TableStore, messages: list[CommitMessage]) -> Compaction:
-    """Commit the messages of :func:`compact_buckets` calls as one COMPACT snapshot."""
+def commit_compaction(
+    table: TableStore, messages: list[CommitMessage], commit_user: str | None = None
+) -> Compaction:
+    """Commit the messages of :func:`compact_buckets` calls as one COMPACT snapshot (by
+    ``commit_user``, default a fresh one)."""
     if not messages:
         return Compaction(None, 0, 0, 0, 0, 0)
-    committer = TableCommit(table)
+    committer = TableCommit(table, commit_user)
     try:
         snapshot_id = committer.commit(messages)
     except BaseException:

@@ -23,7 +23,7 @@ from lakehouse.io.pool import map_parallel
 from lakehouse.manifest.entries import ManifestEntry
 from lakehouse.paths import FileNamer
 from lakehouse.store.data_reader import read_data_file
-from lakehouse.store.partitions import in_partitions
+from lakehouse.store.partitions import Partitions, in_partitions
 from lakehouse.write.message import CommitMessage
 from lakehouse.write.scope import WriteScope
 
@@ -109,11 +109,13 @@ class IndexChanges:
 
 
 def rewrite_file_index(
-    table: TableStore, partitions: list[Mapping[str, Any]] | Mapping[str, Any] | None = None
+    table: TableStore,
+    partitions: list[Mapping[str, Any]] | Mapping[str, Any] | None = None,
+    commit_user: str | None = None,
 ) -> IndexRewrite:
     """Build missing or outdated indexes of the latest snapshot's files per current options."""
     entries = index_rewrite_entries(table, partitions)
-    return commit_index_rewrite(table, [rewrite_indexes(table, entries)], len(entries))
+    return commit_index_rewrite(table, [rewrite_indexes(table, entries)], len(entries), commit_user)
 
 
 def index_rewrite_entries(
@@ -181,11 +183,13 @@ def rewrite_indexes(
     return IndexChanges(messages, written, size)
 
 
-def commit_index_rewrite(table: TableStore, changes: list[IndexChanges], files_checked: int) -> IndexRewrite:
+def commit_index_rewrite(
+    table: TableStore, changes: list[IndexChanges], files_checked: int, commit_user: str | None = None
+) -> IndexRewrite:
     """Commit the changes of :func:`rewrite_indexes` calls as one COMPACT snapshot (if any)."""
     messages = [m for c in changes for m in c.messages]
     try:
-        snapshot_id = TableCommit(table).commit(messages) if messages else None
+        snapshot_id = TableCommit(table, commit_user).commit(messages) if messages else None
     except BaseException:
         table.io.delete_quietly([path for c in changes for path in c.written])
         raise
@@ -193,12 +197,17 @@ def commit_index_rewrite(table: TableStore, changes: list[IndexChanges], files_c
 
 
 def verify_file_indexes(
-    table: TableStore, snapshot_id: int | None = None, commit_user: str | None = None
+    table: TableStore,
+    snapshot_id: int | None = None,
+    commit_user: str | None = None,
+    partitions: Partitions = None,
 ) -> IndexReport:
-    """Check every index of every file of a snapshot (default: latest) against the data;
-    ``commit_user``: only the files its snapshots added (what one writer wrote)."""
+    """Check every index of every file of a snapshot (default: latest; of ``partitions``, default
+    all) against the data; ``commit_user``: only the files its snapshots added (what one writer
+    wrote)."""
     snapshot = table.snapshot(snapshot_id)
     entries = table.live_entries(snapshot) if snapshot is not None else []
+    entries = in_partitions(table.schema, table.name, entries, partitions, "verify partitions")
     if commit_user is not None and snapshot is not None:
         snapshots = table.snapshots
         mine = {

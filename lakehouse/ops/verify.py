@@ -35,7 +35,7 @@ from lakehouse.read.scan import Split
 from lakehouse.read.table_read import TableRead
 from lakehouse.snapshot import Snapshot
 from lakehouse.store.data_reader import read_data_file
-from lakehouse.store.partitions import partition_values
+from lakehouse.store.partitions import Partitions, in_partitions, partition_values
 
 if TYPE_CHECKING:
     from lakehouse.store.table_store import TableStore
@@ -43,13 +43,18 @@ if TYPE_CHECKING:
 _SHOWN = 5  # duplicate keys named in a report
 
 
-def verify_deletion_vectors(table: TableStore, snapshot_id: int | None = None) -> IndexReport:
-    """Check every deletion vector of a snapshot (default latest) against its data file."""
+def verify_deletion_vectors(
+    table: TableStore, snapshot_id: int | None = None, partitions: Partitions = None
+) -> IndexReport:
+    """Check every deletion vector of a snapshot (default latest; of ``partitions``, default all)
+    against its data file."""
     snapshot = table.snapshot(snapshot_id)
     if snapshot is None:
         return IndexReport(True, 0)
-    live = {(e.partition, e.bucket, e.file.file_name): e.file for e in table.live_entries(snapshot)}
-    entries = [e for e in table.index_entries(snapshot) if e.index_file.index_type == DELETION_VECTORS]
+    live = {(e.partition, e.bucket, e.file.file_name): e.file for e in _live(table, snapshot, partitions)}
+    entries = [
+        e for e in _indexes(table, snapshot, partitions) if e.index_file.index_type == DELETION_VECTORS
+    ]
 
     def check(entry: IndexManifestEntry) -> list[str]:
         meta = entry.index_file
@@ -81,20 +86,36 @@ def verify_deletion_vectors(table: TableStore, snapshot_id: int | None = None) -
     return IndexReport(not problems, len(entries), problems)
 
 
-def verify_buckets(table: TableStore, snapshot_id: int | None = None) -> IndexReport:
-    """Check that every row is in the bucket the table's bucket mode gives it."""
+def verify_buckets(
+    table: TableStore, snapshot_id: int | None = None, partitions: Partitions = None
+) -> IndexReport:
+    """Check that every row (of ``partitions``, default all) is in the bucket the table's bucket
+    mode gives it."""
     schema = table.schema
     snapshot = table.snapshot(snapshot_id)
     if snapshot is None:
         return IndexReport(True, 0)
     if schema.core_options.bucket > 0:
-        return _verify_fixed_buckets(table, snapshot)
+        return _verify_fixed_buckets(table, snapshot, partitions)
     if schema.primary_keys and not schema.cross_partition_update:
-        return _verify_hash_index(table, snapshot)
+        return _verify_hash_index(table, snapshot, partitions)
     return IndexReport(True, 0)  # unaware append tables and cross-partition tables (no HASH files)
 
 
-def _verify_fixed_buckets(table: TableStore, snapshot: Snapshot) -> IndexReport:
+def _live(table: TableStore, snapshot: Snapshot, partitions: Partitions) -> list[ManifestEntry]:
+    return _in(table, table.live_entries(snapshot), partitions)
+
+
+def _indexes(table: TableStore, snapshot: Snapshot, partitions: Partitions) -> list[IndexManifestEntry]:
+    return _in(table, table.index_entries(snapshot), partitions)
+
+
+def _in(table: TableStore, items: list, partitions: Partitions) -> list:
+    """The entries or splits in ``partitions``."""
+    return in_partitions(table.schema, table.name, items, partitions, "verify partitions")
+
+
+def _verify_fixed_buckets(table: TableStore, snapshot: Snapshot, partitions: Partitions) -> IndexReport:
     schema = table.schema
     names = list(schema.bucket_keys)
     types = [f.type for f in schema.fields_named(names)]
@@ -114,21 +135,21 @@ def _verify_fixed_buckets(table: TableStore, snapshot: Snapshot) -> IndexReport:
         row, bucket = rows.slice(int(wrong[0]), 1).to_pylist()[0], int(buckets[wrong[0]])
         return [f"{label}: {len(wrong)} rows belong to other buckets, e.g. {row} to bucket {bucket}"]
 
-    entries = table.live_entries(snapshot)
+    entries = _live(table, snapshot, partitions)
     problems = [p for found in map_parallel(check, entries) for p in found]
     return IndexReport(not problems, len(entries), problems)
 
 
-def _verify_hash_index(table: TableStore, snapshot: Snapshot) -> IndexReport:
+def _verify_hash_index(table: TableStore, snapshot: Snapshot, partitions: Partitions) -> IndexReport:
     """The HASH files of a dynamic-bucket table against where each key's rows are."""
     schema = table.schema
     hash_files = {
         (e.partition, e.bucket): e.index_file
-        for e in table.index_entries(snapshot)
+        for e in _indexes(table, snapshot, partitions)
         if e.index_file.index_type == hash_index.HASH_INDEX
     }
     files: dict[tuple[bytes, int], list] = {}
-    for e in table.live_entries(snapshot):
+    for e in _live(table, snapshot, partitions):
         files.setdefault((e.partition, e.bucket), []).append(e.file)
     key = list(schema.trimmed_primary_keys)
     key_types = [f.type for f in schema.fields_named(key)]
@@ -176,20 +197,23 @@ def _verify_hash_index(table: TableStore, snapshot: Snapshot) -> IndexReport:
     return IndexReport(not problems, len(hash_files), problems)
 
 
-def verify_primary_key(table: TableStore, snapshot_id: int | None = None) -> IndexReport:
-    """Check that a read of the snapshot shows every primary key once."""
+def verify_primary_key(
+    table: TableStore, snapshot_id: int | None = None, partitions: Partitions = None
+) -> IndexReport:
+    """Check that a read of the snapshot (of ``partitions``, default all) shows every primary key
+    once."""
     schema = table.schema
     if not schema.primary_keys:
         return IndexReport(True, 0)
     snap, view = table.travel(snapshot_id)
-    plan = scan.plan(view, snap)
+    splits = _in(table, scan.plan(view, snap).splits, partitions)
     columns = list(dict.fromkeys([*schema.primary_keys, *schema.partition_keys]))
     key = list(schema.primary_keys) if schema.cross_partition_update else columns
-    rows = TableRead(table, columns).read(plan.splits)
+    rows = TableRead(table, columns).read(splits)
     keys = comparable_keys(rows, key).append_column("_row", pa.array(np.arange(rows.num_rows)))
     counts = keys.group_by(key, use_threads=False).aggregate([([], "count_all"), ("_row", "min")])
     repeated = counts.filter(pc.greater(counts.column("count_all"), 1))
-    files = sum(len(s.files) for s in plan.splits)
+    files = sum(len(s.files) for s in splits)
     if repeated.num_rows == 0:
         return IndexReport(True, files)
     shown = rows.select(key).take(repeated.column("_row_min").slice(0, _SHOWN)).to_pylist()

@@ -63,6 +63,18 @@ class Split:
     def row_count(self) -> int:
         return sum(f.row_count for f in self.files)
 
+    @property
+    def merged_row_count(self) -> int | None:
+        """The rows a read of the split returns, when the metadata alone tells: a raw-convertible
+        split whose deletion vectors record their cardinality (Java's ``DataSplit.mergedRowCount``);
+        None when only merging the files would tell."""
+        if not self.raw_convertible or self.selections and any(s is not None for s in self.selections):
+            return None
+        deleted = [d.range.cardinality for d in self.deletions if d is not None]
+        if any(c is None for c in deleted):
+            return None
+        return self.row_count - sum(deleted)
+
 
 @dataclass(frozen=True)
 class Plan:

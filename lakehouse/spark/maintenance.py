@@ -59,13 +59,15 @@ def compact(
     partitions: Partitions = None,
     warehouse: str | None = None,
     options: Mapping[str, str] | None = None,
+    commit_user: str | None = None,
 ) -> Compaction:
     """``Table.compact`` with the buckets compacted by Spark tasks."""
     target = _table(table, warehouse, options)
     buckets = compaction_buckets(target, partitions)
     written = WriteJob(target)
     messages = written.run(spark, buckets, lambda share, names: compact_buckets(target, share, full, names))
-    return written.commit(lambda: commit_compaction(target, [m for found in messages for m in found]))
+    found = [m for share in messages for m in share]
+    return written.commit(lambda: commit_compaction(target, found, commit_user))
 
 
 def rewrite_file_index(
@@ -75,13 +77,14 @@ def rewrite_file_index(
     partitions: Partitions = None,
     warehouse: str | None = None,
     options: Mapping[str, str] | None = None,
+    commit_user: str | None = None,
 ) -> IndexRewrite:
     """``Table.rewrite_file_index`` with the data files' indexes built by Spark tasks."""
     target = _table(table, warehouse, options)
     entries = index_rewrite_entries(target, partitions)
     written = WriteJob(target)
     changes = written.run(spark, entries, functools.partial(rewrite_indexes, target))
-    return written.commit(lambda: commit_index_rewrite(target, changes, len(entries)))
+    return written.commit(lambda: commit_index_rewrite(target, changes, len(entries), commit_user))
 
 
 def expire_snapshots(

@@ -47,6 +47,9 @@ def partition_spec(schema: TableSchema, table: str, spec: Mapping[str, Any], wha
     return out
 
 
+Partitions = Mapping[str, Any] | Iterable[Mapping[str, Any]] | None  # one spec, several, None: all
+
+
 def partition_values(schema: TableSchema, partition: bytes) -> dict[str, Any]:
     """Partition key -> physical value of a serialized partition row."""
     values = binary_row.decode_row(binary_row.deserialize(partition)[1], schema.partition_types())
@@ -66,13 +69,7 @@ def partition_filter(
     return matches
 
 
-def in_partitions(
-    schema: TableSchema,
-    table: str,
-    entries: list,
-    partitions: Mapping[str, Any] | Iterable[Mapping[str, Any]] | None,
-    what: str,
-) -> list:
+def in_partitions(schema: TableSchema, table: str, entries: list, partitions: Partitions, what: str) -> list:
     """The manifest entries in any of ``partitions`` (one spec or several; None: all)."""
     if partitions is None:
         return entries

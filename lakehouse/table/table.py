@@ -33,6 +33,7 @@ from lakehouse.read.changes import read_changes
 from lakehouse.read.table_read import TableRead
 from lakehouse.schema import SchemaManager, TableSchema
 from lakehouse.snapshot import Snapshot, SnapshotManager
+from lakehouse.store.partitions import Partitions, partition_values
 from lakehouse.store.table_store import TableStore
 from lakehouse.store.tags import create_tag, delete_tag, list_tags
 from lakehouse.table.validation import check_mechanisms
@@ -157,13 +158,20 @@ class Table:
         millis, default the system clock) stamps their commit time."""
         return TableCommit(self.store, commit_user, clock)
 
-    def write(self, data: pa.Table | pa.RecordBatchReader, overwrite: Overwrite = None) -> int | None:
+    def write(
+        self,
+        data: pa.Table | pa.RecordBatchReader,
+        overwrite: Overwrite = None,
+        *,
+        commit_user: str | None = None,
+    ) -> int | None:
         """Write ``data`` as exactly one new snapshot and return its id (None if ``data`` is empty).
 
         ``overwrite=True`` replaces the whole table, ``overwrite={"dt": ...}`` one partition,
-        ``overwrite="dynamic"`` the partitions present in ``data``.
+        ``overwrite="dynamic"`` the partitions present in ``data``; ``commit_user``: the snapshot's
+        commit user (default a fresh one), which tells a writer's snapshots apart.
         """
-        committer = self.new_commit()
+        committer = self.new_commit(commit_user)
         committer.check_overwrite(overwrite)
         scope = WriteScope()
         writer = self.new_write(overwrite=bool(overwrite), names=scope.namer())
@@ -218,35 +226,67 @@ class Table:
         snap, view = self.store.travel(snapshot_id, timestamp_ms, tag)
         return TableRead(view, columns, filter).read(scan.plan(view, snap, filter).splits)
 
+    def row_count(self, filter: Predicate | None = None, snapshot_id: int | None = None) -> int:
+        """The exact number of rows a read returns (of the partitions ``filter`` selects: a filter
+        on partition keys only keeps it exact)."""
+        return sum(self.partition_row_counts(filter, snapshot_id).values())
+
+    def partition_row_counts(
+        self, filter: Predicate | None = None, snapshot_id: int | None = None
+    ) -> dict[tuple, int]:
+        """The exact rows of each partition (its values in partition-key order) a read returns.
+        Counted from file metadata and deletion-vector cardinalities where a split needs no merge;
+        the other splits are merged on their key columns only, one split at a time."""
+        snap, view = self.store.travel(snapshot_id, None, None)
+        reader = TableRead(view, self.primary_keys or self.arrow_schema.names[:1], None)
+        counts: dict[bytes, int] = {}
+        for split in scan.plan(view, snap, filter).splits:
+            rows = split.merged_row_count
+            counts[split.partition] = counts.get(split.partition, 0) + (
+                reader.read_split(split).num_rows if rows is None else rows
+            )
+        return {tuple(partition_values(view.schema, p).values()): n for p, n in counts.items()}
+
     # ---- maintenance ---------------------------------------------------------------------
 
     def compact(
-        self, full: bool = False, partitions: list[Mapping[str, Any]] | Mapping[str, Any] | None = None
+        self,
+        full: bool = False,
+        partitions: list[Mapping[str, Any]] | Mapping[str, Any] | None = None,
+        *,
+        commit_user: str | None = None,
     ):
         """Compact primary-key buckets (universal compaction; ``full``: each bucket into one run
         at the highest level) as one COMPACT snapshot; returns a :class:`Compaction` report."""
-        return compact(self.store, full, partitions)
+        return compact(self.store, full, partitions, commit_user)
 
-    def rewrite_file_index(self, partitions: list[Mapping[str, Any]] | Mapping[str, Any] | None = None):
+    def rewrite_file_index(
+        self,
+        partitions: list[Mapping[str, Any]] | Mapping[str, Any] | None = None,
+        *,
+        commit_user: str | None = None,
+    ):
         """Build or refresh file indexes per the current options; data files are not rewritten."""
-        return rewrite_file_index(self.store, partitions)
+        return rewrite_file_index(self.store, partitions, commit_user)
 
-    def verify_file_indexes(self, snapshot_id: int | None = None, commit_user: str | None = None):
-        """Check every file index of a snapshot (default latest) against its data; ``commit_user``:
-        only the files that user's commits added."""
-        return verify_file_indexes(self.store, snapshot_id, commit_user)
+    def verify_file_indexes(
+        self, snapshot_id: int | None = None, commit_user: str | None = None, *, partitions: Partitions = None
+    ):
+        """Check every file index of a snapshot (default latest; of ``partitions``, default all)
+        against its data; ``commit_user``: only the files that user's commits added."""
+        return verify_file_indexes(self.store, snapshot_id, commit_user, partitions)
 
-    def verify_deletion_vectors(self, snapshot_id: int | None = None):
+    def verify_deletion_vectors(self, snapshot_id: int | None = None, *, partitions: Partitions = None):
         """Check every deletion vector of a snapshot against its data file."""
-        return verify_deletion_vectors(self.store, snapshot_id)
+        return verify_deletion_vectors(self.store, snapshot_id, partitions)
 
-    def verify_buckets(self, snapshot_id: int | None = None):
+    def verify_buckets(self, snapshot_id: int | None = None, *, partitions: Partitions = None):
         """Check that every row is in its bucket (fixed: by hash; dynamic: by the HASH files)."""
-        return verify_buckets(self.store, snapshot_id)
+        return verify_buckets(self.store, snapshot_id, partitions)
 
-    def verify_primary_key(self, snapshot_id: int | None = None):
+    def verify_primary_key(self, snapshot_id: int | None = None, *, partitions: Partitions = None):
         """Check that every primary key is visible once."""
-        return verify_primary_key(self.store, snapshot_id)
+        return verify_primary_key(self.store, snapshot_id, partitions)
 
     def lsm_shape(self, snapshot_id: int | None = None):
         """Per bucket: files per level, sorted runs, size amplification, compaction due."""

@@ -17,7 +17,6 @@ from dagster import (
     DagsterInstance,
     SensorResult,
     SkipReason,
-    build_asset_check_context,
     build_sensor_context,
     materialize,
 )
@@ -25,9 +24,9 @@ from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PART
 
 from assets.definitions import PIPELINE, defs
 from assets.orders import TABLES, order_events
-from lakehouse import Catalog
+from lakehouse import Catalog, col
 from lakehouse.bucket import hash_index
-from lakehouse.dagster.checks import index_check
+from lakehouse.dagster.checks import index_result
 from lakehouse.dagster.maintenance import compact_job, expire_job
 from lakehouse.dagster.resources import LakehouseResource, SparkResource
 from lakehouse.fileindex import bitmap, format
@@ -80,14 +79,30 @@ def test_definitions_load():
 
 def test_the_graph_materializes_with_metadata_and_passing_checks(lakehouse):
     warehouse, runs = lakehouse
-    for run in runs.values():
+    catalog = Catalog(warehouse)
+    for day, run in runs.items():
         assert run.success
-        assert all(c.passed for c in run.get_asset_check_evaluations())
+        evaluations = run.get_asset_check_evaluations()
+        assert evaluations and all(c.passed and c.partition == day for c in evaluations)
+        assert all(c.target_materialization_data is not None for c in evaluations)
         metadata = {m.asset_key.to_user_string(): m.metadata for m in _materializations(run)}
         assert set(metadata) == {"ods/orders", "dwd/orders", "dws/user_daily", "dws/order_wide"}
-        for values in metadata.values():
-            assert {"snapshot_id", "rows_written", "total_rows", "data_files", "bytes"} <= set(values)
-    catalog = Catalog(warehouse)
+        for key, values in metadata.items():
+            assert {"snapshot_id", "rows_written", "data_files", "bytes", "dagster/row_count",
+                    "dagster/partition_row_count", "dagster/column_schema"} <= set(values)  # fmt: skip
+            name = key.replace("/", ".")
+            assert values["dagster/table_name"].value == name
+            assert values["dagster/uri"].value.startswith("file://")
+            assert values["rows_written"].value > 0
+            table = catalog.get_table(name)
+            day_rows = table.read(filter=col("dt") == day, snapshot_id=values["snapshot_id"].value).num_rows
+            assert values["dagster/partition_row_count"].value == day_rows
+            assert (
+                values["dagster/row_count"].value
+                == table.read(snapshot_id=values["snapshot_id"].value).num_rows
+            )
+            columns = values["dagster/column_schema"].value.columns
+            assert [c.name for c in columns] == table.arrow_schema.names
     events = [order_events(day) for day in DAYS]
     assert catalog.get_table("ods.orders").read().num_rows == sum(e.num_rows for e in events)
     # dwd: every order once, in the state of its last event; cancelled orders deleted
@@ -141,6 +156,15 @@ def test_a_backfill_is_one_run_with_one_commit_per_table(lakehouse, tmp_path):
         kinds = [table.snapshot(i).commit_kind for i in table.snapshots.snapshot_ids()]
         assert len([k for k in kinds if k != CommitKind.COMPACT]) == 1, (name, kinds)
     assert all(policy.max_partitions_per_run is None for policy in _backfill_policies())
+    # each day gets its own check evaluations and exact row counts
+    evaluated = Counter(
+        (c.asset_key.to_user_string(), c.check_name, c.partition) for c in run.get_asset_check_evaluations()
+    )
+    assert set(evaluated.values()) == {1} and {p for *_, p in evaluated} == set(DAYS)
+    for m in _materializations(run):
+        table = backfilled.get_table(m.asset_key.to_user_string().replace("/", "."))
+        day_rows = table.read(filter=col("dt") == m.partition).num_rows
+        assert m.metadata["dagster/partition_row_count"].value == day_rows, m.asset_key
 
 
 def _backfill_policies() -> list:
@@ -179,8 +203,16 @@ def test_compaction_sensor_requests_exactly_the_partitions_over_threshold(copy):
         done = compact_job.execute_in_process(run_config=request.run_config, instance=instance,
                                               resources=resources(copy))  # fmt: skip
     assert done.success
+    compacted = wide.refresh().snapshot()
+    assert compacted.commit_kind == CommitKind.COMPACT and compacted.commit_user == f"dagster-{done.run_id}"
     assert isinstance(sensor(context), SkipReason)
     assert not any(s.needs_compaction for s in wide.refresh().lsm_shape())
+    observed = [
+        e.event_specific_data.asset_observation
+        for e in done.all_events
+        if e.event_type_value == "ASSET_OBSERVATION"
+    ]
+    assert all(v.value >= 0 for o in observed for v in o.metadata.values() if isinstance(v.value, int))
 
 
 def test_expire_job_expires_snapshots_and_removes_orphans(copy):
@@ -205,7 +237,7 @@ def test_a_failing_dwd_check_blocks_the_downstream_tables(copy, monkeypatch):
     from lakehouse.table.table import Table
 
     failing = IndexReport(False, 1, ["injected: a key visible twice"])
-    monkeypatch.setattr(Table, "verify_primary_key", lambda self, snapshot_id=None: failing)
+    monkeypatch.setattr(Table, "verify_primary_key", lambda self, snapshot_id=None, partitions=None: failing)
     run = materialize([*defs.assets, *defs.asset_checks], resources=resources(copy), partition_key=DAYS[1],
                       raise_on_error=False)  # fmt: skip
     written = {m.asset_key.to_user_string() for m in _materializations(run)}
@@ -225,9 +257,7 @@ def _index_container(table, nth: int = 0) -> tuple[Path, dict]:
 
 
 def _check(copy: str):
-    result = index_check(SPECS["dwd.orders"])(
-        build_asset_check_context(), lakehouse=LakehouseResource(warehouse=copy)
-    )
+    result = index_result(Catalog(copy).get_table("dwd.orders"))
     return result.passed, result.metadata["problems"].value
 
 
@@ -258,13 +288,12 @@ def test_an_edited_bitmap_fails_the_index_check(copy):
 def test_an_index_configured_after_the_files_is_a_warning_until_rewritten(copy):
     table = Catalog(copy).get_table("dwd.orders")
     table.set_options({"file-index.bloom-filter.columns": "user_id,order_id"})
-    check = index_check(SPECS["dwd.orders"])
-    stale = check(build_asset_check_context(), lakehouse=LakehouseResource(warehouse=copy))
+    stale = index_result(table)
     assert not stale.passed and stale.severity == AssetCheckSeverity.WARN  # downstream still runs
     assert stale.metadata["problems"].value == [] and stale.metadata["file_indexes_coverage"].value < 1
     assert all("order_id" in m for m in stale.metadata["file_indexes_missing"].value)
     table.rewrite_file_index()
-    rewritten = check(build_asset_check_context(), lakehouse=LakehouseResource(warehouse=copy))
+    rewritten = index_result(table.refresh())
     assert rewritten.passed and rewritten.metadata["file_indexes_coverage"].value == 1.0
 
 
