@@ -46,7 +46,7 @@ def build_definitions(
             ScheduleDefinition(name="nightly_expiration", job=expire_job, cron_schedule="0 3 * * *"),
         ],
         sensors=[
-            *(snapshot_sensor(s, downstream[s.name], partitions) for s in specs),
+            *(snapshot_sensor(s, downstream[s.name]) for s in specs),
             compaction_sensor(specs),
         ],
         resources=dict(resources or {"lakehouse": LakehouseResource(), "spark": SparkResource()}),

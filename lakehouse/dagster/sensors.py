@@ -1,9 +1,11 @@
 """Sensors over the warehouse's snapshot files.
 
 - A snapshot sensor per table: the cursor is the last snapshot id seen. A new snapshot that
-  Dagster did not commit (another Spark job, pypaimon, Flink) is recorded as an observation of
-  the table's asset and, when it changed data, requests the downstream assets for the days it
-  touched; run keys name the table, snapshot and day, so nothing runs twice.
+  Dagster did not commit (another Spark job, pypaimon, Flink; Dagster's runs and maintenance
+  commit as ``dagster-<run id>``) is recorded as an observation of the table's asset and, when
+  it changed data, requests every asset downstream of it - transitively, through the asset
+  graph's partition mappings - for the days it touched, one run per day; run keys name the
+  table, snapshots and day, so nothing runs twice.
 - The compaction sensor: reads each primary-key table's LSM shape in its latest snapshot and
   requests a compaction run for exactly the partitions whose buckets universal compaction would
   pick (sorted runs, size amplification, size ratio, as the table's options set them).
@@ -15,7 +17,6 @@ from dagster import (
     AssetKey,
     AssetObservation,
     AssetSelection,
-    DailyPartitionsDefinition,
     DefaultSensorStatus,
     MetadataValue,
     RunRequest,
@@ -26,6 +27,10 @@ from dagster import (
     sensor,
 )
 
+# the graph a sensor's repository resolves: how a partition of one table maps to partitions of
+# every table downstream
+from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
+
 from lakehouse import Table
 from lakehouse.dagster.factory import COMMIT_USER_PREFIX
 from lakehouse.dagster.maintenance import compact_job, compact_run_config
@@ -33,7 +38,7 @@ from lakehouse.dagster.metadata import partitions_touched
 from lakehouse.dagster.resources import LakehouseResource
 from lakehouse.dagster.spec import PARTITION_COLUMN, TableSpec
 from lakehouse.errors import LakehouseError
-from lakehouse.snapshot import CommitKind
+from lakehouse.snapshot import CommitKind, Snapshot
 
 
 def _table(lakehouse: LakehouseResource, name: str) -> Table | None:
@@ -43,17 +48,16 @@ def _table(lakehouse: LakehouseResource, name: str) -> Table | None:
         return None  # not created yet
 
 
-def snapshot_sensor(
-    spec: TableSpec, downstream: Sequence[AssetKey], partitions: DailyPartitionsDefinition
-) -> SensorDefinition:
+def snapshot_sensor(spec: TableSpec, children: Sequence[AssetKey]) -> SensorDefinition:
     """Watch one table's snapshots for commits made outside Dagster."""
 
     @sensor(
         name=f"{spec.name.replace('.', '_')}_snapshots",
         minimum_interval_seconds=30,
-        asset_selection=AssetSelection.assets(*downstream) if downstream else None,
+        asset_selection=AssetSelection.assets(*children).downstream() if children else None,
         default_status=DefaultSensorStatus.RUNNING,
-        description=f"New snapshots of {spec.name} committed outside Dagster",
+        description=f"New snapshots of {spec.name} committed outside Dagster: every downstream table "
+        "is refreshed for the days they touched",
     )
     def _sensor(context: SensorEvaluationContext, lakehouse: LakehouseResource):
         table = _table(lakehouse, spec.name)
@@ -63,37 +67,68 @@ def snapshot_sensor(
         seen = int(context.cursor) if context.cursor else 0
         if latest <= seen:
             return SkipReason(f"no snapshot after {seen}")
-        observations, requests = [], []
-        known_days = set(partitions.get_partition_keys())
-        for snapshot_id in range(seen + 1, latest + 1):
-            if not table.snapshots.exists(snapshot_id):
-                continue  # expired in between
-            snap = table.snapshot(snapshot_id)
-            if snap.commit_user.startswith(COMMIT_USER_PREFIX):
-                continue
-            touched = partitions_touched(table, snap)
-            observations.append(
-                AssetObservation(
-                    spec.key,
-                    metadata={
-                        "snapshot_id": MetadataValue.int(snap.id),
-                        "commit_user": MetadataValue.text(snap.commit_user),
-                        "commit_kind": MetadataValue.text(snap.commit_kind.value),
-                        "rows_changed": MetadataValue.int(snap.delta_record_count),
-                        "total_rows": MetadataValue.int(snap.total_record_count),
-                        "partitions_touched": MetadataValue.json(touched),
-                    },
-                )
+        foreign = [
+            snap
+            for snapshot_id in range(seen + 1, latest + 1)
+            if table.snapshots.exists(snapshot_id)  # else expired in between
+            and not (snap := table.snapshot(snapshot_id)).commit_user.startswith(COMMIT_USER_PREFIX)
+        ]
+        if not foreign:
+            return SensorResult(
+                skip_reason=f"snapshots {seen + 1}..{latest} were Dagster's own", cursor=str(latest)
             )
-            if snap.commit_kind == CommitKind.COMPACT or not downstream:
-                continue
-            days = sorted({str(p.get(PARTITION_COLUMN)) for p in touched} & known_days)
-            tags = {"table": spec.name, "snapshot": str(snap.id)}
-            for day in days:
-                requests.append(RunRequest(f"{spec.name}:{snap.id}:{day}", partition_key=day, tags=tags))
-        return SensorResult(run_requests=requests, asset_events=observations, cursor=str(latest))
+        observations, days = [], set()
+        for snap in foreign:
+            touched = partitions_touched(table, snap)
+            observations.append(_observation(spec, snap, touched))
+            if snap.commit_kind != CommitKind.COMPACT:
+                days |= {str(p.get(PARTITION_COLUMN)) for p in touched} if spec.daily else {None}
+        ids = f"{foreign[0].id}..{foreign[-1].id}"
+        requests = [] if not children else _refreshes(context.repository_def.asset_graph, spec, days, ids)
+        reason = (
+            None if requests else f"recorded snapshots {ids} of {spec.name}: nothing downstream to refresh"
+        )
+        return SensorResult(run_requests=requests, asset_events=observations, cursor=str(latest),
+                            skip_reason=reason)  # fmt: skip
 
     return _sensor
+
+
+def _observation(spec: TableSpec, snap: Snapshot, touched: list[dict]) -> AssetObservation:
+    """A foreign snapshot as an observation of the table's asset."""
+    return AssetObservation(
+        spec.key,
+        metadata={
+            "snapshot_id": MetadataValue.int(snap.id),
+            "commit_user": MetadataValue.text(snap.commit_user),
+            "commit_kind": MetadataValue.text(snap.commit_kind.value),
+            "rows_changed": MetadataValue.int(snap.delta_record_count),
+            "partitions_touched": MetadataValue.json(touched),
+        },
+    )
+
+
+def _refreshes(graph: BaseAssetGraph, spec: TableSpec, days: set[str | None], ids: str) -> list[RunRequest]:
+    """One run per downstream partition key: every asset downstream of the table (transitively,
+    through the graph's partition mappings) that depends on the touched days."""
+    known = set(graph.get(spec.key).partitions_def.get_partition_keys()) if spec.daily else None
+    touched = [d for d in days if known is None or d in known]
+    frontier = {c for d in touched for c in graph.get_children_partitions(spec.key, d)}
+    reached = set(frontier)
+    while frontier:
+        found = {c for p in frontier for c in graph.get_children_partitions(p.asset_key, p.partition_key)}
+        frontier = found - reached
+        reached |= found
+    by_partition: dict[str | None, set[AssetKey]] = {}
+    for p in reached:
+        by_partition.setdefault(p.partition_key, set()).add(p.asset_key)
+    tags = {"table": spec.name, "snapshots": ids}
+    return [
+        RunRequest(
+            f"{spec.name}:{ids}:{key}", asset_selection=sorted(keys, key=str), partition_key=key, tags=tags
+        )
+        for key, keys in sorted(by_partition.items(), key=lambda kv: str(kv[0]))
+    ]
 
 
 def compaction_sensor(specs: Sequence[TableSpec]) -> SensorDefinition:

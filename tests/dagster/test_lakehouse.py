@@ -5,12 +5,15 @@ the right check fail."""
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute  # noqa: F401
 import pytest
 from dagster import (
     AssetCheckSeverity,
@@ -176,16 +179,47 @@ def test_snapshot_sensor_reacts_to_foreign_commits_once(copy):
     table = Catalog(copy).get_table("ods.orders")
     latest = table.latest_snapshot_id()
     engine = {"lakehouse": LakehouseResource(warehouse=copy)}
-    context = build_sensor_context(cursor=str(latest), resources=engine)
+    context = build_sensor_context(cursor=str(latest), resources=engine, definitions=defs)
     assert isinstance(sensor(context), SkipReason)  # Dagster's own snapshots are not news
     foreign = table.write(order_events(DAYS[1]).slice(0, 5))  # e.g. another Spark job or pypaimon
     result = sensor(context)
     assert isinstance(result, SensorResult) and result.cursor == str(foreign)
-    assert [r.run_key for r in result.run_requests] == [f"ods.orders:{foreign}:{DAYS[1]}"]
-    assert result.run_requests[0].partition_key == DAYS[1]
+    (request,) = result.run_requests
+    assert (
+        request.run_key == f"ods.orders:{foreign}..{foreign}:{DAYS[1]}" and request.partition_key == DAYS[1]
+    )
+    downstream = {"dwd/orders", "dws/user_daily", "dws/order_wide"}  # transitively, not only children
+    assert {k.to_user_string() for k in request.asset_selection} == downstream
     (observation,) = result.asset_events
     assert observation.metadata["snapshot_id"].value == foreign
     assert observation.metadata["rows_changed"].value == 5
+
+
+def test_a_deletion_upstream_reaches_every_downstream_table(copy):
+    """A foreign commit cancels a paid order: the sensor's run removes it from dwd.orders and both
+    dws tables."""
+    catalog = Catalog(copy)
+    ods, wide = catalog.get_table("ods.orders"), catalog.get_table("dws.order_wide")
+    paid = wide.read(filter=(col("dt") == DAYS[1]) & ~col("pay_method").is_null()).slice(0, 1).to_pylist()[0]
+    events = order_events(DAYS[1])
+    last = events.filter(np.asarray(events.column("order_id")) == paid["order_id"]).to_pylist()[-1]
+    cancel = {**last, "event_id": 10**12, "event_type": "cancel", "status": "CANCELLED",
+              "event_time": last["event_time"] + dt.timedelta(minutes=1)}  # fmt: skip
+    ods.write(pa.Table.from_pylist([cancel], schema=ods.arrow_schema))
+    sensor = next(s for s in defs.sensors if s.name == "ods_orders_snapshots")
+    context = build_sensor_context(cursor=str(ods.latest_snapshot_id() - 1), definitions=defs,
+                                   resources={"lakehouse": LakehouseResource(warehouse=copy)})  # fmt: skip
+    (request,) = sensor(context).run_requests
+    selected = [a for a in defs.assets if a.key in request.asset_selection]
+    run = materialize(selected, resources=resources(copy), partition_key=request.partition_key)
+    assert run.success
+    for name in ("dwd.orders", "dws.order_wide"):
+        rows = catalog.get_table(name).read(filter=col("order_id") == paid["order_id"])
+        assert rows.num_rows == 0, name
+    day = col("dt") == DAYS[1]
+    dwd = catalog.get_table("dwd.orders").read(filter=day)
+    daily = catalog.get_table("dws.user_daily").read(filter=day)
+    assert pa.compute.sum(daily.column("order_count")).as_py() == dwd.num_rows
 
 
 def test_compaction_sensor_requests_exactly_the_partitions_over_threshold(copy):
