@@ -16,12 +16,13 @@ from pathlib import Path
 from dagster import DagsterInstance, ExecuteInProcessResult
 
 from assets.definitions import PIPELINE, defs
+from assets.events import recent_days
 from assets.orders import TABLES
 from lakehouse import Catalog
-from lakehouse.dagster.maintenance import compact_job, expire_job, rewrite_index_job
 from resources import default_warehouse
 
-DAYS = ("2024-01-01", "2024-01-02", "2024-01-03")
+DAYS = 3  # the days up to yesterday, the latest partitions (the UI's default window shows them)
+MAINTENANCE = ("compact_job", "rewrite_index_job", "expire_job")
 INSTANCE = Path(__file__).resolve().parents[1] / "dagster.yaml"  # the instance settings make dev uses
 
 
@@ -44,7 +45,7 @@ def _timed(label: str, run: Callable[[], ExecuteInProcessResult]) -> ExecuteInPr
     return result
 
 
-def main(days: int = len(DAYS)) -> None:
+def main(days: int = DAYS) -> None:
     warehouse = default_warehouse()
     catalog = Catalog(warehouse)
     for spec in TABLES:
@@ -54,7 +55,7 @@ def main(days: int = len(DAYS)) -> None:
     print(f"warehouse {where}, DAGSTER_HOME {os.environ['DAGSTER_HOME']}")
     pipeline = defs.resolve_job_def(PIPELINE)
     checks: dict[str, bool] = {}
-    for day in DAYS[:days]:
+    for day in recent_days(days):
         run = _timed(
             f"materialize every table for {day}",
             lambda d=day: pipeline.execute_in_process(partition_key=d, instance=instance),
@@ -63,6 +64,7 @@ def main(days: int = len(DAYS)) -> None:
             name = f"{evaluation.asset_key.to_user_string()}:{evaluation.check_name}"
             checks[name] = checks.get(name, True) and evaluation.passed
     resources = dict(defs.resources)
+    compact_job, rewrite_index_job, expire_job = (defs.resolve_job_def(j) for j in MAINTENANCE)
     for spec in TABLES:
         if spec.primary_keys:
             config = {"ops": {"compact_table": {"config": {"table": spec.name, "full": True}}}}
@@ -79,7 +81,7 @@ def main(days: int = len(DAYS)) -> None:
         table = catalog.get_table(spec.name)
         snapshots, rows = len(table.snapshots.snapshot_ids()), table.read().num_rows
         print(f"{spec.name:<16} {snapshots:>9} {rows:>7} {len(table.live_entries()):>6}")
-    print(f"\nsteps of the {DAYS[days - 1]} run")
+    print(f"\nsteps of the {day} run")
     for stat in instance.get_run_step_stats(run.run_id):
         if stat.end_time is not None and stat.start_time is not None:
             print(f"  {stat.step_key:<40} {stat.end_time - stat.start_time:5.1f} s")
@@ -90,5 +92,5 @@ def main(days: int = len(DAYS)) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--days", type=int, default=len(DAYS), choices=range(1, len(DAYS) + 1))
+    parser.add_argument("--days", type=int, default=DAYS, choices=range(1, 31))
     main(parser.parse_args().days)

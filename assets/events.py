@@ -14,24 +14,36 @@ import pyarrow.compute as pc
 PRICE = pa.decimal128(10, 2)
 ORDERS_PER_DAY = int(os.environ.get("LAKEHOUSE_EXAMPLE_ORDERS_PER_DAY", "400"))  # bench: 100,000
 USERS = 50
-START = "2024-01-01"
+START = "2026-01-01"  # the example's first day (its daily partitions start here)
+EPOCH = dt.date(2020, 1, 1)  # day numbers seed the generator: a day's events never depend on START
 
 
-def table_schema(*fields: tuple[str, pa.DataType, bool]) -> pa.Schema:
-    """An Arrow schema of (name, type, nullable) fields."""
-    return pa.schema([pa.field(name, dtype, nullable=nullable) for name, dtype, nullable in fields])
+def recent_days(count: int) -> list[str]:
+    """The ``count`` days up to yesterday (UTC): complete days, the latest partitions the UI shows."""
+    yesterday = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)
+    return [str(yesterday - dt.timedelta(days=count - 1 - i)) for i in range(count)]
+
+
+def table_schema(*fields: tuple[str, pa.DataType, bool, str]) -> pa.Schema:
+    """An Arrow schema of (name, type, nullable, description) fields."""
+    return pa.schema(
+        [
+            pa.field(name, dtype, nullable=nullable, metadata={"description": text})
+            for name, dtype, nullable, text in fields
+        ]
+    )
 
 
 EVENTS = table_schema(
-    ("event_id", pa.int64(), False),
-    ("order_id", pa.int64(), False),
-    ("user_id", pa.int64(), False),
-    ("event_type", pa.string(), False),  # create, update, pay, cancel
-    ("status", pa.string(), False),
-    ("price", PRICE, False),  # the order's price when the event happened
-    ("pay_method", pa.string(), True),
-    ("event_time", pa.timestamp("us"), False),
-    ("dt", pa.string(), False),
+    ("event_id", pa.int64(), False, "unique per event"),
+    ("order_id", pa.int64(), False, "the order the event is about"),
+    ("user_id", pa.int64(), False, "who placed the order"),
+    ("event_type", pa.string(), False, "create, update, pay or cancel"),
+    ("status", pa.string(), False, "the order's status after the event"),
+    ("price", PRICE, False, "the order's price when the event happened"),
+    ("pay_method", pa.string(), True, "card, wallet or transfer (pay events)"),
+    ("event_time", pa.timestamp("us"), False, "when the event happened"),
+    ("dt", pa.string(), False, "the day of the event (partition)"),
 )
 
 
@@ -44,7 +56,7 @@ def _price(cents: np.ndarray) -> pa.Array:
 def order_events(day: str, orders: int = ORDERS_PER_DAY) -> pa.Table:
     """The events of one day, the same every time for the same day: every order is created; about
     40% are then updated, 60% paid and 10% cancelled, in that order."""
-    index = (dt.date.fromisoformat(day) - dt.date.fromisoformat(START)).days
+    index = (dt.date.fromisoformat(day) - EPOCH).days
     rng = np.random.default_rng(index)
     order_id = index * 1_000_000 + np.arange(orders, dtype=np.int64)
     user_id = rng.integers(0, USERS, orders, dtype=np.int64)

@@ -29,25 +29,25 @@ TARGET_BUCKET_ROWS = max(150, ORDERS_PER_DAY // 3)  # dwd.orders: about three dy
 
 
 ORDERS = table_schema(
-    ("order_id", pa.int64(), False),
-    ("dt", pa.string(), False),
-    ("user_id", pa.int64(), True),
-    ("status", pa.string(), True),
-    ("price", PRICE, True),
-    ("updated_at", pa.timestamp("us"), True),
+    ("order_id", pa.int64(), False, "the order"),
+    ("dt", pa.string(), False, "the day it was placed (partition)"),
+    ("user_id", pa.int64(), True, "who placed it"),
+    ("status", pa.string(), True, "NEW, CONFIRMED or PAID (cancelled orders are deleted)"),
+    ("price", PRICE, True, "its latest price"),
+    ("updated_at", pa.timestamp("us"), True, "the time of its last event"),
 )
 USER_DAILY = table_schema(
-    ("user_id", pa.int64(), False),
-    ("dt", pa.string(), False),
-    ("order_count", pa.int64(), True),
-    ("total_amount", pa.decimal128(18, 2), True),
-    ("max_price", PRICE, True),
+    ("user_id", pa.int64(), False, "the user"),
+    ("dt", pa.string(), False, "the day (partition)"),
+    ("order_count", pa.int64(), True, "live orders placed that day (sum)"),
+    ("total_amount", pa.decimal128(18, 2), True, "their prices summed (sum)"),
+    ("max_price", PRICE, True, "the highest price (max)"),
 )
 ORDER_WIDE = table_schema(
-    *[(f.name, f.type, f.nullable) for f in ORDERS],
-    ("pay_method", pa.string(), True),
-    ("amount_paid", PRICE, True),
-    ("paid_at", pa.timestamp("us"), True),
+    *[(f.name, f.type, f.nullable, f.metadata[b"description"].decode()) for f in ORDERS],
+    ("pay_method", pa.string(), True, "how it was paid (the payments stream)"),
+    ("amount_paid", PRICE, True, "the amount paid"),
+    ("paid_at", pa.timestamp("us"), True, "when it was paid; sequences the payment columns"),
 )
 
 

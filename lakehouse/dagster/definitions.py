@@ -19,7 +19,7 @@ from dagster import (
 
 from lakehouse.dagster.checks import table_checks
 from lakehouse.dagster.factory import table_asset
-from lakehouse.dagster.maintenance import compact_job, expire_job, rewrite_index_job
+from lakehouse.dagster.maintenance import maintenance_jobs
 from lakehouse.dagster.resources import LakehouseResource, SparkResource
 from lakehouse.dagster.sensors import compaction_sensor, snapshot_sensor
 from lakehouse.dagster.spec import TableSpec
@@ -36,18 +36,19 @@ def build_definitions(
     (default: a ``LakehouseResource`` and a ``SparkResource``) under the keys ``lakehouse`` and
     ``spark``."""
     pipeline = define_asset_job(PIPELINE, selection=AssetSelection.all())
+    maintenance = maintenance_jobs([s.name for s in specs])
     downstream = {s.name: [d.key for d in specs if s.name in d.upstream] for s in specs}
     return Definitions(
         assets=[table_asset(s, partitions) for s in specs],
         asset_checks=[c for s in specs for c in table_checks(s, partitions)],
-        jobs=[pipeline, compact_job, rewrite_index_job, expire_job],
+        jobs=[pipeline, *maintenance],
         schedules=[
             build_schedule_from_partitioned_job(pipeline, hour_of_day=1),
-            ScheduleDefinition(name="nightly_expiration", job=expire_job, cron_schedule="0 3 * * *"),
+            ScheduleDefinition(name="nightly_expiration", job=maintenance.expire, cron_schedule="0 3 * * *"),
         ],
         sensors=[
             *(snapshot_sensor(s, downstream[s.name]) for s in specs),
-            compaction_sensor(specs),
+            compaction_sensor(specs, maintenance.compact),
         ],
         resources=dict(resources or {"lakehouse": LakehouseResource(), "spark": SparkResource()}),
         # every job, the asset jobs of backfills and UI launches included, runs its steps in one

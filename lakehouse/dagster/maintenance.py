@@ -3,14 +3,19 @@
 orphan-file cleanup. Each op reports what it did as metadata and records an observation on the
 table's asset: the table's state in the series materializations share, what the op did in its
 own. Their snapshots are committed as the run's commit user, like materializations, so the
-snapshot sensors know them for Dagster's."""
+snapshot sensors know them for Dagster's. The run config names tables from an enum of the known
+tables, so the launchpad offers them and refuses a typo before the run starts."""
 
 import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from dagster import (
     AssetObservation,
     Config,
+    JobDefinition,
     MetadataValue,
     OpExecutionContext,
     Output,
@@ -24,107 +29,130 @@ from lakehouse.dagster.resources import LakehouseResource, SparkResource
 from lakehouse.dagster.spec import asset_key
 
 
-class TableConfig(Config):
-    table: str  # "db.table"
-    partitions: list[dict[str, str]] | None = None  # None: every partition
-
-
-class CompactConfig(TableConfig):
-    full: bool = False
-
-
-class ExpireConfig(Config):
-    tables: list[str] | None = None  # None: every table of the warehouse
-    orphan_min_age_ms: int | None = None  # orphan files younger than this stay (default one day)
-
-
 def _observe(context: OpExecutionContext, lakehouse: LakehouseResource, table: str, did: dict[str, Any]):
     """Record on the table's asset what the op did and the table's state after it."""
     metadata = {**table_metadata(lakehouse.table(table)), **did}
     context.log_event(AssetObservation(asset_key(table), metadata=metadata))
 
 
-@op(description="Compact a table's buckets (universal, or full) as a Spark job")
-def compact_table(context: OpExecutionContext, config: CompactConfig, lakehouse: LakehouseResource,
-                  spark: SparkResource):  # fmt: skip
-    from lakehouse.spark import compact
-
-    done = compact(spark.spark_session, config.table, full=config.full, partitions=config.partitions,
-                   warehouse=lakehouse.warehouse, options=lakehouse.storage(),
-                   commit_user=commit_user(context.run_id))  # fmt: skip
-    did = {
-        "snapshot_id": MetadataValue.int(done.snapshot_id or 0),
-        "buckets_compacted": MetadataValue.int(done.buckets),
-        "files_rewritten": MetadataValue.int(done.files_before),
-        "files_written": MetadataValue.int(done.files_after),
-        "bytes_before": MetadataValue.int(done.bytes_before),
-        "bytes_after": MetadataValue.int(done.bytes_after),
-    }
-    _observe(context, lakehouse, config.table, did)
-    return Output(did, metadata=did)
+def _ints(values: dict[str, int]) -> dict[str, MetadataValue]:
+    return {k: MetadataValue.int(v) for k, v in values.items()}
 
 
-@op(description="Build or refresh a table's file indexes as a Spark job (data files untouched)")
-def rewrite_file_index(context: OpExecutionContext, config: TableConfig, lakehouse: LakehouseResource,
-                       spark: SparkResource):  # fmt: skip
-    from lakehouse.spark import rewrite_file_index as rewrite
+@dataclass(frozen=True)
+class MaintenanceJobs:
+    """The maintenance jobs of a set of tables."""
 
-    done = rewrite(spark.spark_session, config.table, partitions=config.partitions,
-                   warehouse=lakehouse.warehouse, options=lakehouse.storage(),
-                   commit_user=commit_user(context.run_id))  # fmt: skip
-    did = {
-        "snapshot_id": MetadataValue.int(done.snapshot_id or 0),
-        "files_checked": MetadataValue.int(done.files_checked),
-        "files_rewritten": MetadataValue.int(done.files_rewritten),
-        "index_bytes_written": MetadataValue.int(done.index_bytes_written),
-    }
-    _observe(context, lakehouse, config.table, did)
-    return Output(did, metadata=did)
+    compact: JobDefinition
+    rewrite_index: JobDefinition
+    expire: JobDefinition
+
+    def __iter__(self) -> Iterator[JobDefinition]:
+        return iter((self.compact, self.rewrite_index, self.expire))
 
 
-@op(description="Expire old snapshots and delete orphan files of every table, as Spark jobs")
-def expire_and_clean(context: OpExecutionContext, config: ExpireConfig, lakehouse: LakehouseResource,
-                     spark: SparkResource):  # fmt: skip
-    from lakehouse.spark import expire_snapshots, remove_orphan_files
+def maintenance_jobs(tables: Sequence[str]) -> MaintenanceJobs:
+    """Compaction, index-rewrite and expiration jobs over ``tables`` (``db.table`` names)."""
+    TableName = Enum("TableName", {t: t for t in tables}, type=str)  # noqa: N806 - a config type
 
-    catalog = lakehouse.catalog()
-    names = config.tables or [f"{db}.{t}" for db in catalog.list_databases() for t in catalog.list_tables(db)]
-    totals = {"snapshots_expired": 0, "files_deleted": 0, "orphan_files_deleted": 0}
-    session, where = spark.spark_session, {"warehouse": lakehouse.warehouse, "options": lakehouse.storage()}
-    age = config.orphan_min_age_ms
-    older = None if age is None else int(time.time() * 1000) - age
-    for name in names:
-        expired = expire_snapshots(session, name, **where)
-        orphans = remove_orphan_files(session, name, older_than_ms=older, **where)
-        did = {
-            "snapshots_expired": MetadataValue.int(expired.snapshots_expired),
-            "files_deleted": MetadataValue.int(expired.files_deleted),
-            "earliest_snapshot_id": MetadataValue.int(expired.earliest_snapshot_id or 0),
-            "orphan_files_deleted": MetadataValue.int(orphans.files),
-            "orphan_bytes_deleted": MetadataValue.int(orphans.bytes),
-        }
-        _observe(context, lakehouse, name, did)
-        totals["snapshots_expired"] += expired.snapshots_expired
-        totals["files_deleted"] += expired.files_deleted
-        totals["orphan_files_deleted"] += orphans.files
-    return Output(totals, metadata={k: MetadataValue.int(v) for k, v in totals.items()})
+    class TableConfig(Config):
+        table: TableName  # type: ignore[valid-type]
+        partitions: list[dict[str, str]] | None = None  # None: every partition
 
+    class CompactConfig(TableConfig):
+        full: bool = False
 
-@job(description="Compact one table (run config: table, partitions, full)")
-def compact_job():
-    compact_table()
+    class ExpireConfig(Config):
+        tables: list[TableName] | None = None  # type: ignore[valid-type]  # None: every table
+        orphan_min_age_ms: int | None = None  # orphan files younger than this stay (default one day)
 
+    @op(description="Compact a table's buckets (universal, or full) as a Spark job")
+    def compact_table(context: OpExecutionContext, config: CompactConfig, lakehouse: LakehouseResource,
+                      spark: SparkResource):  # fmt: skip
+        from lakehouse.spark import compact
 
-@job(description="Rewrite one table's file indexes (run config: table, partitions)")
-def rewrite_index_job():
-    rewrite_file_index()
+        table = config.table.value
+        done = compact(spark.spark_session, table, full=config.full, partitions=config.partitions,
+                       warehouse=lakehouse.warehouse, options=lakehouse.storage(),
+                       commit_user=commit_user(context.run_id))  # fmt: skip
+        did = _ints(
+            {
+                "snapshot_id": done.snapshot_id or 0,
+                "buckets_compacted": done.buckets,
+                "files_rewritten": done.files_before,
+                "files_written": done.files_after,
+                "bytes_before": done.bytes_before,
+                "bytes_after": done.bytes_after,
+            }
+        )
+        _observe(context, lakehouse, table, did)
+        return Output(did, metadata=did)
 
+    @op(description="Build or refresh a table's file indexes as a Spark job (data files untouched)")
+    def rewrite_file_index(context: OpExecutionContext, config: TableConfig, lakehouse: LakehouseResource,
+                           spark: SparkResource):  # fmt: skip
+        from lakehouse.spark import rewrite_file_index as rewrite
 
-@job(description="Expire snapshots and remove orphan files of every table")
-def expire_job():
-    expire_and_clean()
+        table = config.table.value
+        done = rewrite(spark.spark_session, table, partitions=config.partitions,
+                       warehouse=lakehouse.warehouse, options=lakehouse.storage(),
+                       commit_user=commit_user(context.run_id))  # fmt: skip
+        did = _ints(
+            {
+                "snapshot_id": done.snapshot_id or 0,
+                "files_checked": done.files_checked,
+                "files_rewritten": done.files_rewritten,
+                "index_bytes_written": done.index_bytes_written,
+            }
+        )
+        _observe(context, lakehouse, table, did)
+        return Output(did, metadata=did)
+
+    @op(description="Expire old snapshots and delete orphan files of every table, as Spark jobs")
+    def expire_and_clean(context: OpExecutionContext, config: ExpireConfig, lakehouse: LakehouseResource,
+                         spark: SparkResource):  # fmt: skip
+        from lakehouse.spark import expire_snapshots, remove_orphan_files
+
+        catalog = lakehouse.catalog()
+        every = [f"{db}.{t}" for db in catalog.list_databases() for t in catalog.list_tables(db)]
+        names = [t.value for t in config.tables] if config.tables else every
+        totals = {"snapshots_expired": 0, "files_deleted": 0, "orphan_files_deleted": 0}
+        session, where = (
+            spark.spark_session,
+            {"warehouse": lakehouse.warehouse, "options": lakehouse.storage()},
+        )
+        age = config.orphan_min_age_ms
+        older = None if age is None else int(time.time() * 1000) - age
+        for name in names:
+            expired = expire_snapshots(session, name, **where)
+            orphans = remove_orphan_files(session, name, older_than_ms=older, **where)
+            did = {
+                "snapshots_expired": expired.snapshots_expired,
+                "files_deleted": expired.files_deleted,
+                "earliest_snapshot_id": expired.earliest_snapshot_id or 0,
+                "orphan_files_deleted": orphans.files,
+                "orphan_bytes_deleted": orphans.bytes,
+            }
+            _observe(context, lakehouse, name, _ints(did))
+            for key in totals:
+                totals[key] += did[key]
+        return Output(totals, metadata=_ints(totals))
+
+    @job(description="Compact one table (run config: table, partitions, full)")
+    def compact_job():
+        compact_table()
+
+    @job(description="Rewrite one table's file indexes (run config: table, partitions)")
+    def rewrite_index_job():
+        rewrite_file_index()
+
+    @job(description="Expire snapshots and remove orphan files of every table")
+    def expire_job():
+        expire_and_clean()
+
+    return MaintenanceJobs(compact_job, rewrite_index_job, expire_job)
 
 
 def compact_run_config(table: str, partitions: list[dict[str, Any]] | None, full: bool = False) -> dict:
-    """The run config of :func:`compact_job` for one table."""
+    """The run config of the ``compact_job`` for one table."""
     return {"ops": {"compact_table": {"config": {"table": table, "partitions": partitions, "full": full}}}}

@@ -18,6 +18,7 @@ from dagster import (
     AssetObservation,
     AssetSelection,
     DefaultSensorStatus,
+    JobDefinition,
     MetadataValue,
     RunRequest,
     SensorDefinition,
@@ -33,7 +34,7 @@ from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGra
 
 from lakehouse import Table
 from lakehouse.dagster.factory import COMMIT_USER_PREFIX
-from lakehouse.dagster.maintenance import compact_job, compact_run_config
+from lakehouse.dagster.maintenance import compact_run_config
 from lakehouse.dagster.metadata import partitions_touched
 from lakehouse.dagster.resources import LakehouseResource
 from lakehouse.dagster.spec import PARTITION_COLUMN, TableSpec
@@ -131,7 +132,7 @@ def _refreshes(graph: BaseAssetGraph, spec: TableSpec, days: set[str | None], id
     ]
 
 
-def compaction_sensor(specs: Sequence[TableSpec]) -> SensorDefinition:
+def compaction_sensor(specs: Sequence[TableSpec], compact_job: JobDefinition) -> SensorDefinition:
     """Request compactions of the partitions whose LSM trees are over their table's thresholds."""
     keyed = [s for s in specs if s.primary_keys]
 

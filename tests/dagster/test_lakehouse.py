@@ -30,7 +30,6 @@ from assets.orders import TABLES, order_events
 from lakehouse import Catalog, col
 from lakehouse.bucket import hash_index
 from lakehouse.dagster.checks import index_result
-from lakehouse.dagster.maintenance import compact_job, expire_job
 from lakehouse.dagster.resources import LakehouseResource, SparkResource
 from lakehouse.fileindex import bitmap, format
 from lakehouse.snapshot import CommitKind
@@ -38,7 +37,7 @@ from lakehouse.types import parse_type
 
 pytestmark = pytest.mark.spark
 
-DAYS = ["2024-01-01", "2024-01-02"]
+DAYS = ["2026-01-01", "2026-01-02"]
 SPECS = {s.name: s for s in TABLES}
 
 
@@ -234,8 +233,10 @@ def test_compaction_sensor_requests_exactly_the_partitions_over_threshold(copy):
     config = request.run_config["ops"]["compact_table"]["config"]
     assert config == {"table": "dws.order_wide", "partitions": [{"dt": DAYS[0]}], "full": False}
     with DagsterInstance.ephemeral() as instance:
-        done = compact_job.execute_in_process(run_config=request.run_config, instance=instance,
-                                              resources=resources(copy))  # fmt: skip
+        compact = defs.resolve_job_def("compact_job")
+        done = compact.execute_in_process(
+            run_config=request.run_config, instance=instance, resources=resources(copy)
+        )
     assert done.success
     compacted = wide.refresh().snapshot()
     assert compacted.commit_kind == CommitKind.COMPACT and compacted.commit_user == f"dagster-{done.run_id}"
@@ -257,7 +258,9 @@ def test_expire_job_expires_snapshots_and_removes_orphans(copy):
     config = {"ops": {"expire_and_clean": {"config": {"tables": ["dwd.orders"], "orphan_min_age_ms": 0}}}}
     table.set_options({"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"})
     with DagsterInstance.ephemeral() as instance:
-        done = expire_job.execute_in_process(run_config=config, instance=instance, resources=resources(copy))
+        done = defs.resolve_job_def("expire_job").execute_in_process(
+            run_config=config, instance=instance, resources=resources(copy)
+        )
     assert done.success and not orphan.exists()
     totals = done.output_for_node("expire_and_clean")
     assert totals["snapshots_expired"] > 0 and totals["orphan_files_deleted"] == 1
@@ -376,6 +379,19 @@ def test_generator_is_deterministic():
     assert order_events(DAYS[0]).equals(order_events(DAYS[0]))
     assert order_events(DAYS[0]).column("price").type.scale == 2
     assert all(isinstance(v, Decimal) for v in order_events(DAYS[0]).column("price").to_pylist()[:3])
+
+
+def test_launchpad_refuses_an_unknown_table_before_the_run_starts():
+    from dagster import DagsterInvalidConfigError
+
+    config = {"ops": {"compact_table": {"config": {"table": "dws.order_wid"}}}}
+    with pytest.raises(DagsterInvalidConfigError, match="not in enum"):
+        defs.resolve_job_def("compact_job").execute_in_process(
+            run_config=config, resources=resources("/nowhere")
+        )
+    schema = defs.resolve_job_def("compact_job").run_config_schema.config_type
+    table = schema.fields["ops"].config_type.fields["compact_table"].config_type.fields["config"]
+    assert {v.config_value for v in table.config_type.fields["table"].config_type.enum_values} == set(SPECS)
 
 
 def test_every_job_runs_in_one_process():

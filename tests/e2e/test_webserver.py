@@ -15,7 +15,7 @@ from tests.e2e.server import REPOSITORY, DagsterServer
 
 pytestmark = pytest.mark.e2e
 
-DAY = "2024-01-01"
+DAY = "2026-01-01"
 RUN_TIMEOUT = 900.0  # a run starts Spark on a loaded 2-core machine
 TICK_TIMEOUT = 300.0  # the compaction sensor is evaluated every 60 s
 DONE = {"SUCCESS", "FAILURE", "CANCELED"}
