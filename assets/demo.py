@@ -10,16 +10,22 @@ import argparse
 import os
 import shutil
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-from dagster import DagsterInstance, ExecuteInProcessResult
+from dagster import BetaWarning, DagsterInstance, ExecuteInProcessResult, PreviewWarning
 
-from assets.definitions import PIPELINE, defs
-from assets.events import recent_days
-from assets.orders import TABLES
-from lakehouse import Catalog
-from resources import default_warehouse
+# the definitions use Dagster features it labels beta or preview (single-run backfills, partitioned
+# checks) on purpose: the demo does not repeat that on every start
+warnings.filterwarnings("ignore", category=BetaWarning)
+warnings.filterwarnings("ignore", category=PreviewWarning)
+
+from assets.definitions import PIPELINE, defs  # noqa: E402 - after the warning filters
+from assets.events import recent_days  # noqa: E402 - after the warning filters
+from assets.orders import TABLES  # noqa: E402 - after the warning filters
+from lakehouse import Catalog  # noqa: E402 - after the warning filters
+from resources import default_warehouse  # noqa: E402 - after the warning filters
 
 DAYS = 3  # the days up to yesterday, the latest partitions (the UI's default window shows them)
 MAINTENANCE = ("compact_job", "rewrite_index_job", "expire_job")
@@ -45,7 +51,12 @@ def _timed(label: str, run: Callable[[], ExecuteInProcessResult]) -> ExecuteInPr
     return result
 
 
-def main(days: int = DAYS) -> None:
+def _logs(level: str) -> dict:
+    """Run config of Dagster's console logger (its DEBUG events are in the UI either way)."""
+    return {"loggers": {"console": {"config": {"log_level": level}}}}
+
+
+def main(days: int = DAYS, log_level: str = "WARNING") -> None:
     warehouse = default_warehouse()
     catalog = Catalog(warehouse)
     for spec in TABLES:
@@ -53,12 +64,12 @@ def main(days: int = DAYS) -> None:
     instance = _instance()
     where = warehouse if "://" in warehouse else os.path.abspath(warehouse)
     print(f"warehouse {where}, DAGSTER_HOME {os.environ['DAGSTER_HOME']}")
-    pipeline = defs.resolve_job_def(PIPELINE)
+    pipeline, logs = defs.resolve_job_def(PIPELINE), _logs(log_level)
     checks: dict[str, bool] = {}
     for day in recent_days(days):
         run = _timed(
             f"materialize every table for {day}",
-            lambda d=day: pipeline.execute_in_process(partition_key=d, instance=instance),
+            lambda d=day: pipeline.execute_in_process(partition_key=d, instance=instance, run_config=logs),
         )
         for evaluation in run.get_asset_check_evaluations():
             name = f"{evaluation.asset_key.to_user_string()}:{evaluation.check_name}"
@@ -67,14 +78,14 @@ def main(days: int = DAYS) -> None:
     compact_job, rewrite_index_job, expire_job = (defs.resolve_job_def(j) for j in MAINTENANCE)
     for spec in TABLES:
         if spec.primary_keys:
-            config = {"ops": {"compact_table": {"config": {"table": spec.name, "full": True}}}}
+            config = {"ops": {"compact_table": {"config": {"table": spec.name, "full": True}}}, **logs}
             _timed(f"full compaction of {spec.name}", lambda c=config: compact_job.execute_in_process(
                 run_config=c, instance=instance, resources=resources))  # fmt: skip
-    config = {"ops": {"rewrite_file_index": {"config": {"table": "dwd.orders"}}}}
+    config = {"ops": {"rewrite_file_index": {"config": {"table": "dwd.orders"}}}, **logs}
     _timed("file-index rewrite of dwd.orders", lambda: rewrite_index_job.execute_in_process(
         run_config=config, instance=instance, resources=resources))  # fmt: skip
     _timed("snapshot expiration and orphan cleanup", lambda: expire_job.execute_in_process(
-        instance=instance, resources=resources))  # fmt: skip
+        run_config=logs, instance=instance, resources=resources))  # fmt: skip
 
     print(f"\n{'table':<16} {'snapshots':>9} {'rows':>7} {'files':>6}")
     for spec in TABLES:
@@ -93,4 +104,6 @@ def main(days: int = DAYS) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--days", type=int, default=DAYS, choices=range(1, 31))
-    main(parser.parse_args().days)
+    parser.add_argument("--log-level", default="WARNING", help="Dagster's console log level (e.g. DEBUG)")
+    args = parser.parse_args()
+    main(args.days, args.log_level)

@@ -29,6 +29,7 @@ from dagster import (
     DagsterError,
     DailyPartitionsDefinition,
     MetadataValue,
+    Output,
     PreviewWarning,
     multi_asset_check,
 )
@@ -129,6 +130,9 @@ def _table_check(
                 target_materialization_data=target, severity=result.severity, description=description,
                 blocking=check.blocking, partition=day,
             )  # fmt: skip
+        # the check's output, so that downstream steps gated on it see it delivered (a failed
+        # blocking evaluation fails this step before it)
+        yield Output(None, output_name=check.get_python_identifier())
 
     return _check
 

@@ -15,6 +15,7 @@ from lakehouse import Catalog, Table
 from lakehouse.io.fs import storage_options
 from lakehouse.spark import session
 from lakehouse.spark.connect import SPARK_ENV
+from lakehouse.spark.session import CONNECT
 
 
 def default_warehouse() -> str:
@@ -41,6 +42,9 @@ class LakehouseResource(ConfigurableResource):
 
 
 DEFAULT_CONFIG = {"spark.sql.shuffle.partitions": "4"}
+# settings of sessions the resource starts (a Connect server has its own): Spark's log level,
+# and no console progress bars, which would interleave the terminal output of concurrent runs
+LOG_LEVEL, PROGRESS = "spark.log.level", "spark.ui.showConsoleProgress"
 
 
 def default_master() -> str:
@@ -58,8 +62,12 @@ class SparkResource(PySparkResource):
 
     master: str = Field(default_factory=default_master)
     spark_config: dict[str, Any] = Field(default_factory=lambda: dict(DEFAULT_CONFIG))
+    log_level: str | None = None  # Spark's log level in sessions it starts (None: WARN, see LOG_SETTINGS)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         conf = {k: str(v) for k, v in self.spark_config.items()}
         master = conf.pop("spark.master", self.master)
+        if not master.startswith(CONNECT):
+            level = {LOG_LEVEL: self.log_level} if self.log_level else {}
+            conf = {**level, PROGRESS: "false", **conf}
         self._spark_session = session(master=master, conf=conf, shared=True)

@@ -22,6 +22,7 @@ from pathlib import Path
 import pyspark
 
 from lakehouse.spark.loopback import LOOPBACK, accepts, stop_groups, wait_until
+from lakehouse.spark.session import driver_logging
 
 DEFAULT_PORT = 15002
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -59,7 +60,9 @@ class ConnectServer:
             "spark.driver.bindAddress": LOOPBACK,
             "spark.driver.host": LOOPBACK,
             "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
             "spark.sql.session.timeZone": "UTC",
+            **driver_logging(),
             **self.conf,
         }
         confs = [arg for key, value in settings.items() for arg in ("--conf", f"{key}={value}")]

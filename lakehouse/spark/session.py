@@ -38,6 +38,12 @@ CONNECT = "sc://"
 UTC = {"spark.sql.session.timeZone": "UTC"}
 SESSION_CLOSED = "INVALID_HANDLE.SESSION_CLOSED"
 MAX_GENERATIONS = 100  # shared sessions of one name and hour closed by stop() before giving up
+LOG_SETTINGS = Path(__file__).with_name("log4j2.properties")
+
+
+def driver_logging() -> dict[str, str]:
+    """The driver JVM logs with :data:`LOG_SETTINGS` (warnings, minus the expected ones)."""
+    return {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG_SETTINGS.as_uri()}"}
 
 
 def worker_pythonpath() -> str:
@@ -130,6 +136,7 @@ def _local_settings() -> dict[str, str]:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
     return {
+        **driver_logging(),
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
         "spark.executorEnv.PYTHONPATH": worker_pythonpath(),

@@ -33,18 +33,24 @@ from lakehouse.table.table import Table
 
 NAME = "paimon"
 FILTER_PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
+REGISTERED = "spark.lakehouse.paimon.registered"  # session setting: the parallelism registered with
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``paimon`` data source with ``spark`` and enable filter pushdown for it.
+    """Register the ``paimon`` data source with ``spark`` (once per session: the session's
+    settings remember it) and enable filter pushdown for it.
 
     The registered class carries the session's default parallelism (Python data sources are
     planned in worker processes that cannot ask the session), which sizes the input partitions,
     and reads with filter pushdown.
     """
+    parallelism = default_parallelism(spark)
+    if spark.conf.get(REGISTERED, None) == str(parallelism):
+        return  # registered already: registering again would replace it, with a warning per write
     spark.conf.set(FILTER_PUSHDOWN, "true")
-    settings = {"parallelism": default_parallelism(spark), "pushdown": True}
+    settings = {"parallelism": parallelism, "pushdown": True}
     spark.dataSource.register(type(PaimonDataSource.__name__, (PaimonDataSource,), settings))
+    spark.conf.set(REGISTERED, str(parallelism))
 
 
 def open_table(options: Mapping[str, str]) -> Table:

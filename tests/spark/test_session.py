@@ -105,3 +105,21 @@ def test_shared_connect_sessions_are_one_server_session_across_processes(connect
     other = session(connect_server.url, app_name=f"{name}-other", shared=True)
     assert other.session_id not in (first.session_id, second.session_id)
     assert spark.range(3).select(F.col("id") + 1).collect()[-1][0] == 3
+
+
+def test_the_data_source_is_registered_once_per_session(spark, monkeypatch):
+    """Writes register the source on their session: again would replace it, with a warning each time."""
+    from pyspark.sql.datasource import DataSourceRegistration
+
+    from lakehouse.spark import register
+    from lakehouse.spark.parallelism import default_parallelism
+    from lakehouse.spark.source import REGISTERED
+
+    register(spark)
+    assert spark.conf.get(REGISTERED) == str(default_parallelism(spark))
+
+    def again(self, source):
+        raise AssertionError("registered twice")
+
+    monkeypatch.setattr(DataSourceRegistration, "register", again)
+    register(spark)
