@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 TARGET_BUCKET_ROWS = max(150, ORDERS_PER_DAY // 3)  # dwd.orders: about three dynamic buckets a day
+FRESH_BY = "0 3 * * *"  # the dws tables hold yesterday by 03:00 UTC (the pipeline runs at 01:00)
 
 
 ORDERS = table_schema(
@@ -127,6 +128,7 @@ TABLES = (
         _ods_orders,
         write="overwrite",
         description="Raw order events, one partition per day (append-only)",
+        owners=("team:data-platform",),
     ),
     TableSpec(
         "dwd.orders",
@@ -143,6 +145,7 @@ TABLES = (
         },
         upstream=("ods.orders",),
         description="Orders as of their last event; cancelled orders deleted (deletion vectors, indexed)",
+        owners=("team:data-platform",),
         index_checks=True,
         blocking_checks=True,
     ),
@@ -161,6 +164,8 @@ TABLES = (
         upstream=("dwd.orders",),
         write="overwrite",
         description="Orders and amounts per user and day (aggregation merge engine)",
+        owners=("team:analytics",),
+        fresh_by=FRESH_BY,
     ),
     TableSpec(
         "dws.order_wide",
@@ -178,5 +183,7 @@ TABLES = (
         upstream=("dwd.orders", "ods.orders"),
         write="overwrite",  # a rerun of a day recomputes it: orders deleted upstream leave it too
         description="One row per order: its state and its payment, joined by partial update",
+        owners=("team:analytics",),
+        fresh_by=FRESH_BY,
     ),
 )

@@ -1,6 +1,7 @@
-"""A ``Definitions`` object for a set of table specs: the tables as assets with their checks, the
-pipeline job and its daily schedule, the maintenance jobs and the nightly expiration, the
-snapshot and compaction sensors, and the resources; every run executes in one process."""
+"""A ``Definitions`` object for a set of table specs: the tables as assets with their checks (and
+freshness checks where a spec gives a deadline), the pipeline job and its daily schedule, or
+declarative automation in its place, the maintenance jobs and the nightly expiration, the snapshot
+and compaction sensors, and the resources; every run executes in one process."""
 
 from __future__ import annotations
 
@@ -9,10 +10,14 @@ from typing import Any
 
 from dagster import (
     AssetSelection,
+    AutomationConditionSensorDefinition,
     DailyPartitionsDefinition,
+    DefaultSensorStatus,
     Definitions,
     ScheduleDefinition,
     build_schedule_from_partitioned_job,
+    build_sensor_for_freshness_checks,
+    build_time_partition_freshness_checks,
     define_asset_job,
     in_process_executor,
 )
@@ -25,6 +30,7 @@ from lakehouse.dagster.sensors import compaction_sensor, snapshot_sensor
 from lakehouse.dagster.spec import TableSpec
 
 PIPELINE = "lakehouse_pipeline"
+AUTOMATION = "lakehouse_automation"
 
 
 def build_definitions(
@@ -37,10 +43,12 @@ def build_definitions(
     ``spark``."""
     pipeline = define_asset_job(PIPELINE, selection=AssetSelection.all())
     maintenance = maintenance_jobs([s.name for s in specs])
+    freshness = [c for s in specs if s.fresh_by for c in build_time_partition_freshness_checks(
+        assets=[s.key], deadline_cron=s.fresh_by)]  # fmt: skip
     downstream = {s.name: [d.key for d in specs if s.name in d.upstream] for s in specs}
     return Definitions(
         assets=[table_asset(s, partitions) for s in specs],
-        asset_checks=[c for s in specs for c in table_checks(s, partitions)],
+        asset_checks=[*(c for s in specs for c in table_checks(s, partitions)), *freshness],
         jobs=[pipeline, *maintenance],
         schedules=[
             build_schedule_from_partitioned_job(pipeline, hour_of_day=1),
@@ -49,6 +57,22 @@ def build_definitions(
         sensors=[
             *(snapshot_sensor(s, downstream[s.name]) for s in specs),
             compaction_sensor(specs, maintenance.compact),
+            AutomationConditionSensorDefinition(
+                AUTOMATION,
+                target=AssetSelection.all(),
+                default_status=DefaultSensorStatus.STOPPED,
+                description="Declarative automation instead of the daily schedule: the source layer on "
+                "cron, every other table once the days it reads are fresh (start one of the two)",
+            ),  # fmt: skip
+            *(
+                [
+                    build_sensor_for_freshness_checks(
+                        freshness_checks=freshness, default_status=DefaultSensorStatus.RUNNING
+                    )
+                ]
+                if freshness
+                else []
+            ),
         ],
         resources=dict(resources or {"lakehouse": LakehouseResource(), "spark": SparkResource()}),
         # every job, the asset jobs of backfills and UI launches included, runs its steps in one

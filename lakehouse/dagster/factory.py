@@ -5,6 +5,7 @@ Spark write path (one commit; a compaction may follow as its own snapshot)."""
 from dagster import (
     AssetExecutionContext,
     AssetsDefinition,
+    AutomationCondition,
     BackfillPolicy,
     DailyPartitionsDefinition,
     MaterializeResult,
@@ -16,10 +17,18 @@ from lakehouse.dagster.resources import LakehouseResource, SparkResource
 from lakehouse.dagster.spec import Inputs, TableSpec, asset_key
 
 COMMIT_USER_PREFIX = "dagster"  # snapshots Dagster commits; the snapshot sensors skip them
+DAILY_CRON = "0 1 * * *"  # the pipeline's hour: yesterday's events are complete by then
 
 
 def commit_user(run_id: str) -> str:
     return f"{COMMIT_USER_PREFIX}-{run_id}"
+
+
+def automation_condition(spec: TableSpec) -> AutomationCondition:
+    """Declarative automation, the alternative to the daily schedule: tables without upstream
+    tables (the source layer) on the pipeline's cron, every other table as soon as the days it
+    reads are fresh."""
+    return AutomationCondition.eager() if spec.upstream else AutomationCondition.on_cron(DAILY_CRON)
 
 
 def table_asset(spec: TableSpec, partitions: DailyPartitionsDefinition) -> AssetsDefinition:
@@ -36,6 +45,7 @@ def table_asset(spec: TableSpec, partitions: DailyPartitionsDefinition) -> Asset
         kinds={"paimon", "spark"},
         description=spec.description,
         owners=list(spec.owners),
+        automation_condition=automation_condition(spec),
         metadata=definition_metadata(spec.name, spec.table_schema),
     )
     def _asset(context: AssetExecutionContext, lakehouse: LakehouseResource, spark: SparkResource):

@@ -70,7 +70,7 @@ def test_definitions_load():
     assert {PIPELINE, "compact_job", "rewrite_index_job", "expire_job"} <= jobs
     assert {s.name for s in repo.sensor_defs} == {
         "compaction_sensor", "ods_orders_snapshots", "dwd_orders_snapshots", "dws_user_daily_snapshots",
-        "dws_order_wide_snapshots",
+        "dws_order_wide_snapshots", "lakehouse_automation", "freshness_checks_sensor",
     }  # fmt: skip
     assert {s.name for s in repo.schedule_defs} == {f"{PIPELINE}_schedule", "nightly_expiration"}
     checks = {(k.asset_key.to_user_string(), k.name) for c in defs.asset_checks for k in c.check_keys}
