@@ -41,10 +41,11 @@ def build_definitions(
     """Assets, checks, jobs, schedules and sensors for a set of table specs; ``resources``
     (default: a ``LakehouseResource`` and a ``SparkResource``) under the keys ``lakehouse`` and
     ``spark``."""
-    pipeline = define_asset_job(PIPELINE, selection=AssetSelection.all())
-    maintenance = maintenance_jobs([s.name for s in specs])
     freshness = [c for s in specs if s.fresh_by for c in build_time_partition_freshness_checks(
         assets=[s.key], deadline_cron=s.fresh_by)]  # fmt: skip
+    # freshness is judged by its sensor against the clock, not by the run of some day
+    pipeline = define_asset_job(PIPELINE, selection=AssetSelection.all() - AssetSelection.checks(*freshness))
+    maintenance = maintenance_jobs([s.name for s in specs])
     downstream = {s.name: [d.key for d in specs if s.name in d.upstream] for s in specs}
     return Definitions(
         assets=[table_asset(s, partitions) for s in specs],

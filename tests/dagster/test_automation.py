@@ -40,3 +40,10 @@ def test_the_dws_tables_have_freshness_checks():
     fresh = {asset for asset, name in checks if "fresh" in name}
     assert fresh == {"dws/user_daily", "dws/order_wide"}
     assert "freshness_checks_sensor" in {s.name for s in defs.get_repository_def().sensor_defs}
+
+
+def test_the_pipeline_runs_the_table_checks_not_the_freshness_checks():
+    from lakehouse.dagster.definitions import PIPELINE
+
+    names = {k.name for k in defs.resolve_job_def(PIPELINE).asset_layer.asset_graph.asset_check_keys}
+    assert "primary_key_unique" in names and not any("fresh" in n for n in names)
