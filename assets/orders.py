@@ -5,7 +5,8 @@
 - ``dwd.orders``: each order's state after the day's events, a primary-key table with dynamic
   buckets, deletion vectors (cancelled orders are deleted) and file indexes: bloom filter on
   ``user_id``, bitmap on ``status``, bit-slice index on ``price``;
-- ``dws.user_daily``: orders and amounts per user and day, summed by the aggregation engine;
+- ``dws.user_daily``: orders and amounts per user and day, summed by the aggregation engine,
+  declared without Python (``tables/dws.user_daily.yaml``: schema, keys, options, Spark SQL);
 - ``dws.order_wide``: one wide row per order filled by two streams - order states from
   ``dwd.orders`` and payments from ``ods.orders`` - merged by partial update, each stream's
   columns under its own sequence group. It is written without compaction (``write-only``), so
@@ -15,12 +16,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from assets.events import EVENTS, ORDERS_PER_DAY, PRICE, order_events, table_schema
 from lakehouse.dagster.spec import Inputs, TableSpec
+from lakehouse.dagster.yaml_spec import load_table_spec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -36,13 +39,6 @@ ORDERS = table_schema(
     ("status", pa.string(), True, "NEW, CONFIRMED or PAID (cancelled orders are deleted)"),
     ("price", PRICE, True, "its latest price"),
     ("updated_at", pa.timestamp("us"), True, "the time of its last event"),
-)
-USER_DAILY = table_schema(
-    ("user_id", pa.int64(), False, "the user"),
-    ("dt", pa.string(), False, "the day (partition)"),
-    ("order_count", pa.int64(), True, "live orders placed that day (sum)"),
-    ("total_amount", pa.decimal128(18, 2), True, "their prices summed (sum)"),
-    ("max_price", PRICE, True, "the highest price (max)"),
 )
 ORDER_WIDE = table_schema(
     *[(f.name, f.type, f.nullable, f.metadata[b"description"].decode()) for f in ORDERS],
@@ -80,16 +76,6 @@ def _dwd_orders(inputs: Inputs) -> DataFrame:
     last = inputs.read("ods.orders").withColumn("n", F.row_number().over(newest_first)).where("n = 1")
     kind = F.when(F.col("event_type") == "cancel", "-D").otherwise("+I")
     return last.select(*ORDERS.names[:-1], F.col("event_time").alias("updated_at"), kind.alias("_row_kind"))
-
-
-def _dws_user_daily(inputs: Inputs) -> DataFrame:
-    """One row per order; the aggregation engine sums them per user and day."""
-    from pyspark.sql import functions as F
-
-    return inputs.read("dwd.orders").select(
-        "user_id", "dt", F.lit(1).cast("bigint").alias("order_count"),
-        F.col("price").cast("decimal(18,2)").alias("total_amount"), F.col("price").alias("max_price"),
-    )  # fmt: skip
 
 
 def _dws_order_wide(inputs: Inputs) -> DataFrame:
@@ -149,24 +135,7 @@ TABLES = (
         index_checks=True,
         blocking_checks=True,
     ),
-    TableSpec(
-        "dws.user_daily",
-        USER_DAILY,
-        _dws_user_daily,
-        primary_keys=("user_id", "dt"),
-        options={
-            "bucket": "2",
-            "merge-engine": "aggregation",
-            "fields.order_count.aggregate-function": "sum",
-            "fields.total_amount.aggregate-function": "sum",
-            "fields.max_price.aggregate-function": "max",
-        },
-        upstream=("dwd.orders",),
-        write="overwrite",
-        description="Orders and amounts per user and day (aggregation merge engine)",
-        owners=("team:analytics",),
-        fresh_by=FRESH_BY,
-    ),
+    load_table_spec(Path(__file__).with_name("tables") / "dws.user_daily.yaml"),
     TableSpec(
         "dws.order_wide",
         ORDER_WIDE,

@@ -1,0 +1,60 @@
+"""Table specs from YAML: the example's dws.user_daily is one (its SQL runs in the graph tests);
+a bad file is refused at load, naming the file and what to fix."""
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from assets.orders import TABLES
+from lakehouse.dagster.yaml_spec import load_table_spec, load_table_specs
+from lakehouse.errors import InvalidArgumentError, SchemaMismatchError
+
+EXAMPLE = Path(__file__).parents[2] / "assets" / "tables"
+
+GOOD = """
+name: db.t
+columns:
+  - {name: id, type: BIGINT NOT NULL, description: the key}
+  - {name: dt, type: STRING NOT NULL}
+  - {name: amount, type: "DECIMAL(18, 2)"}
+primary_keys: [id, dt]
+options: {bucket: 2}
+upstream: [db.source]
+sql: SELECT id, dt, amount FROM {db_source}
+"""
+
+
+def test_the_example_declares_a_table_in_yaml():
+    (spec,) = load_table_specs(EXAMPLE)
+    assert spec.name == "dws.user_daily" and spec.name in {t.name for t in TABLES}
+    assert spec.primary_keys == ("user_id", "dt") and spec.write == "overwrite"
+    assert spec.options["merge-engine"] == "aggregation" and spec.options["bucket"] == "2"
+    assert spec.schema.field("total_amount").type == pa.decimal128(18, 2)
+    assert not spec.schema.field("user_id").nullable
+    assert spec.schema.field("user_id").metadata == {b"description": b"the user"}
+
+
+def test_a_spec_loads_with_defaults(tmp_path):
+    path = tmp_path / "t.yaml"
+    path.write_text(GOOD)
+    spec = load_table_spec(path)
+    assert spec.partition_keys == ("dt",) and spec.write == "upsert" and spec.upstream == ("db.source",)
+    assert spec.options == {"bucket": "2"}
+
+
+@pytest.mark.parametrize(
+    "edit, error, match",
+    [
+        (lambda s: s.replace("sql: SELECT", "query: SELECT"), InvalidArgumentError, "missing \\['sql'\\]"),
+        (lambda s: s.replace("BIGINT NOT NULL", "BIGNUM"), InvalidArgumentError, "column 'id'"),
+        (lambda s: s + "write: merge\n", InvalidArgumentError, "write is 'merge'"),
+        (lambda s: s.replace("[id, dt]", "[id, day]"), SchemaMismatchError, "primary key"),
+    ],
+)
+def test_a_bad_spec_is_refused_naming_the_file(tmp_path, edit, error, match):
+    path = tmp_path / "bad.yaml"
+    path.write_text(edit(GOOD))
+    with pytest.raises(error, match=match) as raised:
+        load_table_spec(path)
+    assert "bad.yaml" in str(raised.value) or "db.t" in str(raised.value)
