@@ -1,5 +1,5 @@
 """A ``Definitions`` object for a set of table specs: the tables as assets with their checks (and
-freshness checks where a spec gives a deadline), the pipeline job and its daily schedule, or
+freshness policies where a spec gives a deadline), the pipeline job and its daily schedule, or
 declarative automation in its place, the maintenance jobs and the nightly expiration, the snapshot
 and compaction sensors, and the resources; every run executes in one process."""
 
@@ -16,8 +16,6 @@ from dagster import (
     Definitions,
     ScheduleDefinition,
     build_schedule_from_partitioned_job,
-    build_sensor_for_freshness_checks,
-    build_time_partition_freshness_checks,
     define_asset_job,
     in_process_executor,
 )
@@ -41,15 +39,12 @@ def build_definitions(
     """Assets, checks, jobs, schedules and sensors for a set of table specs; ``resources``
     (default: a ``LakehouseResource`` and a ``SparkResource``) under the keys ``lakehouse`` and
     ``spark``."""
-    freshness = [c for s in specs if s.fresh_by for c in build_time_partition_freshness_checks(
-        assets=[s.key], deadline_cron=s.fresh_by)]  # fmt: skip
-    # freshness is judged by its sensor against the clock, not by the run of some day
-    pipeline = define_asset_job(PIPELINE, selection=AssetSelection.all() - AssetSelection.checks(*freshness))
+    pipeline = define_asset_job(PIPELINE, selection=AssetSelection.all())
     maintenance = maintenance_jobs([s.name for s in specs])
     downstream = {s.name: [d.key for d in specs if s.name in d.upstream] for s in specs}
     return Definitions(
         assets=[table_asset(s, partitions) for s in specs],
-        asset_checks=[*(c for s in specs for c in table_checks(s, partitions)), *freshness],
+        asset_checks=[c for s in specs for c in table_checks(s, partitions)],
         jobs=[pipeline, *maintenance],
         schedules=[
             build_schedule_from_partitioned_job(pipeline, hour_of_day=1),
@@ -65,15 +60,6 @@ def build_definitions(
                 description="Declarative automation instead of the daily schedule: the source layer on "
                 "cron, every other table once the days it reads are fresh (start one of the two)",
             ),  # fmt: skip
-            *(
-                [
-                    build_sensor_for_freshness_checks(
-                        freshness_checks=freshness, default_status=DefaultSensorStatus.RUNNING
-                    )
-                ]
-                if freshness
-                else []
-            ),
         ],
         resources=dict(resources or {"lakehouse": LakehouseResource(), "spark": SparkResource()}),
         # every job, the asset jobs of backfills and UI launches included, runs its steps in one

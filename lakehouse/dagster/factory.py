@@ -2,12 +2,15 @@
 reads the upstream tables through the ``paimon`` data source and writes through the engine's
 Spark write path (one commit; a compaction may follow as its own snapshot)."""
 
+from datetime import timedelta
+
 from dagster import (
     AssetExecutionContext,
     AssetsDefinition,
     AutomationCondition,
     BackfillPolicy,
     DailyPartitionsDefinition,
+    FreshnessPolicy,
     MaterializeResult,
     asset,
 )
@@ -18,6 +21,7 @@ from lakehouse.dagster.spec import Inputs, TableSpec, asset_key
 
 COMMIT_USER_PREFIX = "dagster"  # snapshots Dagster commits; the snapshot sensors skip them
 DAILY_CRON = "0 1 * * *"  # the pipeline's hour: yesterday's events are complete by then
+FRESH_WINDOW = timedelta(days=1)
 
 
 def commit_user(run_id: str) -> str:
@@ -29,6 +33,13 @@ def automation_condition(spec: TableSpec) -> AutomationCondition:
     tables (the source layer) on the pipeline's cron, every other table as soon as the days it
     reads are fresh."""
     return AutomationCondition.eager() if spec.upstream else AutomationCondition.on_cron(DAILY_CRON)
+
+
+def freshness_policy(spec: TableSpec) -> FreshnessPolicy | None:
+    """A spec's ``fresh_by`` deadline: materialized within the day before each deadline."""
+    if spec.fresh_by is None:
+        return None
+    return FreshnessPolicy.cron(deadline_cron=spec.fresh_by, lower_bound_delta=FRESH_WINDOW)
 
 
 def table_asset(spec: TableSpec, partitions: DailyPartitionsDefinition) -> AssetsDefinition:
@@ -46,6 +57,7 @@ def table_asset(spec: TableSpec, partitions: DailyPartitionsDefinition) -> Asset
         description=spec.description,
         owners=list(spec.owners),
         automation_condition=automation_condition(spec),
+        freshness_policy=freshness_policy(spec),
         metadata=definition_metadata(spec.name, spec.table_schema),
     )
     def _asset(context: AssetExecutionContext, lakehouse: LakehouseResource, spark: SparkResource):

@@ -60,7 +60,7 @@ class TableSpec:
     write: Literal["upsert", "overwrite"] = "upsert"
     description: str = ""
     owners: tuple[str, ...] = ()  # Dagster owners: "team:name" or an email
-    fresh_by: str | None = None  # cron by which each day's partition must exist (a freshness check)
+    fresh_by: str | None = None  # cron by which the table must have been materialized (freshness)
     index_checks: bool = False  # verify file indexes, deletion vectors, hash index after writes
     blocking_checks: bool = False  # a failed check stops downstream materializations
 

@@ -35,15 +35,12 @@ def test_automation_is_an_alternative_to_the_schedule():
     assert sensor.default_status.value == "STOPPED"  # the user starts one of the two
 
 
-def test_the_dws_tables_have_freshness_checks():
-    checks = {(k.asset_key.to_user_string(), k.name) for c in defs.asset_checks for k in c.check_keys}
-    fresh = {asset for asset, name in checks if "fresh" in name}
-    assert fresh == {"dws/user_daily", "dws/order_wide"}
-    assert "freshness_checks_sensor" in {s.name for s in defs.get_repository_def().sensor_defs}
-
-
-def test_the_pipeline_runs_the_table_checks_not_the_freshness_checks():
-    from lakehouse.dagster.definitions import PIPELINE
-
-    names = {k.name for k in defs.resolve_job_def(PIPELINE).asset_layer.asset_graph.asset_check_keys}
-    assert "primary_key_unique" in names and not any("fresh" in n for n in names)
+def test_the_dws_tables_have_freshness_policies():
+    fresh = {
+        key.to_user_string(): spec.freshness_policy
+        for a in defs.assets
+        for key, spec in a.specs_by_key.items()
+        if spec.freshness_policy is not None
+    }
+    assert set(fresh) == {"dws/user_daily", "dws/order_wide"}
+    assert all(p.deadline_cron == "0 3 * * *" for p in fresh.values())

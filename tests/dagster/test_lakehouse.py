@@ -39,8 +39,6 @@ pytestmark = pytest.mark.spark
 
 DAYS = ["2026-01-01", "2026-01-02"]
 SPECS = {s.name: s for s in TABLES}
-# the checks runs evaluate (freshness checks are the freshness sensor's, against the clock)
-CHECKS = [c for c in defs.asset_checks if not any("fresh" in k.name for k in c.check_keys)]
 
 
 def resources(warehouse: str) -> dict:
@@ -48,7 +46,7 @@ def resources(warehouse: str) -> dict:
 
 
 def run_day(warehouse: str, day: str):
-    return materialize([*defs.assets, *CHECKS], resources=resources(warehouse), partition_key=day)
+    return materialize([*defs.assets, *defs.asset_checks], resources=resources(warehouse), partition_key=day)
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +70,7 @@ def test_definitions_load():
     assert {PIPELINE, "compact_job", "rewrite_index_job", "expire_job"} <= jobs
     assert {s.name for s in repo.sensor_defs} == {
         "compaction_sensor", "ods_orders_snapshots", "dwd_orders_snapshots", "dws_user_daily_snapshots",
-        "dws_order_wide_snapshots", "lakehouse_automation", "freshness_checks_sensor",
+        "dws_order_wide_snapshots", "lakehouse_automation",
     }  # fmt: skip
     assert {s.name for s in repo.schedule_defs} == {f"{PIPELINE}_schedule", "nightly_expiration"}
     checks = {(k.asset_key.to_user_string(), k.name) for c in defs.asset_checks for k in c.check_keys}
@@ -151,7 +149,7 @@ def test_a_backfill_is_one_run_with_one_commit_per_table(lakehouse, tmp_path):
     each written by one snapshot."""
     warehouse = str(tmp_path / "warehouse")
     tags = {ASSET_PARTITION_RANGE_START_TAG: DAYS[0], ASSET_PARTITION_RANGE_END_TAG: DAYS[1]}
-    run = materialize([*defs.assets, *CHECKS], resources=resources(warehouse), tags=tags)
+    run = materialize([*defs.assets, *defs.asset_checks], resources=resources(warehouse), tags=tags)
     assert run.success and all(c.passed for c in run.get_asset_check_evaluations())
     backfilled, daily = Catalog(warehouse), Catalog(lakehouse[0])
     for name in SPECS:
@@ -277,7 +275,7 @@ def test_a_failing_dwd_check_blocks_the_downstream_tables(copy, monkeypatch):
 
     failing = IndexReport(False, 1, ["injected: a key visible twice"])
     monkeypatch.setattr(Table, "verify_primary_key", lambda self, snapshot_id=None, partitions=None: failing)
-    run = materialize([*defs.assets, *CHECKS], resources=resources(copy), partition_key=DAYS[1],
+    run = materialize([*defs.assets, *defs.asset_checks], resources=resources(copy), partition_key=DAYS[1],
                       raise_on_error=False)  # fmt: skip
     written = {m.asset_key.to_user_string() for m in _materializations(run)}
     assert written == {"ods/orders", "dwd/orders"}  # dws tables wait for a passing check

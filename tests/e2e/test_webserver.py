@@ -1,7 +1,9 @@
 """The Dagster layer as a user runs it: ``dagster-webserver`` and ``dagster-daemon`` serve the
 workspace, a run launched through the GraphQL API materializes the example lakehouse for one
-day, and the compaction sensor, evaluated by the daemon, requests a ``compact_job`` run once
-``dws.order_wide``'s buckets hold enough sorted runs, and that run compacts them."""
+day (the asset pages then show each table's schema, its exact row count for the day and its
+checks passed for the day), and the compaction sensor, evaluated by the daemon, requests a
+``compact_job`` run once ``dws.order_wide``'s buckets hold enough sorted runs, and that run
+compacts them."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import pytest
 
 from assets.definitions import PIPELINE
 from assets.orders import TABLES
-from lakehouse import Catalog
+from lakehouse import Catalog, col
 from tests.e2e.server import REPOSITORY, DagsterServer
 
 pytestmark = pytest.mark.e2e
@@ -43,6 +45,22 @@ MATERIALIZED = """
 query($path: [String!]!, $day: String!) {
   assetOrError(assetKey: {path: $path}) {
     ... on Asset { assetMaterializations(partitions: [$day]) { runId } }
+  }
+}"""
+ASSET_PAGE = """
+query($path: [String!]!, $day: String!) {
+  assetNodeOrError(assetKey: {path: $path}) {
+    ... on AssetNode {
+      metadataEntries { label __typename }
+      assetChecksOrError { ... on AssetChecks { checks { name partitionStatuses {
+        __typename ... on AssetCheckTimePartitionStatuses { ranges { startKey endKey status } }
+      } } } }
+    }
+  }
+  assetOrError(assetKey: {path: $path}) {
+    ... on Asset { assetMaterializations(partitions: [$day]) {
+      metadataEntries { label ... on IntMetadataEntry { intValue } }
+    } }
   }
 }"""
 TICKS = """
@@ -98,7 +116,21 @@ def test_a_launched_run_materializes_and_the_compaction_sensor_compacts(dagster:
         events = dagster.graphql(MATERIALIZED, variables)["assetOrError"]["assetMaterializations"]
         assert [e["runId"] for e in events] == [run_id], f"{spec.name} for {DAY}: {events}"
 
-    wide = Catalog(dagster.warehouse).get_table("dws.order_wide")
+    catalog = Catalog(dagster.warehouse)
+    for spec in TABLES:  # what the asset page shows: schema, exact row counts, checks passed that day
+        page = dagster.graphql(ASSET_PAGE, {"path": list(spec.key.path), "day": DAY})
+        node = page["assetNodeOrError"]
+        definition = {e["label"]: e["__typename"] for e in node["metadataEntries"]}
+        assert definition.get("dagster/column_schema") == "TableSchemaMetadataEntry", spec.name
+        (materialization,) = page["assetOrError"]["assetMaterializations"]
+        values = {e["label"]: e.get("intValue") for e in materialization["metadataEntries"]}
+        day_rows = catalog.get_table(spec.name).read(filter=col("dt") == DAY).num_rows
+        assert values["dagster/partition_row_count"] == day_rows, spec.name
+        for check in node["assetChecksOrError"]["checks"]:
+            ranges = check["partitionStatuses"]["ranges"]
+            assert [(r["startKey"], r["status"]) for r in ranges] == [(DAY, "SUCCEEDED")], (spec.name, check)
+
+    wide = catalog.get_table("dws.order_wide")
     assert not any(s.needs_compaction for s in wide.lsm_shape())
     assert sensor_requests(dagster, "compaction_sensor") is None
     table = wide.read()

@@ -40,3 +40,29 @@ def test_the_asset_graph_shows_every_table(dagster: DagsterServer):
             page.screenshot(path=SCREENSHOT)
         finally:
             browser.close()
+
+
+def test_the_asset_page_shows_schema_row_counts_and_checks(dagster: DagsterServer):
+    """``dwd.orders``'s page: its column schema (keys, comments), row counts, and its checks passed
+    for the day (screenshots the README shows)."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from assets.definitions import PIPELINE
+    from tests.e2e.test_webserver import DAY, MATERIALIZED, finished, launch
+
+    day = dagster.graphql(MATERIALIZED, {"path": ["dwd", "orders"], "day": DAY})["assetOrError"]
+    if not day["assetMaterializations"]:  # the webserver test materialized it, unless run alone
+        finished(dagster, launch(dagster, PIPELINE, DAY))
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1100})
+            page.set_default_timeout(UI_TIMEOUT_MS)
+            page.goto(f"{dagster.url}/assets/dwd/orders?view=overview")
+            expect(page.get_by_text("the time of its last event").first).to_be_visible()  # a column comment
+            page.screenshot(path=ROOT / "docs" / "asset-page.png", full_page=True)
+            page.goto(f"{dagster.url}/assets/dwd/orders?view=checks")
+            expect(page.get_by_text("indexes_match_data").first).to_be_visible()
+            page.screenshot(path=ROOT / "docs" / "asset-checks.png", full_page=True)
+        finally:
+            browser.close()
