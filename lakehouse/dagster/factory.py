@@ -17,6 +17,7 @@ from dagster import (
 
 from lakehouse.dagster.metadata import definition_metadata, partition_metadata, run_metadata
 from lakehouse.dagster.resources import LakehouseResource, SparkResource
+from lakehouse.dagster.spark_logs import spark_logs
 from lakehouse.dagster.spec import Inputs, TableSpec, asset_key
 
 COMMIT_USER_PREFIX = "dagster"  # snapshots Dagster commits; the snapshot sensors skip them
@@ -66,12 +67,13 @@ def table_asset(spec: TableSpec, partitions: DailyPartitionsDefinition) -> Asset
         table = spec.ensure(lakehouse.catalog())
         days = tuple(context.partition_keys) if spec.daily else None
         storage = lakehouse.storage()
-        frame = spec.transform(Inputs(spark.spark_session, days, lakehouse.warehouse, storage))
         before = table.latest_snapshot_id() or 0
         mode = "overwrite" if spec.write == "overwrite" else "append"
         user = commit_user(context.run.run_id)
-        write(frame, spec.name, mode=mode, warehouse=lakehouse.warehouse,
-              options={**storage, "commit.user": user})  # fmt: skip
+        with spark_logs(context.log):
+            frame = spec.transform(Inputs(spark.spark_session, days, lakehouse.warehouse, storage))
+            write(frame, spec.name, mode=mode, warehouse=lakehouse.warehouse,
+                  options={**storage, "commit.user": user})  # fmt: skip
         table = table.refresh()
         for day, metadata in partition_metadata(table, days or (), user, before).items():
             context.add_asset_metadata(metadata, partition_key=day)

@@ -26,6 +26,7 @@ from dagster import (
 from lakehouse.dagster.factory import commit_user
 from lakehouse.dagster.metadata import table_metadata
 from lakehouse.dagster.resources import LakehouseResource, SparkResource
+from lakehouse.dagster.spark_logs import spark_logs
 from lakehouse.dagster.spec import asset_key
 
 
@@ -72,9 +73,10 @@ def maintenance_jobs(tables: Sequence[str]) -> MaintenanceJobs:
         from lakehouse.spark import compact
 
         table = config.table.value
-        done = compact(spark.spark_session, table, full=config.full, partitions=config.partitions,
-                       warehouse=lakehouse.warehouse, options=lakehouse.storage(),
-                       commit_user=commit_user(context.run_id))  # fmt: skip
+        with spark_logs(context.log):
+            done = compact(spark.spark_session, table, full=config.full, partitions=config.partitions,
+                           warehouse=lakehouse.warehouse, options=lakehouse.storage(),
+                           commit_user=commit_user(context.run_id))  # fmt: skip
         did = _ints(
             {
                 "snapshot_id": done.snapshot_id or 0,
@@ -94,9 +96,10 @@ def maintenance_jobs(tables: Sequence[str]) -> MaintenanceJobs:
         from lakehouse.spark import rewrite_file_index as rewrite
 
         table = config.table.value
-        done = rewrite(spark.spark_session, table, partitions=config.partitions,
-                       warehouse=lakehouse.warehouse, options=lakehouse.storage(),
-                       commit_user=commit_user(context.run_id))  # fmt: skip
+        with spark_logs(context.log):
+            done = rewrite(spark.spark_session, table, partitions=config.partitions,
+                           warehouse=lakehouse.warehouse, options=lakehouse.storage(),
+                           commit_user=commit_user(context.run_id))  # fmt: skip
         did = _ints(
             {
                 "snapshot_id": done.snapshot_id or 0,
@@ -124,8 +127,9 @@ def maintenance_jobs(tables: Sequence[str]) -> MaintenanceJobs:
         age = config.orphan_min_age_ms
         older = None if age is None else int(time.time() * 1000) - age
         for name in names:
-            expired = expire_snapshots(session, name, **where)
-            orphans = remove_orphan_files(session, name, older_than_ms=older, **where)
+            with spark_logs(context.log):
+                expired = expire_snapshots(session, name, **where)
+                orphans = remove_orphan_files(session, name, older_than_ms=older, **where)
             did = {
                 "snapshots_expired": expired.snapshots_expired,
                 "files_deleted": expired.files_deleted,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Mapping
@@ -39,11 +40,17 @@ UTC = {"spark.sql.session.timeZone": "UTC"}
 SESSION_CLOSED = "INVALID_HANDLE.SESSION_CLOSED"
 MAX_GENERATIONS = 100  # shared sessions of one name and hour closed by stop() before giving up
 LOG_SETTINGS = Path(__file__).with_name("log4j2.properties")
+# where the driver of this process's session also logs, so a step can show what Spark said meanwhile
+DRIVER_LOG = Path(tempfile.gettempdir()) / f"lakehouse-spark-driver-{os.getpid()}.log"
 
 
-def driver_logging() -> dict[str, str]:
-    """The driver JVM logs with :data:`LOG_SETTINGS` (warnings, minus the expected ones)."""
-    return {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG_SETTINGS.as_uri()}"}
+def driver_logging(log_file: Path | None = None) -> dict[str, str]:
+    """The driver JVM logs with :data:`LOG_SETTINGS` (warnings, minus the expected ones), to
+    stderr and to ``log_file`` if given."""
+    options = f"-Dlog4j2.configurationFile={LOG_SETTINGS.as_uri()}"
+    if log_file is not None:
+        options += f" -Dlakehouse.spark.driver.log={log_file}"
+    return {"spark.driver.extraJavaOptions": options}
 
 
 def worker_pythonpath() -> str:
@@ -72,7 +79,8 @@ def session(
             _configure(spark, settings)
     else:
         builder = SparkSession.builder.master(master).appName(app_name).config("spark.ui.enabled", "false")
-        settings = {**UTC, **(_local_settings() if master.startswith("local") else {}), **(conf or {})}
+        local = _local_settings() if master.startswith("local") else {}
+        settings = {**UTC, **driver_logging(DRIVER_LOG), **local, **(conf or {})}
         for key, value in settings.items():
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
@@ -136,7 +144,6 @@ def _local_settings() -> dict[str, str]:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
     return {
-        **driver_logging(),
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
         "spark.executorEnv.PYTHONPATH": worker_pythonpath(),
