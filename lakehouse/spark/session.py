@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import tempfile
@@ -42,6 +43,7 @@ MAX_GENERATIONS = 100  # shared sessions of one name and hour closed by stop() b
 LOG_SETTINGS = Path(__file__).with_name("log4j2.properties")
 # where the driver of this process's session also logs, so a step can show what Spark said meanwhile
 DRIVER_LOG = Path(tempfile.gettempdir()) / f"lakehouse-spark-driver-{os.getpid()}.log"
+atexit.register(DRIVER_LOG.unlink, missing_ok=True)  # the log of this process's session only
 
 
 def driver_logging(log_file: Path | None = None) -> dict[str, str]:
