@@ -22,7 +22,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +52,8 @@ from lakehouse.write.scope import WriteScope, abort_write, data_dirs
 if TYPE_CHECKING:
     from lakehouse.store.table_store import TableStore
 
-Overwrite = bool | str | Mapping[str, Any] | None
+# None/False, True, "dynamic", one partition spec or a list of them (see TableCommit.commit)
+Overwrite = bool | str | Mapping[str, Any] | Sequence[Mapping[str, Any]] | None
 Changes = tuple[list[ManifestEntry], list[IndexManifestEntry]]  # data files, index files
 log = logging.getLogger(__name__)
 
@@ -135,7 +136,8 @@ class TableCommit:
         """Commit ``messages``; returns the last new snapshot id, or None when there was nothing to do.
 
         ``overwrite``: None/False appends; True replaces the whole table; a dict such as
-        ``{"dt": "2024-01-01"}`` replaces that partition (all new rows must belong to it);
+        ``{"dt": "2024-01-01"}`` replaces that partition (all new rows must belong to it), a list
+        of them those partitions (also the ones no new row belongs to: they end up empty);
         ``"dynamic"`` replaces exactly the partitions the messages write to. Data changes make
         one APPEND (or OVERWRITE) snapshot, compaction changes a COMPACT snapshot after it.
         ``watermark`` (epoch millis) becomes the snapshots' watermark unless an earlier snapshot's
@@ -370,13 +372,19 @@ class TableCommit:
                 f"keys), so a partition overwrite cannot tell which keys it replaces; overwrite the whole "
                 f"table with overwrite=True, or write the rows as upserts"
             )
-        if isinstance(overwrite, Mapping):
-            partition_spec(self.table.schema, self.table.name, overwrite, "overwrite")
-        elif overwrite not in (None, False, True, "dynamic"):
+        specs = _partition_specs(overwrite)
+        if specs is None and overwrite not in (None, False, True, "dynamic"):
             raise ArgumentTypeError(
-                f"overwrite of table {self.table.name} must be None, True, 'dynamic' or a partition dict "
-                f"such as {{'dt': '2024-01-01'}}, not {overwrite!r}"
+                f"overwrite of table {self.table.name} must be None, True, 'dynamic', a partition dict "
+                f"such as {{'dt': '2024-01-01'}} or a list of them, not {overwrite!r}"
             )
+        if specs == []:
+            raise InvalidArgumentError(
+                f"overwrite of table {self.table.name} lists no partitions; pass None to append, or the "
+                f"partitions to replace"
+            )
+        for spec in specs or ():
+            partition_spec(self.table.schema, self.table.name, spec, "overwrite")
 
     # ---- overwrite scope -----------------------------------------------------------------
 
@@ -390,12 +398,14 @@ class TableCommit:
             written = {e.partition for e in adds}
             return written.__contains__
         self.check_overwrite(overwrite)
-        matches = partition_filter(schema, self.table.name, [overwrite], "overwrite")
+        specs = _partition_specs(overwrite)
+        matches = partition_filter(schema, self.table.name, specs, "overwrite")
         outside = [e for e in adds if not matches(e.partition)]
         if outside:
+            named = [dict(s) for s in specs]
             raise SchemaMismatchError(
-                f"overwrite of partition {dict(overwrite)} of table {self.table.name} got rows of partition "
-                f"{partition_values(schema, outside[0].partition)}; write only that partition's rows"
+                f"overwrite of partitions {named} of table {self.table.name} got rows of partition "
+                f"{partition_values(schema, outside[0].partition)}; write only those partitions' rows"
             )
         return matches
 
@@ -498,6 +508,15 @@ class TableCommit:
             raise
         store.delete(written)
         return None
+
+
+def _partition_specs(overwrite: Overwrite) -> list[Mapping[str, Any]] | None:
+    """The partition specs an overwrite names (one dict, or a list or tuple of dicts), else None."""
+    if isinstance(overwrite, Mapping):
+        return [overwrite]
+    if isinstance(overwrite, list | tuple) and all(isinstance(s, Mapping) for s in overwrite):
+        return list(overwrite)
+    return None
 
 
 def _now_millis() -> int:

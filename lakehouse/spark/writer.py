@@ -24,6 +24,7 @@ assigner's channel, so one channel's rows reaching several tasks fail the write.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
@@ -46,6 +47,8 @@ from lakehouse.write.scope import Lease, WriteScope, committed_since, finish_wri
 from lakehouse.write.table_write import TableWrite
 
 COMMIT_USER = "commit.user"  # write option: the snapshot's commitUser (default: a fresh UUID)
+# write option: the partitions mode("overwrite") replaces, a JSON list such as [{"dt": "2024-01-01"}]
+OVERWRITE_PARTITIONS = "overwrite.partitions"
 
 
 @dataclass(frozen=True)
@@ -142,8 +145,23 @@ class PaimonWriter(DataSourceArrowWriter):
 
 
 def overwrite_mode(table: Table, options: Mapping[str, str]) -> Overwrite:
-    """What ``mode("overwrite")`` replaces: with ``dynamic-partition-overwrite`` (write option,
-    else table option, default true) only the partitions the data writes to, else everything."""
+    """What ``mode("overwrite")`` replaces: the partitions the write option ``overwrite.partitions``
+    lists, even those the data has no rows for (a rerun that produces none empties them); else with
+    ``dynamic-partition-overwrite`` (write option, else table option, default true) only the
+    partitions the data writes to, else everything."""
+    listed = options.get(OVERWRITE_PARTITIONS)
+    if listed is not None:
+        try:
+            specs = json.loads(listed)
+        except ValueError:
+            specs = None
+        if not isinstance(specs, list):
+            raise InvalidOptionError(
+                f"write option {OVERWRITE_PARTITIONS} must be a JSON list of partitions such as "
+                f'[{{"dt": "2024-01-01"}}], not {listed!r}'
+            )
+        table.new_commit().check_overwrite(specs)  # before any task writes
+        return specs
     value = options.get(DYNAMIC_PARTITION_OVERWRITE) or table.options.get(DYNAMIC_PARTITION_OVERWRITE)
     dynamic = True if value is None else parse_bool(value, DYNAMIC_PARTITION_OVERWRITE)
     return "dynamic" if dynamic and table.partition_keys else True

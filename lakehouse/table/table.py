@@ -167,7 +167,8 @@ class Table:
     ) -> int | None:
         """Write ``data`` as exactly one new snapshot and return its id (None if ``data`` is empty).
 
-        ``overwrite=True`` replaces the whole table, ``overwrite={"dt": ...}`` one partition,
+        ``overwrite=True`` replaces the whole table, ``overwrite={"dt": ...}`` one partition, a list
+        of such dicts those partitions (even the ones ``data`` has no rows for),
         ``overwrite="dynamic"`` the partitions present in ``data``; ``commit_user``: the snapshot's
         commit user (default a fresh one), which tells a writer's snapshots apart.
         """
