@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from lakehouse import Catalog
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
@@ -31,3 +33,15 @@ def test_spark_section_runs_after_the_quickstart(spark, tmp_path, monkeypatch):
     assert scope["spark"] is spark
     assert scope["orders"].snapshot(scope["orders"].latest_snapshot_id()).commit_kind.name == "COMPACT"
     assert scope["catalog"].get_table("shop.events").read().num_rows == 1
+
+
+def test_io_manager_section_runs(tmp_path, monkeypatch):
+    code = re.search(r"### Plain assets: the IO manager\n\n.*?```python\n(.*?)```", README.read_text(), re.S)
+    monkeypatch.chdir(tmp_path)
+    scope: dict = {}
+    exec(compile(code.group(1), str(README), "exec"), scope)
+    catalog = Catalog(str(tmp_path / "warehouse"))
+    assert catalog.get_table("shop.low_stock").read().to_pylist() == [
+        {"dt": "2026-01-02", "sku": "apple", "units": 3}
+    ]
+    assert catalog.get_table("shop.stock").primary_keys == ["dt", "sku"]
