@@ -70,7 +70,7 @@ def table_asset(spec: TableSpec, partitions: DailyPartitionsDefinition) -> Asset
         before = table.latest_snapshot_id() or 0
         mode = "overwrite" if spec.write == "overwrite" else "append"
         user = commit_user(context.run.run_id)
-        with spark_logs(context.log):
+        with spark_logs(context.log, spark.spark_session):
             frame = spec.transform(Inputs(spark.spark_session, days, lakehouse.warehouse, storage))
             write(frame, spec.name, mode=mode, warehouse=lakehouse.warehouse,
                   options={**storage, "commit.user": user})  # fmt: skip

@@ -47,6 +47,7 @@ from lakehouse.commit.table_commit import Overwrite
 from lakehouse.dagster.factory import commit_user
 from lakehouse.dagster.metadata import TABLE_NAME, run_metadata
 from lakehouse.dagster.resources import LakehouseResource, SparkResource
+from lakehouse.dagster.spark_logs import spark_logs
 from lakehouse.dagster.spec import PARTITION_COLUMN
 from lakehouse.errors import ArgumentTypeError, InvalidArgumentError, SchemaMismatchError
 from lakehouse.predicate import Predicate
@@ -202,7 +203,8 @@ class PaimonIOManager(ConfigurableIOManager):
         user = commit_user(context.run_id)
         before = table.latest_snapshot_id() or 0
         if frame is not None:
-            self._write_spark(frame, table, merge.missing, mode, overwrite, user)
+            with spark_logs(context.log, frame.sparkSession):
+                self._write_spark(frame, table, merge.missing, mode, overwrite, user)
         else:
             if mode is WriteMode.DELETE:
                 kind = pa.field(ROW_KIND, pa.int8())

@@ -73,7 +73,7 @@ def maintenance_jobs(tables: Sequence[str]) -> MaintenanceJobs:
         from lakehouse.spark import compact
 
         table = config.table.value
-        with spark_logs(context.log):
+        with spark_logs(context.log, spark.spark_session):
             done = compact(spark.spark_session, table, full=config.full, partitions=config.partitions,
                            warehouse=lakehouse.warehouse, options=lakehouse.storage(),
                            commit_user=commit_user(context.run_id))  # fmt: skip
@@ -96,7 +96,7 @@ def maintenance_jobs(tables: Sequence[str]) -> MaintenanceJobs:
         from lakehouse.spark import rewrite_file_index as rewrite
 
         table = config.table.value
-        with spark_logs(context.log):
+        with spark_logs(context.log, spark.spark_session):
             done = rewrite(spark.spark_session, table, partitions=config.partitions,
                            warehouse=lakehouse.warehouse, options=lakehouse.storage(),
                            commit_user=commit_user(context.run_id))  # fmt: skip
@@ -127,7 +127,7 @@ def maintenance_jobs(tables: Sequence[str]) -> MaintenanceJobs:
         age = config.orphan_min_age_ms
         older = None if age is None else int(time.time() * 1000) - age
         for name in names:
-            with spark_logs(context.log):
+            with spark_logs(context.log, session):
                 expired = expire_snapshots(session, name, **where)
                 orphans = remove_orphan_files(session, name, older_than_ms=older, **where)
             did = {

@@ -12,6 +12,7 @@ from dagster_pyspark import PySparkResource
 from pydantic import Field
 
 from lakehouse import Catalog, Table
+from lakehouse.dagster.spark_logs import WORKER_LOGGING
 from lakehouse.io.fs import storage_options
 from lakehouse.spark import session
 from lakehouse.spark.connect import SPARK_ENV
@@ -41,7 +42,8 @@ class LakehouseResource(ConfigurableResource):
         return self.catalog().get_table(identifier)
 
 
-DEFAULT_CONFIG = {"spark.sql.shuffle.partitions": "4"}
+# Python workers' output collected for the step's log (a runtime setting: over Spark Connect too)
+DEFAULT_CONFIG = {"spark.sql.shuffle.partitions": "4", WORKER_LOGGING: "true"}
 # settings of sessions the resource starts (a Connect server has its own): Spark's log level,
 # and no console progress bars, which would interleave the terminal output of concurrent runs
 LOG_LEVEL, PROGRESS = "spark.log.level", "spark.ui.showConsoleProgress"
