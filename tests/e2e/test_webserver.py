@@ -3,14 +3,19 @@ workspace, a run launched through the GraphQL API materializes the example lakeh
 day (the asset pages then show each table's schema, its exact row count for the day and its
 checks passed for the day), and the compaction sensor, evaluated by the daemon, requests a
 ``compact_job`` run once ``dws.order_wide``'s buckets hold enough sorted runs, and that run
-compacts them."""
+compacts them. A backfill launched as the UI does is one run with exact metadata per day, and a
+deletion committed upstream by another writer reaches the dws tables through the snapshot sensor."""
 
 from __future__ import annotations
 
+import datetime as dt
+
+import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
 from assets.definitions import PIPELINE
+from assets.events import order_events
 from assets.orders import TABLES
 from lakehouse import Catalog, col
 from tests.e2e.server import REPOSITORY, DagsterServer
@@ -148,3 +153,84 @@ def test_a_launched_run_materializes_and_the_compaction_sensor_compacts(dagster:
     assert {t["key"]: t["value"] for t in run["tags"]}["table"] == "dws.order_wide"
     assert not any(s.needs_compaction for s in wide.refresh().lsm_shape())
     assert wide.read().num_rows == rows.num_rows
+
+
+BACKFILL = """
+mutation($params: LaunchBackfillParams!) {
+  launchPartitionBackfill(backfillParams: $params) {
+    __typename
+    ... on LaunchBackfillSuccess { backfillId }
+    ... on PythonError { message }
+  }
+}"""
+BACKFILL_STATUS = """
+query($id: String!) {
+  partitionBackfillOrError(backfillId: $id) {
+    __typename
+    ... on PartitionBackfill { status runs { runId status } }
+  }
+}"""
+DAY_METADATA = """
+query($path: [String!]!, $day: String!) {
+  assetOrError(assetKey: {path: $path}) {
+    ... on Asset { assetMaterializations(partitions: [$day]) {
+      runId metadataEntries { label ... on IntMetadataEntry { intValue } }
+    } }
+  }
+}"""
+
+
+def test_a_backfill_reports_each_day_and_an_upstream_deletion_reaches_dws(dagster: DagsterServer):
+    """A two-day backfill launched as the UI's Materialize dialog does is one run whose metadata
+    is exact per day; then an order cancelled in ods.orders outside Dagster leaves dwd.orders and
+    both dws tables through the snapshot sensor's run."""
+    days = ["2026-01-02", "2026-01-03"]
+    params = {"partitionNames": days, "assetSelection": [{"path": list(s.key.path)} for s in TABLES],
+              "fromFailure": False}  # fmt: skip
+    launched = dagster.graphql(BACKFILL, {"params": params})["launchPartitionBackfill"]
+    assert launched["__typename"] == "LaunchBackfillSuccess", launched
+
+    def done() -> dict | None:
+        backfill = dagster.graphql(BACKFILL_STATUS, {"id": launched["backfillId"]})[
+            "partitionBackfillOrError"
+        ]
+        return backfill if backfill["status"] not in ("REQUESTED", "CANCELING", "FAILING") else None
+
+    backfill = dagster.wait_for("the backfill to finish", done, RUN_TIMEOUT)
+    assert backfill["status"] in ("COMPLETED", "COMPLETED_SUCCESS"), backfill
+    (run,) = backfill["runs"]  # a single-run backfill policy: every table, both days, one run
+    finished(dagster, run["runId"])
+
+    catalog = Catalog(dagster.warehouse)
+    for spec in TABLES:
+        table = catalog.get_table(spec.name)
+        for day in days:
+            page = dagster.graphql(DAY_METADATA, {"path": list(spec.key.path), "day": day})
+            (materialization,) = page["assetOrError"]["assetMaterializations"]
+            assert materialization["runId"] == run["runId"]
+            values = {e["label"]: e.get("intValue") for e in materialization["metadataEntries"]}
+            day_rows = table.read(filter=col("dt") == day).num_rows
+            assert values["dagster/partition_row_count"] == day_rows, (spec.name, day)
+            if spec.name == "ods.orders":  # append-only: the day's rows are exactly what the run wrote
+                assert values["rows_written"] == order_events(day).num_rows == day_rows
+
+    ods, wide = catalog.get_table("ods.orders"), catalog.get_table("dws.order_wide")
+    day = col("dt") == days[0]
+    paid = wide.read(filter=day & ~col("pay_method").is_null()).slice(0, 1).to_pylist()[0]
+    events = ods.read(filter=col("order_id") == paid["order_id"]).sort_by("event_time").to_pylist()
+    cancel = {**events[-1], "event_id": 10**12, "event_type": "cancel", "status": "CANCELLED",
+              "event_time": events[-1]["event_time"] + dt.timedelta(minutes=1)}  # fmt: skip
+    assert sensor_requests(dagster, "ods_orders_snapshots") is None  # Dagster's own commits so far
+    ods.write(pa.Table.from_pylist([cancel], schema=ods.arrow_schema))  # another writer's commit
+
+    (propagation,) = dagster.wait_for(
+        "the snapshot sensor to request a run", lambda: sensor_requests(dagster, "ods_orders_snapshots"),
+        TICK_TIMEOUT,
+    )  # fmt: skip
+    run = finished(dagster, propagation)
+    assert {t["key"]: t["value"] for t in run["tags"]}["dagster/partition"] == days[0]
+    for name in ("dwd.orders", "dws.order_wide"):
+        assert catalog.get_table(name).read(filter=col("order_id") == paid["order_id"]).num_rows == 0, name
+    dwd = catalog.get_table("dwd.orders").read(filter=day)
+    daily = catalog.get_table("dws.user_daily").read(filter=day)
+    assert pc.sum(daily.column("order_count")).as_py() == dwd.num_rows
