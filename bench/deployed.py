@@ -5,7 +5,8 @@ machine, same data.
 - one day of the example at ``--orders`` orders a day (default 100,000): run in-process
   (``execute_in_process``) vs launched through the GraphQL API of a running ``dagster-webserver``
   and ``dagster-daemon`` (queued, launched in its own process, steps in that process) - both on
-  the same Spark Connect server, each on a fresh warehouse, after one warm-up run;
+  the same Spark Connect server, each on a fresh warehouse; in-process best of two after two
+  warm-up runs (the server's JVM and Python workers warm up over the first runs);
 - a 30-day backfill of the same assets launched as a partition backfill through GraphQL: the
   daemon runs it as one run (single-run backfill policy), one Spark job and commit per asset;
 - Spark Connect: a new client session (connect and register ``paimon``) and a 1-row read;
@@ -188,9 +189,10 @@ def main() -> None:
         from dagster import DagsterInstance  # noqa: F401 (imported before the timed runs)
 
         first = START
-        warmup = in_process_day(str(root / "warmup"), first)
-        in_process = in_process_day(str(root / "in_process"), first)
-        print(f"one day of {args.orders:,} orders in-process: {in_process:.1f} s (warm-up {warmup:.1f} s)")
+        warmup = [in_process_day(str(root / f"warmup-{i}"), first) for i in range(2)]
+        in_process = min(in_process_day(str(root / f"in_process-{i}"), first) for i in range(2))
+        print(f"one day of {args.orders:,} orders in-process: {in_process:.1f} s, best of 2 after two "
+              f"warm-up runs ({warmup[0]:.1f} s, {warmup[1]:.1f} s)")  # fmt: skip
 
         from tests.e2e.server import dagster_server
 
