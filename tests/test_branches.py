@@ -123,6 +123,9 @@ def test_writes_time_travel_tags_and_schema_changes_stay_on_their_branch(t):
     t.write(orders(range(90, 92)))
     assert {r["order_id"] for r in b.read().to_pylist()}.isdisjoint({90, 91})
     assert t.latest_snapshot_id() == 4 and b.latest_snapshot_id() == 5
+    b.read_changes(3, consumer_id="reader")  # consumers too are the branch's own
+    assert os.path.exists(os.path.join(b.paths.branch_root, "consumer", "consumer-reader"))
+    assert not os.path.exists(os.path.join(t.paths.root, "consumer"))
 
 
 def test_fast_forward_replaces_main_after_the_branch_point(catalog, t):
@@ -171,6 +174,27 @@ def test_a_killed_fast_forward_leaves_a_readable_table_and_finishes_when_run_aga
             t.refresh().read()  # whatever a kill leaves reads
         t.fast_forward("b")
         assert rows(t.read()) == expected and t.snapshots.snapshot_ids() == expected_ids
+
+
+def test_a_killed_create_leaves_a_readable_branch_to_delete_and_create_again(t, monkeypatch):
+    copy = branch_ops._copy
+
+    def dying(table, source, target):
+        if "/snapshot/" in target:
+            raise OSError("killed")
+        copy(table, source, target)
+
+    monkeypatch.setattr(branch_ops, "_copy", dying)
+    with pytest.raises(OSError, match="killed"):
+        t.create_branch("b", tag="t2")
+    monkeypatch.setattr(branch_ops, "_copy", copy)
+    assert t.on_branch("b").read().num_rows == 0  # its schemas came first: an empty branch
+    assert t.expire_snapshots(retain_min=1, older_than_ms=FUTURE).snapshots_expired == 2
+    with pytest.raises(BranchExistsError):
+        t.create_branch("b", tag="t2")
+    t.delete_branch("b")
+    t.create_branch("b", tag="t2")
+    assert rows(t.on_branch("b").read()) == rows(t.read(tag="t2"))
 
 
 def test_delete_branch_then_orphan_cleanup_frees_its_files(t):

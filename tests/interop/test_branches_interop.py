@@ -30,6 +30,10 @@ def test_pypaimon_reads_a_branch_we_created_and_wrote(catalog, warehouse):
     assert rows(oracle.read(warehouse, "db.t$branch_s")) == rows(t.on_branch("s").read())
     assert rows(oracle.read(warehouse, "db.t")) == rows(t.read())
     assert sorted(oracle.catalog(warehouse).list_branches("db.t")) == ["b", "s"]
+    theirs = oracle.read(warehouse, "db.t$branches").sort_by("branch_name")
+    assert theirs.column("branch_name").to_pylist() == ["b", "s"]
+    ours = catalog.get_table("db.t$branches").read()
+    assert ours.column("create_time").to_pylist() == theirs.column("create_time").to_pylist()
 
 
 def test_we_read_a_branch_pypaimon_created_and_wrote(warehouse):
