@@ -352,6 +352,10 @@ class Table:
         """The table's branches other than ``main``, by name."""
         return self.store.branches()
 
+    def other_branches(self) -> list[TableStore]:
+        """The table's stores on its other branches: the files cleanups of this one keep."""
+        return self.store.other_branches()
+
     def on_branch(self, name: str | None) -> Table:
         """The same table on branch ``name`` (``main`` for None): reads, writes, time travel,
         tags and maintenance there leave the other branches alone."""
