@@ -21,15 +21,16 @@ from lakehouse.errors import (
     TableNotFoundError,
 )
 from lakehouse.io.fs import FileIO, join
-from lakehouse.paths import TablePaths
+from lakehouse.paths import MAIN_BRANCH, TablePaths, normalize_branch
 from lakehouse.schema import SchemaManager, new_schema
-from lakehouse.system import SYSTEM_DATABASE, SystemTable, is_system_name
+from lakehouse.system import BRANCH_PREFIX, SYSTEM_DATABASE, SystemTable, is_system_name, split_identifier
 from lakehouse.table.table import Table
 from lakehouse.table.validation import check_mechanisms
 
 DB_SUFFIX = ".db"
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-]*")
 MAX_NAME = 200  # a directory name of every filesystem, with room for suffixes
+BRANCH_OPTION = "branch"  # CoreOptions.BRANCH: the branch a table is opened on
 
 
 class Catalog:
@@ -151,13 +152,30 @@ class Catalog:
             raise
         return Table(self.io, path, identifier, table_schema)
 
-    def get_table(self, identifier: str, options: Mapping[str, str] | None = None) -> Table | SystemTable:
+    def get_table(
+        self, identifier: str, options: Mapping[str, str] | None = None, *, branch: str | None = None
+    ) -> Table | SystemTable:
         """A table, or a system table (``db.t$snapshots``, ``sys.all_table_options``, ...; see
-        :mod:`lakehouse.system`) whose ``options`` may pick a snapshot (``scan.snapshot-id``)."""
+        :mod:`lakehouse.system`) whose ``options`` may pick a snapshot (``scan.snapshot-id``).
+
+        The table (or its system table) on a branch: ``db.t$branch_<b>`` (``db.t$branch_<b>$snapshots``),
+        ``branch="b"`` or the option ``branch`` (Paimon's); ``main`` is the table itself."""
+        if isinstance(identifier, str) and "$" in identifier:
+            base, named, system = split_identifier(identifier)
+            branch = _one_branch(identifier, named, branch, (options or {}).get(BRANCH_OPTION))
+            if system is not None:
+                from lakehouse.system import load
+
+                on_branch = base if branch == MAIN_BRANCH else f"{base}${BRANCH_PREFIX}{branch}"
+                return load(self, f"{on_branch}${system}", options)
+            return self.get_table(base).on_branch(branch)
         if is_system_name(identifier):
             from lakehouse.system import load
 
             return load(self, identifier, options)
+        branch = _one_branch(identifier, None, branch, (options or {}).get(BRANCH_OPTION))
+        if branch != MAIN_BRANCH:
+            return self.get_table(identifier).on_branch(branch)
         database, _, path = self._table_path(identifier)
         latest = SchemaManager(self.io, TablePaths(path), identifier).latest()
         if latest is None:
@@ -180,9 +198,9 @@ class Catalog:
         self.io.delete_dir(path)
 
 
-def table_at(path: str, options: Mapping[str, str] | None = None) -> Table:
-    """The table stored at ``path`` (a local path or URI), read without a catalog; ``options``:
-    how to reach its store (as a catalog's).
+def table_at(path: str, options: Mapping[str, str] | None = None, branch: str | None = None) -> Table:
+    """The table stored at ``path`` (a local path or URI), read without a catalog, on ``branch``
+    (default ``main``); ``options``: how to reach its store (as a catalog's).
 
     Its name is ``<database>.<table>`` when it sits in a catalog's database directory.
     """
@@ -193,7 +211,19 @@ def table_at(path: str, options: Mapping[str, str] | None = None) -> Table:
     latest = SchemaManager(io, TablePaths(root), name).latest()
     if latest is None:
         raise TableNotFoundError(f"no Paimon table at {path} (it has no schema files); check the path")
-    return Table(io, root, name, latest)
+    return Table(io, root, name, latest).on_branch(branch)
+
+
+def _one_branch(identifier: str, *given: str | None) -> str:
+    """The branch an identifier, a ``branch=`` argument and a ``branch`` option name together
+    (``main`` if none); naming two different ones is an error."""
+    named = {normalize_branch(b) for b in given if b is not None}
+    if len(named) > 1:
+        raise InvalidArgumentError(
+            f"table {identifier}: branches {sorted(named)} named at once; name one, in the identifier "
+            f"(db.t$branch_<name>), the branch argument or the {BRANCH_OPTION!r} option"
+        )
+    return named.pop() if named else MAIN_BRANCH
 
 
 def _split(identifier: str) -> tuple[str, str]:

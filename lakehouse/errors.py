@@ -66,6 +66,14 @@ class TagExistsError(LakehouseError):
     """A tag was created under a name already in use."""
 
 
+class BranchNotFoundError(TableNotFoundError):
+    """A branch of a table that does not exist was named (``db.t$branch_x``, ``branch=``)."""
+
+
+class BranchExistsError(LakehouseError):
+    """A branch was created under a name already in use."""
+
+
 class InvalidArgumentError(LakehouseError, ValueError):
     """A call got an argument value it cannot act on (nothing was changed)."""
 

@@ -4,6 +4,9 @@ Layout (``FileStorePathFactory``)::
 
     <table>/schema/schema-N
     <table>/snapshot/{EARLIEST,LATEST,snapshot-N}
+    <table>/tag/tag-<name>
+    <table>/consumer/consumer-<id>
+    <table>/branch/branch-<b>/{schema,snapshot,tag,consumer}/...   (a branch's own metadata)
     <table>/manifest/{manifest-,manifest-list-,index-manifest-}<uuid>-<n>
     <table>/index/index-<uuid>-<n>
     <table>/<k1>=<v1>/<k2>=<v2>/bucket-<b>/data-<uuid>-<n>.parquet
@@ -33,19 +36,48 @@ from lakehouse.types import TIMESTAMP_ROOTS, DataType, timestamp_unit
 _ESCAPED = {chr(c) for c in range(0x20)} | set("\"#%'*/:=?\\\x7f{}[]^")
 
 
+MAIN_BRANCH = "main"  # Identifier.DEFAULT_MAIN_BRANCH
+BRANCH_DIR = "branch"
+BRANCH_PREFIX = "branch-"  # BranchManager.BRANCH_PREFIX
+TAG_PREFIX = "tag-"
+
+
+def normalize_branch(branch: str | None) -> str:
+    """``main`` for no branch or a blank one (``BranchManager.normalizeBranch``)."""
+    return MAIN_BRANCH if branch is None or not branch.strip() else branch
+
+
 @dataclass(frozen=True)
 class TablePaths:
-    """Paths of one table's metadata and data directories."""
+    """Paths of one table's metadata and data directories, as one branch sees them: a branch
+    has its own schemas, snapshots, tags and consumers; manifests, index and data files are the
+    table's, shared by every branch."""
 
     root: str
+    branch: str = MAIN_BRANCH
+
+    @property
+    def branch_root(self) -> str:
+        """Where this branch's metadata lives (``BranchManager.branchPath``)."""
+        if self.branch == MAIN_BRANCH:
+            return self.root
+        return join(self.branches_dir, BRANCH_PREFIX + self.branch)
+
+    @property
+    def branches_dir(self) -> str:
+        return join(self.root, BRANCH_DIR)
+
+    def on_branch(self, branch: str | None) -> TablePaths:
+        """The same table's paths as ``branch`` (``main`` for None) sees them."""
+        return replace(self, branch=normalize_branch(branch))
 
     @property
     def schema_dir(self) -> str:
-        return join(self.root, "schema")
+        return join(self.branch_root, "schema")
 
     @property
     def snapshot_dir(self) -> str:
-        return join(self.root, "snapshot")
+        return join(self.branch_root, "snapshot")
 
     @property
     def manifest_dir(self) -> str:
@@ -53,7 +85,11 @@ class TablePaths:
 
     @property
     def tag_dir(self) -> str:
-        return join(self.root, "tag")
+        return join(self.branch_root, "tag")
+
+    @property
+    def consumer_dir(self) -> str:
+        return join(self.branch_root, "consumer")
 
     @property
     def index_dir(self) -> str:
@@ -64,6 +100,9 @@ class TablePaths:
 
     def snapshot(self, snapshot_id: int) -> str:
         return join(self.snapshot_dir, f"snapshot-{snapshot_id}")
+
+    def tag(self, name: str) -> str:
+        return join(self.tag_dir, TAG_PREFIX + name)
 
     def manifest(self, name: str) -> str:
         return join(self.manifest_dir, name)

@@ -18,7 +18,7 @@ from typing import Any
 from lakehouse import json_pretty
 from lakehouse.errors import CorruptFileError, SnapshotNotFoundError
 from lakehouse.io.fs import FileIO
-from lakehouse.paths import TablePaths, checked_name
+from lakehouse.paths import TAG_PREFIX, TablePaths, checked_name
 
 SNAPSHOT_VERSION = 3
 BATCH_COMMIT_IDENTIFIER = 2**63 - 1  # BatchWriteBuilder.COMMIT_IDENTIFIER
@@ -196,18 +196,32 @@ class SnapshotManager:
 
     def tag(self, name: str) -> Snapshot:
         """The snapshot a tag (``tag/tag-<name>``) pins."""
-        path = f"{self.paths.tag_dir}/tag-{checked_name('tag name', name, self.table)}"
+        path = self.paths.tag(checked_name("tag name", name, self.table))
         try:
             data = self.io.read_bytes(path)
         except FileNotFoundError:
-            tags = sorted(st.name.removeprefix("tag-") for st in self.io.list_dir(self.paths.tag_dir))
             raise SnapshotNotFoundError(
-                f"table {self.table} has no tag {name!r}; its tags are {tags}"
+                f"table {self.table} has no tag {name!r}; its tags are {self.tag_names()}"
             ) from None
         try:
             return Snapshot.from_json(data.decode("utf-8"))
         except (ValueError, KeyError, TypeError) as e:
             raise CorruptFileError(f"table {self.table}: tag file {path} is corrupt ({e})") from None
+
+    def tag_names(self) -> list[str]:
+        """The names of the tags, sorted."""
+        found = self.io.list_dir(self.paths.tag_dir)
+        return sorted(st.name.removeprefix(TAG_PREFIX) for st in found if st.name.startswith(TAG_PREFIX))
+
+    def tags(self) -> dict[str, Snapshot]:
+        """Tag name -> the snapshot it pins, ordered by snapshot id, then name."""
+        found = {}
+        for name in self.tag_names():
+            try:
+                found[name] = self.tag(name)
+            except SnapshotNotFoundError:
+                continue  # deleted while listing
+        return dict(sorted(found.items(), key=lambda item: (item[1].id, item[0])))
 
     # ---- writing ---------------------------------------------------------------------------
 

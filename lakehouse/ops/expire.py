@@ -10,14 +10,15 @@ Mirrors ``ExpireSnapshotsImpl``. Which snapshots go:
 - never one a consumer (``consumer-id``) still has to read, and at most ``snapshot.expire.limit``
   per call.
 
-Files referenced by an expired snapshot but not by the first retained snapshot or a tag are
-deleted. Invariant: a file is deleted only once nothing still listed names it. The expired
-snapshot files go first (oldest first), then the ``EARLIEST`` hint moves, then the manifest
-lists, manifests, changelog, index and data files (Paimon deletes the files first, so that a
-kill can leave a listed snapshot that no longer reads). A run killed at any point leaves every
-listed snapshot whole; what it had not deleted yet is unreferenced, and ``remove_orphan_files``
-removes it (the next run plans from the snapshots still listed). New files of a concurrent
-writer are never candidates: candidates come from the expired snapshots' manifests only.
+Files referenced by an expired snapshot but not by the first retained snapshot, a tag or another
+branch's snapshots and tags are deleted. Invariant: a file is deleted only once nothing still
+listed names it. The expired snapshot files go first (oldest first), then the ``EARLIEST`` hint
+moves, then the manifest lists, manifests, changelog, index and data files (Paimon deletes the
+files first, so that a kill can leave a listed snapshot that no longer reads). A run killed at
+any point leaves every listed snapshot whole; what it had not deleted yet is unreferenced, and
+``remove_orphan_files`` removes it (the next run plans from the snapshots still listed). New
+files of a concurrent writer are never candidates: candidates come from the expired snapshots'
+manifests only.
 
 The work comes in three units, so that other processes can delete the files:
 :func:`plan_expiration` (which snapshots and files go), :func:`retire_snapshots` (the snapshot
@@ -40,7 +41,7 @@ from lakehouse.options import (
     SNAPSHOT_TIME_RETAINED,
 )
 from lakehouse.store import consumers, tags
-from lakehouse.store.references import Deleted, FileRefs, References, delete_files
+from lakehouse.store.references import Deleted, FileRefs, References, delete_files, other_branches_files
 
 if TYPE_CHECKING:
     from lakehouse.store.table_store import TableStore
@@ -152,6 +153,7 @@ def plan_expiration_until(table: TableStore, earliest: int, end: int) -> Expirat
     protected = refs.of(boundary)
     for tagged in protecting_tags(tags.tagged_snapshots(table), earliest, end):
         protected.update(refs.of(tagged, changelog=False))
+    protected.update(other_branches_files(table))
     files = refs.of_removed(expired).minus(protected)
     return ExpirationPlan(earliest, end, tuple(s.id for s in expired), files)
 

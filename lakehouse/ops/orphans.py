@@ -1,4 +1,5 @@
-"""Orphan files: files under a table that no snapshot or tag references (``OrphanFilesClean``).
+"""Orphan files: files under a table that no snapshot or tag of any branch references
+(``OrphanFilesClean``, which also walks every branch).
 
 Crashed writers and killed commits leave data files, manifests and index files nothing points
 to. A file is an orphan when it sits where the engine writes files (``manifest/``, ``index/``,
@@ -18,10 +19,9 @@ from typing import TYPE_CHECKING
 
 from lakehouse.errors import InvalidArgumentError
 from lakehouse.io.fs import FileStatus, is_temporary, join
-from lakehouse.paths import bucket_dirs
-from lakehouse.store import tags
+from lakehouse.paths import MAIN_BRANCH, bucket_dirs
 from lakehouse.store.consumers import consumer_dir
-from lakehouse.store.references import STATISTICS_DIR, FileRefs, References, delete_paths
+from lakehouse.store.references import STATISTICS_DIR, FileRefs, delete_paths, referenced_files
 from lakehouse.write.scope import SCOPES_DIR, aborted_writes
 
 if TYPE_CHECKING:
@@ -66,28 +66,23 @@ def find_orphan_files(table: TableStore, older_than_ms: int | None = None) -> Or
             f"being written right now and not committed yet would be deleted"
         )
     aborted = aborted_writes(table.io, table.paths)  # read first: an aborted write never commits later
-    used = referenced_files(table).all()
+    branches = [table, *table.other_branches()]
+    used = FileRefs()
+    for branch in branches:
+        used.update(referenced_files(branch))
+    used = used.all()
     found = [
         st
-        for st in candidate_files(table)
+        for branch in branches
+        for st in candidate_files(branch)
         if st.path not in used and (st.mtime_ms < older_than_ms or any(w in st.name for w in aborted))
     ]
     return OrphanFiles(tuple(sorted(st.path for st in found)), sum(st.size for st in found), dry_run=True)
 
 
-def referenced_files(table: TableStore) -> FileRefs:
-    """Every file some snapshot or tag of ``table`` references."""
-    snapshots = table.snapshots
-    refs = References(table)
-    existing = [snapshots.snapshot(sid) for sid in snapshots.snapshot_ids()]
-    used = refs.of_removed(existing)  # tolerant: an expiration may be removing the oldest ones
-    for tagged in tags.tagged_snapshots(table):
-        used.update(refs.of_removed([tagged], changelog=False))
-    return used
-
-
 def candidate_files(table: TableStore) -> list[FileStatus]:
-    """The files in the directories the engine writes data and metadata files to."""
+    """The files in the directories the engine writes data and metadata files to (of the
+    table's metadata, only ``table``'s branch's)."""
     io, paths = table.io, table.paths
     out = [
         st
@@ -96,6 +91,8 @@ def candidate_files(table: TableStore) -> list[FileStatus]:
     ]
     for directory in (paths.schema_dir, paths.tag_dir, consumer_dir(table)):
         out += [st for st in io.list_recursive(directory) if is_temporary(st.name)]
+    if table.branch != MAIN_BRANCH:
+        return out  # the shared files are main's candidates
     directories = [paths.manifest_dir, paths.index_dir, join(paths.root, STATISTICS_DIR)]
     directories += [join(paths.root, SCOPES_DIR)]
     directories += bucket_dirs(io, paths.root, len(table.schema.partition_keys))

@@ -3,7 +3,8 @@
 Invariant, as for expiration: a file is deleted only once nothing still listed names it.
 Snapshots after the target go newest first, so a rollback killed half way leaves a shorter but
 consistent history; then the tags on them, then the ``LATEST`` hint moves, then the manifest
-lists, manifests, changelog, index and data files only they referenced are deleted (what a kill
+lists, manifests, changelog, index and data files only they referenced (no other branch either)
+are deleted (what a kill
 leaves of them is ``remove_orphan_files``'). Rolling back to a tag whose snapshot already
 expired restores that snapshot file from the tag first and moves ``EARLIEST`` to it, as Paimon's
 ``RollbackHelper`` does. Like Paimon's, a rollback must not race writers of the same table.
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from lakehouse.errors import InvalidArgumentError, SnapshotNotFoundError
 from lakehouse.store import tags
-from lakehouse.store.references import Deleted, References, delete_files
+from lakehouse.store.references import Deleted, References, delete_files, other_branches_files
 
 if TYPE_CHECKING:
     from lakehouse.store.table_store import TableStore
@@ -70,5 +71,6 @@ def rollback_to(table: TableStore, snapshot_id: int | None = None, tag: str | No
     for t in dropped:
         doomed.update(refs.of_removed([t.snapshot], changelog=False))
     # anything a removed snapshot shares with an older snapshot or tag, the target has too
-    deleted = delete_files(table.io, doomed.minus(refs.of(target, changelog=False)))
+    protected = refs.of(target, changelog=False).update(other_branches_files(table))
+    deleted = delete_files(table.io, doomed.minus(protected))
     return Rollback(target.id, len(removed), tuple(t.name for t in dropped), deleted)

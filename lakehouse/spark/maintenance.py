@@ -100,8 +100,8 @@ def expire_snapshots(
 ) -> Expiration:
     """``Table.expire_snapshots`` with the expired snapshots' data files deleted by Spark tasks."""
     target = _table(table, warehouse, options)
-    plan = plan_expiration(target, retain_min, retain_max, older_than_ms, max_deletes)
-    retired = retire_snapshots(target, plan)
+    plan = plan_expiration(target.store, retain_min, retain_max, older_than_ms, max_deletes)
+    retired = retire_snapshots(target.store, plan)
     pieces = plan.files.content().chunks(DELETE_CHUNK)
     deleted = _run(spark, pieces, functools.partial(_delete_pieces, target.io))
     return plan.report(sum(deleted, retired))
@@ -118,7 +118,7 @@ def remove_orphan_files(
 ) -> OrphanFiles:
     """``Table.remove_orphan_files`` with the orphans deleted by Spark tasks."""
     target = _table(table, warehouse, options)
-    found = find_orphan_files(target, older_than_ms)
+    found = find_orphan_files(target.store, older_than_ms)
     if dry_run:
         return found
     _run(spark, found.paths, functools.partial(delete_paths, target.io))

@@ -4,7 +4,8 @@ Spark instantiates :class:`PaimonDataSource` from the options of ``spark.read``/
 ``load("db.table")`` with ``option("warehouse", ...)`` names a catalog table (``db.t$snapshots``,
 ``sys.all_table_options`` a system table, read in one task with the read's ``scan.snapshot-id``
 or ``scan.tag-name``), a path without a warehouse names the table stored there. Time travel takes
-Paimon's scan options ``scan.snapshot-id``, ``scan.timestamp-millis`` or ``scan.tag-name``.
+Paimon's scan options ``scan.snapshot-id``, ``scan.timestamp-millis`` or ``scan.tag-name``. A
+branch: ``load("db.t$branch_b")`` / ``save("db.t$branch_b")``, or the option ``branch``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
 from pyspark.sql.types import StructType
 
-from lakehouse.catalog import Catalog, table_at
+from lakehouse.catalog import BRANCH_OPTION, Catalog, table_at
 from lakehouse.errors import InvalidOptionError
 from lakehouse.io.fs import storage_options
 from lakehouse.spark.parallelism import default_parallelism
@@ -62,7 +63,11 @@ def open_table(options: Mapping[str, str]) -> Table:
             "or the table's path"
         )
     warehouse, storage = options.get("warehouse"), storage_options(options)
-    table = Catalog(warehouse, storage).get_table(path) if warehouse else table_at(path, storage)
+    branch = options.get(BRANCH_OPTION)
+    if warehouse:
+        table = Catalog(warehouse, storage).get_table(path, branch=branch)
+    else:
+        table = table_at(path, storage, branch)
     if not isinstance(table, Table):
         raise InvalidOptionError(f"{path} is a system table: it can be read, not written or maintained")
     return table
@@ -83,7 +88,7 @@ class PaimonDataSource(DataSource):
 
     @property
     def _system_table(self) -> bool:
-        return is_system_name(self.options.get("path", "")) and bool(self.options.get("warehouse"))
+        return bool(self.options.get("warehouse")) and is_system_name(self.options.get("path", ""))
 
     def schema(self) -> StructType:
         if self._system_table:

@@ -22,7 +22,7 @@ PREFIX = "consumer-"
 
 
 def consumer_dir(table: TableStore) -> str:
-    return join(table.paths.root, "consumer")
+    return table.paths.consumer_dir
 
 
 def _path(table: TableStore, consumer_id: str) -> str:

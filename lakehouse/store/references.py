@@ -1,6 +1,10 @@
 """Which files snapshots reference: the one walker behind expiration, rollback, tag deletion and
 orphan-file cleanup.
 
+Branches share the table's data, manifest and index files, so every cleanup of one branch also
+keeps what the other branches' snapshots and tags reference (:func:`other_branches_files`);
+Paimon's own expiration does not, and relies on the tag a branch was created from.
+
 A snapshot references its manifest lists (base, delta, changelog), the manifests they list, its
 index manifest and the index files in it, its statistics file, the data files live in it (with
 the files kept next to them, such as file indexes) and the changelog files of its changelog
@@ -195,6 +199,27 @@ class References:
                 bucket_path = self._bucket_paths[key] = self.table.bucket_path(e.partition, e.bucket)
             out.update(paths.data_files(bucket_path, e.file))
         return out
+
+
+def referenced_files(table: TableStore) -> FileRefs:
+    """Every file some snapshot or tag of ``table``'s branch references."""
+    snapshots = table.snapshots
+    refs = References(table)
+    existing = [snapshots.snapshot(sid) for sid in snapshots.snapshot_ids()]
+    used = refs.of_removed(existing)  # tolerant: an expiration may be removing the oldest ones
+    for tagged in {s.id: s for s in snapshots.tags().values()}.values():
+        used.update(refs.of_removed([tagged], changelog=False))
+    return used
+
+
+def other_branches_files(table: TableStore) -> FileRefs:
+    """Every file the snapshots and tags of ``table``'s other branches reference (``main``
+    included when ``table`` is on a branch): branches share data, manifest and index files, so a
+    cleanup on one branch keeps these."""
+    used = FileRefs()
+    for other in table.other_branches():
+        used.update(referenced_files(other))
+    return used
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """One table's storage: its files and metadata as every layer above the ``Table`` facade needs them.
 
-A ``TableStore`` is a light, picklable handle (filesystem, path, name, schema): schema versions,
+A ``TableStore`` is a light, picklable handle (filesystem, path, name, schema, branch): schema versions,
 snapshots, manifests, bucket directories, the files live in a snapshot, and the one resolver of
 time travel (a snapshot by id, time or tag, seen through the schema it was written with) that
 reads, system tables and Spark share. Reads, writes, commits and operations take a store; only
@@ -9,23 +9,25 @@ the facade, the catalog, system tables, Spark and Dagster know ``Table``.
 
 from __future__ import annotations
 
-from lakehouse.errors import ArgumentTypeError, InvalidArgumentError
+from lakehouse.errors import ArgumentTypeError, BranchNotFoundError, CorruptFileError, InvalidArgumentError
 from lakehouse.io.fs import FileIO
 from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
 from lakehouse.manifest.files import ManifestStore
 from lakehouse.options import PARTITION_DEFAULT_NAME
-from lakehouse.paths import TablePaths, partition_path
+from lakehouse.paths import BRANCH_PREFIX, MAIN_BRANCH, TablePaths, normalize_branch, partition_path
 from lakehouse.schema import SchemaManager, TableSchema
 from lakehouse.snapshot import Snapshot, SnapshotManager
 
 
 class TableStore:
-    """The files of one Paimon table under one schema version."""
+    """The files of one Paimon table, as one of its branches sees them, under one schema version."""
 
-    def __init__(self, io: FileIO, path: str, name: str, schema: TableSchema) -> None:
+    def __init__(
+        self, io: FileIO, path: str, name: str, schema: TableSchema, branch: str = MAIN_BRANCH
+    ) -> None:
         self.io = io
-        self.paths = TablePaths(path)
+        self.paths = TablePaths(path, normalize_branch(branch))
         self.name = name
         self.schema = schema
         self._schemas: dict[int, TableSchema] = {schema.id: schema}
@@ -34,10 +36,69 @@ class TableStore:
         return f"TableStore({self.name!r}, schema_id={self.schema.id})"
 
     def __getstate__(self) -> dict:
-        return {"io": self.io, "path": self.paths.root, "name": self.name, "schema": self.schema}
+        return {
+            "io": self.io,
+            "path": self.paths.root,
+            "name": self.name,
+            "schema": self.schema,
+            "branch": self.branch,
+        }
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["io"], state["path"], state["name"], state["schema"])
+        self.__init__(state["io"], state["path"], state["name"], state["schema"], state["branch"])
+
+    # ---- branches ------------------------------------------------------------------------
+
+    @property
+    def branch(self) -> str:
+        """The branch this store reads and writes (``main`` by default)."""
+        return self.paths.branch
+
+    @property
+    def table_name(self) -> str:
+        """The table's name without its branch (``db.t`` of ``db.t$branch_b``)."""
+        return self.name.split("$", 1)[0]
+
+    def branches(self) -> list[str]:
+        """The table's branches other than ``main``, sorted: its ``branch/branch-<name>``
+        directories (``FileSystemBranchManager.branches``)."""
+        found = [st.name for st in self.io.list_dir(self.paths.branches_dir) if st.is_dir]
+        return sorted(name.removeprefix(BRANCH_PREFIX) for name in found if name.startswith(BRANCH_PREFIX))
+
+    def on_branch(self, branch: str | None) -> TableStore:
+        """The same table on ``branch`` (``main`` for None), with that branch's latest schema."""
+        branch = normalize_branch(branch)
+        if branch == self.branch:
+            return self
+        base = self.table_name
+        name = base if branch == MAIN_BRANCH else f"{base}$branch_{branch}"
+        paths = self.paths.on_branch(branch)
+        latest = SchemaManager(self.io, paths, name).latest()
+        if latest is None:
+            raise BranchNotFoundError(
+                f"table {base} has no branch {branch!r}; its branches are {self.branches()} "
+                f"(create one with create_branch)"
+            )
+        return TableStore(self.io, paths.root, name, latest, branch)
+
+    def other_branches(self) -> list[TableStore]:
+        """The table on each of its other branches, ``main`` included when this is a branch.
+
+        A branch directory without a schema (a ``create_branch`` killed at its first file) is
+        a ``CorruptFileError``: nobody can tell which files it needs (as ``OrphanFilesClean``
+        refuses such branches)."""
+        others = []
+        for branch in [MAIN_BRANCH, *self.branches()]:
+            if branch == self.branch:
+                continue
+            try:
+                others.append(self.on_branch(branch))
+            except BranchNotFoundError:
+                raise CorruptFileError(
+                    f"table {self.name}: branch {branch!r} has no schema file (a create_branch "
+                    f"interrupted?); delete it with delete_branch({branch!r}) and create it again"
+                ) from None
+        return others
 
     # ---- metadata ------------------------------------------------------------------------
 
@@ -53,11 +114,13 @@ class TableStore:
     def identity(self) -> str:
         """What tells this table from any other, a dropped and re-created one at the same place
         included: its directory name and the creation time of its first schema (as Paimon's
-        filesystem tables derive their uuid)."""
-        return f"{self.paths.root.rstrip('/').rsplit('/', 1)[-1]}@{self.schema_by_id(0).time_millis}"
+        filesystem tables derive their uuid), and the branch unless ``main``: a branch's
+        commit messages do not fit another branch's buckets."""
+        identity = f"{self.paths.root.rstrip('/').rsplit('/', 1)[-1]}@{self.schema_by_id(0).time_millis}"
+        return identity if self.branch == MAIN_BRANCH else f"{identity}$branch_{self.branch}"
 
     def schema_by_id(self, schema_id: int) -> TableSchema:
-        """A schema version (cached: schema files never change)."""
+        """A schema version (cached: schema files never change, but for a fast-forward's)."""
         found = self._schemas.get(schema_id)
         if found is None:
             found = self._schemas[schema_id] = self.schema_manager.schema(schema_id)
@@ -75,11 +138,17 @@ class TableStore:
             self.adopt(latest)
         return self
 
+    def reload(self) -> TableStore:
+        """Forget the cached schema versions and load the latest: a fast-forward replaced some."""
+        self._schemas = {}
+        self.adopt(self.schema_manager.latest())
+        return self
+
     def with_schema(self, schema_id: int) -> TableStore:
         """This table seen through another schema version (sharing the schema cache)."""
         if schema_id == self.schema.id:
             return self
-        view = TableStore(self.io, self.paths.root, self.name, self.schema_by_id(schema_id))
+        view = TableStore(self.io, self.paths.root, self.name, self.schema_by_id(schema_id), self.branch)
         view._schemas = self._schemas
         return view
 

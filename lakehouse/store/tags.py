@@ -17,15 +17,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lakehouse.errors import SnapshotNotFoundError, TagExistsError
-from lakehouse.io.fs import join
 from lakehouse.paths import checked_name
 from lakehouse.snapshot import Snapshot
-from lakehouse.store.references import Deleted, FileRefs, References, delete_files
+from lakehouse.store.references import Deleted, FileRefs, References, delete_files, other_branches_files
 
 if TYPE_CHECKING:
     from lakehouse.store.table_store import TableStore
-
-PREFIX = "tag-"
 
 
 @dataclass(frozen=True)
@@ -37,21 +34,12 @@ class Tag:
 
 
 def tag_path(table: TableStore, name: str) -> str:
-    return join(table.paths.tag_dir, PREFIX + checked_name("tag name", name, table.name))
+    return table.paths.tag(checked_name("tag name", name, table.name))
 
 
 def list_tags(table: TableStore) -> list[Tag]:
     """Every tag, ordered by snapshot id, then name."""
-    tags = []
-    for st in table.io.list_dir(table.paths.tag_dir):
-        if st.is_dir or not st.name.startswith(PREFIX):
-            continue
-        name = st.name[len(PREFIX) :]
-        try:
-            tags.append(Tag(name, table.snapshots.tag(name)))
-        except SnapshotNotFoundError:
-            continue  # deleted while listing
-    return sorted(tags, key=lambda t: (t.snapshot.id, t.name))
+    return [Tag(name, snap) for name, snap in table.snapshots.tags().items()]
 
 
 def tagged_snapshots(table: TableStore) -> list[Snapshot]:
@@ -80,7 +68,7 @@ def create_tag(table: TableStore, name: str, snapshot_id: int | None = None) -> 
 
 def delete_tag(table: TableStore, name: str) -> Deleted:
     """Delete tag ``name``; if its snapshot expired and no other tag pins it, also the files no
-    snapshot or other tag references (``TagManager.deleteTag``)."""
+    snapshot, other tag or other branch references (``TagManager.deleteTag``)."""
     path = tag_path(table, name)
     tag = table.snapshots.tag(name)
     if table.io.exists(table.paths.snapshot(tag.id)):
@@ -102,6 +90,7 @@ def delete_tag(table: TableStore, name: str) -> Deleted:
     for snap in neighbours:
         if snap is not None:
             protected.update(refs.of(snap, changelog=False))
+    protected.update(other_branches_files(table))
     return delete_files(table.io, refs.of_removed([tag], changelog=False).minus(protected))
 
 

@@ -1,4 +1,5 @@
-"""System tables: ``db.t$<name>`` (metadata of one table) and ``sys.<name>`` (of the catalog).
+"""System tables: ``db.t$<name>`` (metadata of one table), ``db.t$branch_<b>$<name>`` (of its
+branch ``b``) and ``sys.<name>`` (of the catalog).
 
 Names, columns and column types follow Paimon's ``org.apache.paimon.table.system`` classes.
 Each is read as one Arrow table; ``scan.snapshot-id`` / ``scan.tag-name`` options choose the
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from lakehouse.errors import TableNotFoundError
+from lakehouse.errors import InvalidArgumentError, TableNotFoundError
 from lakehouse.system import files, global_tables, metadata, rows
 
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from lakehouse.system.catalog_view import CatalogView
 
 SYSTEM_DATABASE = "sys"
+BRANCH_PREFIX = "branch_"  # of a branch in a table identifier (Identifier.SYSTEM_BRANCH_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -39,9 +41,25 @@ class SystemTable:
         return self.build(self.options)
 
 
+def split_identifier(identifier: str) -> tuple[str, str | None, str | None]:
+    """``db.t[$branch_<b>][$<name>]`` as (``db.t``, branch, system table), the absent ones None
+    (``Identifier.splitObjectName``)."""
+    base, *parts = identifier.split("$")
+    if len(parts) > 2 or (len(parts) == 2 and not parts[0].startswith(BRANCH_PREFIX)):
+        raise InvalidArgumentError(
+            f"table identifier {identifier!r} must look like 'db.t', 'db.t$branch_<branch>', "
+            f"'db.t$<system table>' or 'db.t$branch_<branch>$<system table>'"
+        )
+    branch = parts.pop(0)[len(BRANCH_PREFIX) :] if parts and parts[0].startswith(BRANCH_PREFIX) else None
+    return base, branch, parts[0] if parts else None
+
+
 def is_system_name(identifier: str) -> bool:
-    """Whether ``identifier`` names a system table (``db.t$name`` or ``sys.name``)."""
-    return "$" in identifier or identifier.split(".", 1)[0] == SYSTEM_DATABASE
+    """Whether ``identifier`` names a system table (``db.t$name``, ``db.t$branch_b$name`` or
+    ``sys.name``); ``db.t$branch_b`` is a table on a branch."""
+    if not isinstance(identifier, str):
+        return False
+    return split_identifier(identifier)[2] is not None or identifier.split(".", 1)[0] == SYSTEM_DATABASE
 
 
 def table_system_names() -> list[str]:
@@ -53,7 +71,7 @@ def _table_builders() -> dict[str, Callable[[TableStore, Mapping[str, str]], pa.
 
 
 def load(catalog: CatalogView, identifier: str, options: Mapping[str, str] | None = None) -> SystemTable:
-    """The system table ``identifier`` names: ``db.t$name`` or ``sys.name``."""
+    """The system table ``identifier`` names: ``db.t$name``, ``db.t$branch_b$name`` or ``sys.name``."""
     options = dict(options or {})
     if "$" not in identifier:
         name = identifier.split(".", 1)[1] if "." in identifier else ""
@@ -64,7 +82,7 @@ def load(catalog: CatalogView, identifier: str, options: Mapping[str, str] | Non
                 f"global ones are {sorted(global_tables.TABLES)}"
             )
         return SystemTable(identifier, lambda opts: build(catalog, opts), options)
-    base, name = identifier.split("$", 1)
+    base, name = identifier.rsplit("$", 1)
     builders = _table_builders()
     build = builders.get(name.lower())
     if build is None:

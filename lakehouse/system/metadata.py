@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from lakehouse.errors import InvalidArgumentError
 from lakehouse.manifest.entries import IndexFileMeta
+from lakehouse.ops.branches import list_branches
 from lakehouse.options import SCAN_SNAPSHOT_ID, SCAN_TAG_NAME
 from lakehouse.snapshot import Snapshot
 from lakehouse.store import consumers, tags
@@ -195,8 +196,9 @@ BRANCHES = schema_of(("branch_name", pa.string(), False), ("create_time", TS, Fa
 
 
 def branches(table: TableStore, options: Mapping[str, str]) -> pa.Table:
-    """Always empty: this engine does not create branches."""
-    return BRANCHES.empty_table()
+    """The table's branches other than ``main`` (``BranchesTable``: its directory's time)."""
+    rows = [dict(branch_name=b.name, create_time=b.create_time_ms) for b in list_branches(table)]
+    return table_of(BRANCHES, rows)
 
 
 CONSUMERS = schema_of(("consumer_id", pa.string(), False), ("next_snapshot_id", pa.int64(), False))

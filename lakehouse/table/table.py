@@ -18,6 +18,7 @@ from lakehouse.commit.table_commit import Overwrite, TableCommit
 from lakehouse.io.fs import FileIO
 from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
 from lakehouse.manifest.files import ManifestStore
+from lakehouse.ops.branches import Branch, FastForward, create_branch, delete_branch, fast_forward
 from lakehouse.ops.compaction import compact
 from lakehouse.ops.expire import expire_snapshots
 from lakehouse.ops.file_index import rewrite_file_index, verify_file_indexes
@@ -26,7 +27,7 @@ from lakehouse.ops.orphans import remove_orphan_files
 from lakehouse.ops.rollback import rollback_to
 from lakehouse.ops.verify import verify_buckets, verify_deletion_vectors, verify_primary_key
 from lakehouse.options import CONSUMER_ID, SNAPSHOT_EXPIRE_AFTER_COMMIT, WRITE_ONLY
-from lakehouse.paths import FileNamer, TablePaths
+from lakehouse.paths import MAIN_BRANCH, FileNamer, TablePaths
 from lakehouse.predicate import Predicate
 from lakehouse.read import scan
 from lakehouse.read.changes import read_changes
@@ -44,8 +45,10 @@ from lakehouse.write.table_write import TableWrite
 class Table:
     """A Paimon table in a warehouse: the public face of a :class:`TableStore`."""
 
-    def __init__(self, io: FileIO, path: str, name: str, schema: TableSchema) -> None:
-        self.store = TableStore(io, path, name, schema)
+    def __init__(
+        self, io: FileIO, path: str, name: str, schema: TableSchema, branch: str = MAIN_BRANCH
+    ) -> None:
+        self.store = TableStore(io, path, name, schema, branch)
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, schema_id={self.schema.id})"
@@ -73,6 +76,11 @@ class Table:
     @property
     def schema(self) -> TableSchema:
         return self.store.schema
+
+    @property
+    def branch(self) -> str:
+        """The branch this handle reads and writes (``main`` unless opened on another)."""
+        return self.store.branch
 
     @property
     def snapshots(self) -> SnapshotManager:
@@ -337,6 +345,36 @@ class Table:
         progress so expiration keeps the snapshots the consumer reads next."""
         consumer_id = consumer_id or self.schema.core_options.get(CONSUMER_ID)
         return read_changes(self.store, start_snapshot_id, end_snapshot_id, consumer_id)
+
+    # ---- branches ------------------------------------------------------------------------
+
+    def branches(self) -> list[str]:
+        """The table's branches other than ``main``, by name."""
+        return self.store.branches()
+
+    def other_branches(self) -> list[TableStore]:
+        """The table's stores on its other branches: the files cleanups of this one keep."""
+        return self.store.other_branches()
+
+    def on_branch(self, name: str | None) -> Table:
+        """The same table on branch ``name`` (``main`` for None): reads, writes, time travel,
+        tags and maintenance there leave the other branches alone."""
+        store = self.store.on_branch(name)
+        return Table(store.io, store.paths.root, store.name, store.schema, store.branch)
+
+    def create_branch(self, name: str, snapshot_id: int | None = None, tag: str | None = None) -> Branch:
+        """Create branch ``name`` from a snapshot or a tag of this branch, or with no snapshot and
+        the current schema when neither is given; open it with :meth:`on_branch`."""
+        return create_branch(self.store, name, snapshot_id, tag)
+
+    def delete_branch(self, name: str) -> Branch:
+        """Delete branch ``name``; ``remove_orphan_files`` then frees the files only it used."""
+        return delete_branch(self.store, name)
+
+    def fast_forward(self, name: str) -> FastForward:
+        """Make this branch (usually ``main``) branch ``name``: its history from the branch's
+        earliest snapshot on is replaced by the branch's."""
+        return fast_forward(self.store, name)
 
     # ---- schema and options --------------------------------------------------------------
 
