@@ -4,7 +4,8 @@
   in for the source system: creations, updates, payments and cancellations);
 - ``dwd.orders``: each order's state after the day's events, a primary-key table with dynamic
   buckets, deletion vectors (cancelled orders are deleted) and file indexes: bloom filter on
-  ``user_id``, bitmap on ``status``, bit-slice index on ``price``;
+  ``user_id``, bitmap on ``status``, bit-slice index on ``price``; published write-audit-publish:
+  a run writes to its own branch, and only data its checks pass reaches ``main``;
 - ``dws.user_daily``: orders and amounts per user and day, summed by the aggregation engine,
   declared without Python (``tables/dws.user_daily.yaml``: schema, keys, options, Spark SQL);
 - ``dws.order_wide``: one wide row per order filled by two streams - order states from
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from assets.events import EVENTS, ORDERS_PER_DAY, PRICE, order_events, table_schema
+from lakehouse.dagster.publish import Publish
 from lakehouse.dagster.spec import Inputs, TableSpec
 from lakehouse.dagster.yaml_spec import load_table_spec
 
@@ -134,6 +136,7 @@ TABLES = (
         owners=("team:data-platform",),
         index_checks=True,
         blocking_checks=True,
+        publish=Publish.AUDITED,  # written to a run branch, published once its checks pass there
     ),
     load_table_spec(Path(__file__).with_name("tables") / "dws.user_daily.yaml"),
     TableSpec(

@@ -9,6 +9,10 @@ status, and a failing day names itself).
   are);
 - ``primary_key_unique`` (primary-key tables): no key visible twice.
 
+An audited table (``publish=Publish.AUDITED``) is checked in one step on the run's branch, which
+reaches main only if every evaluation passed; a run that does not select the checks leaves its
+data on the branch (see :mod:`lakehouse.dagster.publish`).
+
 A failing check carries its problems as metadata; a blocking one stops downstream assets. Files
 that only lack an index configured after they were written are stale, not wrong: the index check
 then fails with WARN severity (downstream assets still run) and shows the coverage, until
@@ -17,6 +21,7 @@ then fails with WARN severity (downstream assets still run) and shows the covera
 
 import warnings
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from dagster import (
     AssetCheckEvaluation,
@@ -43,8 +48,10 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 
 from lakehouse import Table
 from lakehouse.dagster.factory import commit_user
+from lakehouse.dagster.publish import Publish, audit_branch, publish
 from lakehouse.dagster.resources import LakehouseResource
 from lakehouse.dagster.spec import PARTITION_COLUMN, TableSpec
+from lakehouse.errors import InvalidArgumentError
 from lakehouse.ops.file_index import IndexReport
 from lakehouse.store.partitions import Partitions
 
@@ -99,51 +106,99 @@ def _run_commit_user(context: AssetCheckExecutionContext) -> str | None:
         return None
 
 
+@dataclass(frozen=True)
+class Check:
+    """One check of a table: its name, what it proves, and how a partition is evaluated."""
+
+    name: str
+    description: str
+    evaluate: Evaluate
+
+
 def _table_check(
-    spec: TableSpec, partitions: DailyPartitionsDefinition, name: str, description: str, evaluate: Evaluate
+    spec: TableSpec, partitions: DailyPartitionsDefinition, checks: list[Check]
 ) -> AssetChecksDefinition:
-    """A check of one table that yields one evaluation per partition of the run (one in all on an
-    unpartitioned table), each linked to the materialization it checked."""
+    """One step evaluating ``checks`` of a table: an evaluation per check and partition of the run
+    (one in all on an unpartitioned table), each linked to the materialization it checked. An
+    audited table's checks run against the run's branch, which is published to main only when
+    every evaluation passed."""
+    audited = spec.publish is Publish.AUDITED
     with warnings.catch_warnings():  # partitioned checks are a preview feature: chosen, not news
         warnings.simplefilter("ignore", PreviewWarning)
-        check = AssetCheckSpec(name, asset=spec.key, description=description, blocking=spec.blocking_checks,
-                               partitions_def=partitions if spec.daily else None)  # fmt: skip
+        specs = {
+            c.name: AssetCheckSpec(
+                c.name,
+                asset=spec.key,
+                description=c.description,
+                blocking=spec.blocking_checks or audited,
+                partitions_def=partitions if spec.daily else None,
+            )  # fmt: skip
+            for c in checks
+        }
+    step = "audit" if audited else checks[0].name
 
-    @multi_asset_check(specs=[check], name=f"{spec.name.replace('.', '_')}_{name}", can_subset=True)
+    @multi_asset_check(
+        specs=list(specs.values()), name=f"{spec.name.replace('.', '_')}_{step}", can_subset=True
+    )
     def _check(context: AssetCheckExecutionContext, lakehouse: LakehouseResource) -> Iterator:
         table, user = lakehouse.table(spec.name), _run_commit_user(context)
+        branch = audit_branch(context.run.run_id) if audited else None
+        checked = table.on_branch(branch) if branch else table
         days = context.op_execution_context.partition_keys if spec.daily else [None]
-        for day in days:
-            result = evaluate(table, user, {PARTITION_COLUMN: day} if day else None)
-            partitions = [day] if day else None
-            records = context.instance.fetch_materializations(
-                AssetRecordsFilter(asset_key=spec.key, asset_partitions=partitions), limit=1
-            ).records
-            target = None
-            if records:
-                latest = records[0]
-                target = AssetCheckEvaluationTargetMaterializationData(
-                    storage_id=latest.storage_id, run_id=latest.run_id, timestamp=latest.timestamp
-                )
+        selected = [c for c in checks if specs[c.name].key in context.selected_asset_check_keys]
+        results = [(c, day, c.evaluate(checked, user, {PARTITION_COLUMN: day} if day else None))
+                   for c in selected for day in days]  # fmt: skip
+        published = {}
+        if branch and all(r.passed for _, _, r in results):
+            publish(table, branch, user)
+            published = {"published_from": MetadataValue.text(branch)}
+        elif branch:  # left for inspection: its name goes with every evaluation
+            published = {"unpublished_branch": MetadataValue.text(branch)}
+        for check, day, result in results:
             yield AssetCheckEvaluation(
-                asset_key=spec.key, check_name=name, passed=result.passed, metadata=result.metadata,
-                target_materialization_data=target, severity=result.severity, description=description,
-                blocking=check.blocking, partition=day,
+                asset_key=spec.key, check_name=check.name, passed=result.passed,
+                metadata={**result.metadata, **published},
+                target_materialization_data=_target(context, spec, day),
+                severity=result.severity, description=check.description,
+                blocking=specs[check.name].blocking, partition=day,
             )  # fmt: skip
-        # the check's output, so that downstream steps gated on it see it delivered (a failed
-        # blocking evaluation fails this step before it)
-        yield Output(None, output_name=check.get_python_identifier())
+        # the checks' outputs, so that downstream steps gated on them see them delivered (a failed
+        # blocking evaluation fails this step before them)
+        for check in selected:
+            yield Output(None, output_name=specs[check.name].get_python_identifier())
 
     return _check
 
 
+def _target(
+    context: AssetCheckExecutionContext, spec: TableSpec, day: str | None
+) -> AssetCheckEvaluationTargetMaterializationData | None:
+    """The latest materialization of the table (of ``day``), which an evaluation checked."""
+    records = context.instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=spec.key, asset_partitions=[day] if day else None), limit=1
+    ).records
+    if not records:
+        return None
+    latest = records[0]
+    return AssetCheckEvaluationTargetMaterializationData(
+        storage_id=latest.storage_id, run_id=latest.run_id, timestamp=latest.timestamp
+    )
+
+
 def table_checks(spec: TableSpec, partitions: DailyPartitionsDefinition) -> list[AssetChecksDefinition]:
-    """The checks a table gets from its spec."""
+    """The checks a table gets from its spec: a step per check, or one step auditing an audited
+    table's run branch with all of them."""
     checks = []
     if spec.index_checks:
         description = "File indexes, deletion vectors and the bucket index agree with the data"
-        checks.append(_table_check(spec, partitions, INDEX_CHECK, description, index_result))
+        checks.append(Check(INDEX_CHECK, description, index_result))
     if spec.primary_keys:
-        description = "Every primary key is visible once"
-        checks.append(_table_check(spec, partitions, PRIMARY_KEY_CHECK, description, primary_key_result))
-    return checks
+        checks.append(Check(PRIMARY_KEY_CHECK, "Every primary key is visible once", primary_key_result))
+    if spec.publish is Publish.AUDITED:
+        if not checks:
+            raise InvalidArgumentError(
+                f"table {spec.name} is published audited but has no checks to audit it with; give it "
+                f"index_checks=True or primary keys, or publish it directly"
+            )
+        return [_table_check(spec, partitions, checks)]
+    return [_table_check(spec, partitions, [c]) for c in checks]

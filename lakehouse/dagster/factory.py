@@ -12,14 +12,17 @@ from dagster import (
     DailyPartitionsDefinition,
     FreshnessPolicy,
     MaterializeResult,
+    MetadataValue,
     asset,
 )
 
-from lakehouse.dagster.metadata import definition_metadata, partition_metadata, run_metadata
+from lakehouse.dagster.metadata import TABLE_NAME, definition_metadata, partition_metadata, run_metadata
+from lakehouse.dagster.publish import Publish, audit_branch, open_audit
 from lakehouse.dagster.resources import LakehouseResource, SparkResource
 from lakehouse.dagster.spark_logs import spark_logs
 from lakehouse.dagster.spec import Inputs, TableSpec, asset_key
 
+BRANCH = "branch"  # metadata: the audit branch a materialization wrote
 COMMIT_USER_PREFIX = "dagster"  # snapshots Dagster commits; the snapshot sensors skip them
 DAILY_CRON = "0 1 * * *"  # the pipeline's hour: yesterday's events are complete by then
 FRESH_WINDOW = timedelta(days=1)
@@ -67,16 +70,22 @@ def table_asset(spec: TableSpec, partitions: DailyPartitionsDefinition) -> Asset
         table = spec.ensure(lakehouse.catalog())
         days = tuple(context.partition_keys) if spec.daily else None
         storage = lakehouse.storage()
+        target, audit = spec.name, {}
+        if spec.publish is Publish.AUDITED:  # written to the run's branch; its checks publish it
+            branch = audit_branch(context.run.run_id)
+            table = open_audit(table, branch)
+            target = f"{spec.name}$branch_{branch}"
+            audit = {BRANCH: MetadataValue.text(branch), TABLE_NAME: MetadataValue.text(spec.name)}
         before = table.latest_snapshot_id() or 0
         mode = "overwrite" if spec.write == "overwrite" else "append"
         user = commit_user(context.run.run_id)
         with spark_logs(context.log, spark.spark_session):
             frame = spec.transform(Inputs(spark.spark_session, days, lakehouse.warehouse, storage))
-            write(frame, spec.name, mode=mode, warehouse=lakehouse.warehouse,
+            write(frame, target, mode=mode, warehouse=lakehouse.warehouse,
                   options={**storage, "commit.user": user})  # fmt: skip
         table = table.refresh()
         for day, metadata in partition_metadata(table, days or (), user, before).items():
             context.add_asset_metadata(metadata, partition_key=day)
-        return MaterializeResult(metadata=run_metadata(table, user, before))
+        return MaterializeResult(metadata={**run_metadata(table, user, before), **audit})
 
     return _asset

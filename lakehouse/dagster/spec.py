@@ -11,6 +11,7 @@ import pyarrow as pa
 from dagster import AssetKey
 
 from lakehouse import Catalog, Table
+from lakehouse.dagster.publish import Publish
 from lakehouse.schema import TableSchema, new_schema
 from lakehouse.spark.reader import FILTER_PUSHDOWN
 
@@ -47,7 +48,9 @@ class TableSpec:
 
     ``write``: ``"upsert"`` appends rows (upserts on primary-key tables), ``"overwrite"``
     replaces the run's partitions (dynamic partition overwrite), which makes reruns idempotent
-    for tables whose merge engine accumulates (aggregation).
+    for tables whose merge engine accumulates (aggregation). ``publish=Publish.AUDITED`` writes
+    to a branch of the run that only reaches ``main`` once the table's checks pass on it
+    (:mod:`lakehouse.dagster.publish`; the checks are then blocking).
     """
 
     name: str  # "db.table"
@@ -63,6 +66,7 @@ class TableSpec:
     fresh_by: str | None = None  # cron by which the table must have been materialized (freshness)
     index_checks: bool = False  # verify file indexes, deletion vectors, hash index after writes
     blocking_checks: bool = False  # a failed check stops downstream materializations
+    publish: Publish = Publish.DIRECT  # AUDITED: write-audit-publish through a run branch
 
     @property
     def key(self) -> AssetKey:

@@ -19,7 +19,8 @@ sql: SELECT user_id, dt, 1 AS order_count FROM {dwd_orders}
 The query names each upstream table as ``{db_table}``: the run's days of it (read through the
 ``paimon`` data source, only the run's partitions), passed to ``spark.sql`` as a DataFrame, so
 concurrent runs sharing a Spark Connect session never share a temporary view. Optional keys:
-``index_checks``, ``blocking_checks``, ``fresh_by`` (a cron), as on :class:`TableSpec`.
+``index_checks``, ``blocking_checks``, ``fresh_by`` (a cron), ``publish`` (``direct`` or
+``audited``: write-audit-publish), as on :class:`TableSpec`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import yaml
 
+from lakehouse.dagster.publish import Publish
 from lakehouse.dagster.spec import PARTITION_COLUMN, Inputs, TableSpec
 from lakehouse.errors import InvalidArgumentError, LakehouseError
 from lakehouse.types import parse_type, to_arrow
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
 REQUIRED = ("name", "columns", "sql")
 OPTIONAL = {
     "description", "owners", "primary_keys", "partition_keys", "options", "upstream", "write",
-    "index_checks", "blocking_checks", "fresh_by",
+    "index_checks", "blocking_checks", "fresh_by", "publish",
 }  # fmt: skip
 WRITES = ("upsert", "overwrite")
 
@@ -77,6 +79,9 @@ def load_table_spec(path: str | Path) -> TableSpec:
     write = doc.get("write", "upsert")
     if write not in WRITES:
         raise InvalidArgumentError(f"{where}: write is {write!r}; use one of {list(WRITES)}")
+    publishes = [p.value for p in Publish]
+    if doc.get("publish", Publish.DIRECT.value) not in publishes:
+        raise InvalidArgumentError(f"{where}: publish is {doc['publish']!r}; use one of {publishes}")
     upstream = tuple(doc.get("upstream", ()))
     spec = TableSpec(
         name=doc["name"],
@@ -92,6 +97,7 @@ def load_table_spec(path: str | Path) -> TableSpec:
         index_checks=bool(doc.get("index_checks", False)),
         blocking_checks=bool(doc.get("blocking_checks", False)),
         fresh_by=doc.get("fresh_by"),
+        publish=Publish(doc.get("publish", Publish.DIRECT.value)),
     )
     spec.table_schema  # noqa: B018 - validates keys, options and types now, naming the table
     return spec

@@ -7,6 +7,7 @@ import pyarrow as pa
 import pytest
 
 from assets.orders import TABLES
+from lakehouse.dagster.publish import Publish
 from lakehouse.dagster.yaml_spec import load_table_spec, load_table_specs
 from lakehouse.errors import InvalidArgumentError, SchemaMismatchError
 
@@ -40,7 +41,9 @@ def test_a_spec_loads_with_defaults(tmp_path):
     path.write_text(GOOD)
     spec = load_table_spec(path)
     assert spec.partition_keys == ("dt",) and spec.write == "upsert" and spec.upstream == ("db.source",)
-    assert spec.options == {"bucket": "2"}
+    assert spec.options == {"bucket": "2"} and spec.publish is Publish.DIRECT
+    path.write_text(GOOD + "publish: audited\n")
+    assert load_table_spec(path).publish is Publish.AUDITED
 
 
 @pytest.mark.parametrize(
@@ -49,6 +52,7 @@ def test_a_spec_loads_with_defaults(tmp_path):
         (lambda s: s.replace("sql: SELECT", "query: SELECT"), InvalidArgumentError, "missing \\['sql'\\]"),
         (lambda s: s.replace("BIGINT NOT NULL", "BIGNUM"), InvalidArgumentError, "column 'id'"),
         (lambda s: s + "write: merge\n", InvalidArgumentError, "write is 'merge'"),
+        (lambda s: s + "publish: reviewed\n", InvalidArgumentError, "publish is 'reviewed'"),
         (lambda s: s.replace("[id, dt]", "[id, day]"), SchemaMismatchError, "primary key"),
     ],
 )
