@@ -160,6 +160,13 @@ class TableCommit:
             self._create_auto_tags(snapshot_id)
         return snapshot_id
 
+    def drop_partitions(self, partitions: Collection[bytes]) -> int:
+        """Delete every file of ``partitions`` (serialized partition rows) as one OVERWRITE
+        snapshot with no new file (``FileStoreCommitImpl.dropPartitions``); returns its id."""
+        if not partitions:
+            raise InvalidArgumentError(f"drop_partitions of table {self.table.name} needs partitions")
+        return self._commit_data(CommitPlan.of([]), frozenset(partitions).__contains__, None)
+
     def _drop_changelog(self, plan: CommitPlan) -> None:
         """An overwrite commits no changelog (as Paimon): its changelog files are deleted."""
         if plan.changelog or plan.compact_changelog:

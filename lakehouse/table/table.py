@@ -8,6 +8,7 @@ the work lives in the layers below: ``lakehouse/write`` (files), ``lakehouse/com
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -23,6 +24,11 @@ from lakehouse.ops.expire import expire_snapshots
 from lakehouse.ops.file_index import rewrite_file_index, verify_file_indexes
 from lakehouse.ops.lsm_shape import lsm_shape
 from lakehouse.ops.orphans import remove_orphan_files
+from lakehouse.ops.partition_expire import (
+    PartitionExpiration,
+    expire_partitions,
+    expire_partitions_after_commit,
+)
 from lakehouse.ops.rollback import rollback_to
 from lakehouse.ops.verify import verify_buckets, verify_deletion_vectors, verify_primary_key
 from lakehouse.options import CONSUMER_ID, SNAPSHOT_EXPIRE_AFTER_COMMIT, WRITE_ONLY
@@ -185,12 +191,15 @@ class Table:
             writer.abort()
             committer.abort(messages, scope if writer.names.used else None)
             raise
-        self._expire_after_commit()
+        self._expire_after_commit(committer.commit_user)
         return snapshot_id
 
-    def _expire_after_commit(self) -> None:
-        """Paimon expires snapshots after every commit of a writer that is not ``write-only``;
-        this engine does so only when ``snapshot.expire.after-commit`` is true (default false)."""
+    def _expire_after_commit(self, commit_user: str) -> None:
+        """Partitions expire after a commit when ``partition.expiration-time`` is set and a check
+        is due (as ``commit_user``). Paimon expires snapshots after every commit of a writer that
+        is not ``write-only``; this engine does so only when ``snapshot.expire.after-commit`` is
+        true (default false)."""
+        expire_partitions_after_commit(self.store, commit_user)
         options = self.schema.core_options
         if options.get(SNAPSHOT_EXPIRE_AFTER_COMMIT) == "true" and not options.get_bool(WRITE_ONLY):
             self.expire_snapshots()
@@ -323,6 +332,32 @@ class Table:
     def rollback_to(self, snapshot_id: int | None = None, tag: str | None = None):
         """Make a snapshot or a tag the latest again; later snapshots, their tags and files go."""
         return rollback_to(self.store, snapshot_id, tag)
+
+    def expire_partitions(
+        self,
+        expiration_time: str | timedelta | None = None,
+        dry_run: bool = False,
+        *,
+        strategy: str | None = None,
+        timestamp_formatter: str | None = None,
+        timestamp_pattern: str | None = None,
+        max_expires: int | None = None,
+        commit_user: str | None = None,
+    ) -> PartitionExpiration:
+        """Drop the partitions older than ``expiration_time`` (default ``partition.expiration-time``)
+        as one OVERWRITE snapshot; the other arguments override ``partition.expiration-strategy``,
+        ``partition.timestamp-formatter``, ``partition.timestamp-pattern`` and
+        ``partition.expiration-max-num``. ``dry_run`` only reports what would go."""
+        return expire_partitions(
+            self.store,
+            expiration_time,
+            strategy=strategy,
+            timestamp_formatter=timestamp_formatter,
+            timestamp_pattern=timestamp_pattern,
+            max_expires=max_expires,
+            dry_run=dry_run,
+            commit_user=commit_user,
+        )
 
     def remove_orphan_files(self, older_than_ms: int | None = None, dry_run: bool = False):
         """Delete files no snapshot or tag references, last modified before ``older_than_ms``
