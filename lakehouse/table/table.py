@@ -23,6 +23,7 @@ from lakehouse.ops.compaction import compact
 from lakehouse.ops.expire import expire_snapshots
 from lakehouse.ops.file_index import rewrite_file_index, verify_file_indexes
 from lakehouse.ops.lsm_shape import lsm_shape
+from lakehouse.ops.manifest_compaction import ManifestCompaction, compact_manifest
 from lakehouse.ops.orphans import remove_orphan_files
 from lakehouse.ops.partition_expire import (
     PartitionExpiration,
@@ -297,6 +298,11 @@ class Table:
     def verify_primary_key(self, snapshot_id: int | None = None, *, partitions: Partitions = None):
         """Check that every primary key is visible once."""
         return verify_primary_key(self.store, snapshot_id, partitions)
+
+    def compact_manifest(self, *, commit_user: str | None = None) -> ManifestCompaction:
+        """Merge the latest snapshot's manifests fully (cancelled files dropped, small manifests
+        merged) as one COMPACT snapshot with no data change; nothing when already compact."""
+        return compact_manifest(self.store, commit_user)
 
     def lsm_shape(self, snapshot_id: int | None = None):
         """Per bucket: files per level, sorted runs, size amplification, compaction due."""
