@@ -30,7 +30,7 @@ from lakehouse.ops.partition_expire import (
     expire_partitions,
     expire_partitions_after_commit,
 )
-from lakehouse.ops.rollback import rollback_to
+from lakehouse.ops.rollback import Rollback, rollback_to, rollback_to_timestamp
 from lakehouse.ops.verify import verify_buckets, verify_deletion_vectors, verify_primary_key
 from lakehouse.options import CONSUMER_ID, SNAPSHOT_EXPIRE_AFTER_COMMIT, WRITE_ONLY
 from lakehouse.paths import FileNamer, TablePaths
@@ -338,6 +338,11 @@ class Table:
     def rollback_to(self, snapshot_id: int | None = None, tag: str | None = None):
         """Make a snapshot or a tag the latest again; later snapshots, their tags and files go."""
         return rollback_to(self.store, snapshot_id, tag)
+
+    def rollback_to_timestamp(self, timestamp_ms: int) -> Rollback:
+        """Roll back to the newest snapshot committed at or before ``timestamp_ms`` (epoch millis);
+        ``SnapshotNotFoundError`` when no retained snapshot is that old."""
+        return rollback_to_timestamp(self.store, timestamp_ms)
 
     def expire_partitions(
         self,
