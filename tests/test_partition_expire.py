@@ -308,8 +308,9 @@ def test_end_input_check_expires_after_every_batch_commit(catalog):
         assert dts(t) == ["2999-01-01"] * (1 if day.endswith("1") else 2)
 
 
-def test_tables_without_the_option_never_expire_on_commit(catalog):
-    t = events_table(catalog)
+@pytest.mark.parametrize("options", [{}, {"partition.expiration-time": "7 d", "write-only": "true"}])
+def test_tables_without_the_option_or_write_only_never_expire_on_commit(catalog, options):
+    t = events_table(catalog, **options)
     t.write(events(["2000-01-01"]))
     assert t.latest_snapshot_id() == 1 and dts(t) == ["2000-01-01"]
 

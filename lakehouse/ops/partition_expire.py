@@ -16,7 +16,8 @@ run; they are dropped as one OVERWRITE snapshot that deletes all their files and
 (``FileStoreCommitImpl.dropPartitions``). The files stay on disk until the snapshots that still
 list them expire. A run that fails commits nothing.
 
-After a commit, expiration runs when ``partition.expiration-time`` is set and a check is due:
+After a commit of a writer that is not ``write-only``, expiration runs when
+``partition.expiration-time`` is set and a check is due:
 Paimon's committer keeps the time of its last check in memory and checks again once
 ``partition.expiration-check-interval`` has passed (every commit when it is zero, or with
 ``end-input.check-partition-expire``, since every commit here is a batch commit). This process
@@ -48,6 +49,7 @@ from lakehouse.options import (
     PARTITION_EXPIRATION_TIME,
     PARTITION_TIMESTAMP_FORMATTER,
     PARTITION_TIMESTAMP_PATTERN,
+    WRITE_ONLY,
     CoreOptions,
     PartitionExpireStrategyKind,
     check_values,
@@ -89,6 +91,7 @@ class PartitionExpireSettings:
     extractor: PartitionTimeExtractor
     max_num: int
     check_every_commit: bool  # end-input.check-partition-expire
+    after_commit: bool  # not write-only: commits expire partitions
 
     @classmethod
     def of(cls, table: TableStore, overrides: Mapping[str, str] | None = None) -> PartitionExpireSettings:
@@ -109,6 +112,7 @@ class PartitionExpireSettings:
             ),
             max_num=options.get_int(PARTITION_EXPIRATION_MAX_NUM),
             check_every_commit=options.get_bool(END_INPUT_CHECK_PARTITION_EXPIRE),
+            after_commit=not options.get_bool(WRITE_ONLY),
         )
 
 
@@ -282,7 +286,7 @@ def expire_partitions_after_commit(
     failure is logged and the next commit checks again."""
     try:
         settings = PartitionExpireSettings.of(table)
-        if settings.expiration_ms is None or not table.schema.partition_keys:
+        if settings.expiration_ms is None or not settings.after_commit or not table.schema.partition_keys:
             return None
         started = time.monotonic()
         with _checks_lock:
