@@ -31,7 +31,7 @@ from lakehouse.dagster.metadata import table_metadata
 from lakehouse.dagster.resources import LakehouseResource, SparkResource
 from lakehouse.dagster.spark_logs import spark_logs
 from lakehouse.dagster.spec import asset_key
-from lakehouse.options import PARTITION_EXPIRATION_TIME
+from lakehouse.ops.partition_expire import PartitionExpireSettings
 
 
 def _observe(context: OpExecutionContext, lakehouse: LakehouseResource, table: str, did: dict[str, Any]):
@@ -132,7 +132,7 @@ def maintenance_jobs(tables: Sequence[str]) -> MaintenanceJobs:
         totals = {"tables": 0, "partitions_expired": 0, "files_dropped": 0, "rows_dropped": 0}
         for name in chosen(config, lakehouse):
             table = lakehouse.table(name)
-            if PARTITION_EXPIRATION_TIME not in table.options or not table.partition_keys:
+            if PartitionExpireSettings.of(table.store).expiration_ms is None or not table.partition_keys:
                 continue
             done = expire(spark.spark_session, name, warehouse=lakehouse.warehouse,
                           options=lakehouse.storage(), commit_user=commit_user(context.run_id))  # fmt: skip
