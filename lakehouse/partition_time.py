@@ -111,7 +111,6 @@ def _resolve(
         )
         end_of_day = (hour == 24) & (minute == 0) & (second == 0) & (nanos == 0)  # SMART's 24:00
         ok &= ~timed | in_range | end_of_day
-    ok &= ~timed | ((hour >= 0) & (minute >= 0) & (second >= 0))
     micros = days * MICROS_PER_DAY + np.where(
         timed, hour * 3_600_000_000 + minute * 60_000_000 + second * 1_000_000 + nanos // 1000, 0
     )
