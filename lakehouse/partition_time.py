@@ -2,7 +2,9 @@
 patterns partition values are written in.
 
 A partition's timestamp text is its first value, or ``partition.timestamp-pattern`` with each
-``$key`` replaced by that key's value (longest key first); values are their Java ``toString()``.
+``$key`` replaced by that key's value (longest key first); values are their Java ``toString()``
+of Paimon's internal values (a DATE is its epoch day count, which no pattern reads: as in Paimon,
+such partitions expire by ``update-time`` only).
 Without ``partition.timestamp-formatter`` the text is read as ``y-M-d[ H:m:s[.S]]`` leniently, as
 Paimon's default formatters do (``2024-13-01`` is ``2025-01-01``); a formatter is a Java pattern
 resolved the way ``DateTimeFormatter.ofPattern`` resolves (SMART: fields range-checked, a day past

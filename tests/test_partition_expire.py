@@ -165,6 +165,16 @@ def test_values_time_with_patterns_and_formatters(catalog, keys, pattern, format
     assert [list(p) for p in done.partitions] == [list(keys)] * len(expired)
 
 
+def test_values_are_read_as_java_prints_them(catalog):
+    schema = pa.schema([("id", pa.int64()), ("day", pa.int32()), ("date", pa.date32())])
+    t = catalog.create_table("db.n", schema, partition_keys=["day", "date"])
+    t.write(pa.table({"id": [1, 2], "day": [20000101, 29990101], "date": [0, 0]}, schema=schema))
+    done = t.expire_partitions("1 d", timestamp_formatter="yyyyMMdd", dry_run=True)
+    assert done.partitions == ({"day": "20000101", "date": "0"},)
+    # a DATE is its epoch day count in Java's toString(), which no pattern reads: never expires
+    assert t.expire_partitions("1 d", timestamp_pattern="$date", dry_run=True).partitions == ()
+
+
 def test_nulls_never_expire_by_value_but_do_by_update_time(catalog):
     t = events_table(catalog)
     t.write(events([None, "2000-01-01"]))
