@@ -134,8 +134,9 @@ def expire_partitions(
     ``partition.expiration-strategy``, ``timestamp_formatter`` / ``timestamp_pattern`` their
     ``partition.timestamp-*`` options, ``max_expires`` ``partition.expiration-max-num``. ``now``:
     the local wall-clock time to measure ages from (default: now). ``dry_run`` changes nothing."""
-    overrides = _overrides(table.name, expiration_time, strategy, timestamp_formatter, timestamp_pattern,
-                           max_expires)  # fmt: skip
+    overrides = _overrides(
+        table.name, expiration_time, strategy, timestamp_formatter, timestamp_pattern, max_expires
+    )
     settings = PartitionExpireSettings.of(table.refresh(), overrides)
     if not table.schema.partition_keys:
         raise InvalidArgumentError(
