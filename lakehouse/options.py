@@ -10,7 +10,8 @@ import re
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 
-from lakehouse.errors import InvalidOptionError
+from lakehouse.errors import InvalidOptionError, UnsupportedFeatureError
+from lakehouse.partition_time import DateTimePattern
 
 _MEMORY_UNITS = {
     "": 1, "b": 1, "bytes": 1,
@@ -44,6 +45,13 @@ class ChangelogProducerKind(StrEnum):
     INPUT = "input"
     FULL_COMPACTION = "full-compaction"
     LOOKUP = "lookup"
+
+
+class PartitionExpireStrategyKind(StrEnum):
+    """``partition.expiration-strategy``: where the age of a partition comes from."""
+
+    VALUES_TIME = "values-time"  # its values, read as a time
+    UPDATE_TIME = "update-time"  # the creation time of its newest file
 
 
 _AMOUNT = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
@@ -82,6 +90,7 @@ DYNAMIC_BUCKET_INITIAL_BUCKETS = "dynamic-bucket.initial-buckets"
 DYNAMIC_BUCKET_MAX_BUCKETS = "dynamic-bucket.max-buckets"
 DYNAMIC_BUCKET_TARGET_ROW_NUM = "dynamic-bucket.target-row-num"
 DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
+END_INPUT_CHECK_PARTITION_EXPIRE = "end-input.check-partition-expire"
 FIELDS_DEFAULT_AGGREGATE_FUNCTION = "fields.default-aggregate-function"
 FILE_COMPRESSION = "file.compression"
 FILE_COMPRESSION_ZSTD_LEVEL = "file.compression.zstd-level"
@@ -104,7 +113,11 @@ PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP = "partial-update.remove-record-o
 PARTITION = "partition"
 PARTITION_DEFAULT_NAME = "partition.default-name"
 PARTITION_EXPIRATION_CHECK_INTERVAL = "partition.expiration-check-interval"
+PARTITION_EXPIRATION_MAX_NUM = "partition.expiration-max-num"
+PARTITION_EXPIRATION_STRATEGY = "partition.expiration-strategy"
 PARTITION_EXPIRATION_TIME = "partition.expiration-time"
+PARTITION_TIMESTAMP_FORMATTER = "partition.timestamp-formatter"
+PARTITION_TIMESTAMP_PATTERN = "partition.timestamp-pattern"
 PRIMARY_KEY = "primary-key"
 PRIMARY_KEY_NULLABLE = "primary-key.nullable"
 ROW_TRACKING_ENABLED = "row-tracking.enabled"
@@ -147,6 +160,10 @@ DEFAULTS: dict[str, str] = {
     METADATA_STATS_MODE: "truncate(16)",
     METADATA_STATS_DENSE_STORE: "true",
     PARTITION_DEFAULT_NAME: "__DEFAULT_PARTITION__",
+    PARTITION_EXPIRATION_CHECK_INTERVAL: "1 h",
+    PARTITION_EXPIRATION_MAX_NUM: "100",
+    PARTITION_EXPIRATION_STRATEGY: PartitionExpireStrategyKind.VALUES_TIME.value,
+    END_INPUT_CHECK_PARTITION_EXPIRE: "false",
     DATA_FILE_PREFIX: "data-",
     DATA_FILE_THIN_MODE: "false",
     COMMIT_MAX_RETRIES: "10",
@@ -256,7 +273,7 @@ VALUE_CHECKS: dict[str, Callable[[str, str], object]] = {
               NUM_SORTED_RUN_COMPACTION_TRIGGER, NUM_SORTED_RUN_STOP_TRIGGER, NUM_LEVELS,
               FULL_COMPACTION_DELTA_COMMITS, DYNAMIC_BUCKET_TARGET_ROW_NUM,
               DYNAMIC_BUCKET_INITIAL_BUCKETS, DYNAMIC_BUCKET_ASSIGNER_PARALLELISM,
-              MANIFEST_MERGE_MIN_COUNT),
+              MANIFEST_MERGE_MIN_COUNT, PARTITION_EXPIRATION_MAX_NUM),
     **_counts(0, COMMIT_MAX_RETRIES, COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT, COMPACTION_SIZE_RATIO),
     **_counts(-1, BUCKET),
     **_counts(-131072, FILE_COMPRESSION_ZSTD_LEVEL),
@@ -273,12 +290,14 @@ VALUE_CHECKS: dict[str, Callable[[str, str], object]] = {
             SNAPSHOT_EXPIRE_AFTER_COMMIT, TAG_AUTOMATIC_COMPLETION, METADATA_STATS_DENSE_STORE,
             "file-index.read.enabled", PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
             AGGREGATION_REMOVE_RECORD_ON_DELETE, IGNORE_DELETE, WRITE_BUFFER_SPILLABLE,
-            ROW_TRACKING_ENABLED, DATA_EVOLUTION_ENABLED),
+            ROW_TRACKING_ENABLED, DATA_EVOLUTION_ENABLED, END_INPUT_CHECK_PARTITION_EXPIRE),
     **_kind(lambda text, key: parse_codec(text, key, PARQUET_CODECS), FILE_COMPRESSION,
             CHANGELOG_FILE_COMPRESSION),
     **_kind(parse_file_prefix, DATA_FILE_PREFIX, CHANGELOG_FILE_PREFIX),
     MERGE_ENGINE: lambda text, key: parse_choice(text, key, MergeEngineKind),
     CHANGELOG_PRODUCER: lambda text, key: parse_choice(text, key, ChangelogProducerKind),
+    PARTITION_EXPIRATION_STRATEGY: lambda text, key: parse_choice(text, key, PartitionExpireStrategyKind),
+    PARTITION_TIMESTAMP_FORMATTER: DateTimePattern.of,
 }  # fmt: skip
 
 
@@ -290,8 +309,8 @@ def check_values(options: Mapping[str, str], table: str) -> None:
             continue
         try:
             check(value, key)
-        except InvalidOptionError as e:
-            raise InvalidOptionError(f"table {table}: {e}; fix the option and try again") from None
+        except (InvalidOptionError, UnsupportedFeatureError) as e:
+            raise type(e)(f"table {table}: {e}; fix the option and try again") from None
 
 
 class CoreOptions:

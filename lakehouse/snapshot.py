@@ -180,9 +180,17 @@ class SnapshotManager:
     def earlier_or_equal_time(self, timestamp_ms: int) -> Snapshot:
         """The newest snapshot committed at or before ``timestamp_ms`` (binary search)."""
         earliest, latest = self.earliest_id(), self.latest_id()
-        if earliest is None or self.snapshot(earliest).time_millis > timestamp_ms:
+        if earliest is None:
             raise SnapshotNotFoundError(
-                f"table {self.table} has no snapshot at or before timestamp {timestamp_ms}"
+                f"table {self.table} has no snapshot at or before timestamp {timestamp_ms}: it has no "
+                f"snapshot at all; write to it first"
+            )
+        first = self.snapshot(earliest)
+        if first.time_millis > timestamp_ms:
+            raise SnapshotNotFoundError(
+                f"table {self.table} has no snapshot at or before timestamp {timestamp_ms}: its earliest "
+                f"snapshot {earliest} was committed at {first.time_millis}; pick a later time (older "
+                f"snapshots expired or never existed)"
             )
         lo, hi, found = earliest, latest, earliest
         while lo <= hi:

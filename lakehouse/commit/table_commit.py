@@ -36,7 +36,7 @@ from lakehouse.errors import (
 )
 from lakehouse.manifest.entries import FileKind, IndexFileMeta, IndexManifestEntry, ManifestEntry
 from lakehouse.manifest.index_manifest import combine
-from lakehouse.manifest.merge import merge_manifests
+from lakehouse.manifest.merge import full_compaction_options, merge_manifests
 from lakehouse.options import (
     COMMIT_MAX_RETRIES,
     COMMIT_MAX_RETRY_WAIT,
@@ -159,6 +159,26 @@ class TableCommit:
         if snapshot_id is not None:
             self._create_auto_tags(snapshot_id)
         return snapshot_id
+
+    def drop_partitions(self, partitions: Collection[bytes]) -> int:
+        """Delete every file of ``partitions`` (serialized partition rows) as one OVERWRITE
+        snapshot with no new file (``FileStoreCommitImpl.dropPartitions``); returns its id."""
+        if not partitions:
+            raise InvalidArgumentError(f"drop_partitions of table {self.table.name} needs partitions")
+        return self._commit_data(CommitPlan.of([]), frozenset(partitions).__contains__, None)
+
+    def compact_manifests(self) -> int | None:
+        """Rewrite the latest snapshot's data manifests fully merged (every ADD a DELETE cancels
+        dropped, small manifests merged) as a COMPACT snapshot with no data change
+        (``FileStoreCommitImpl.compactManifest``); None when that would change nothing."""
+        if self.table.snapshots.latest_id() is None:
+            return None
+        try:
+            return self._commit_with_retries(
+                lambda latest: ([], []), CommitKind.COMPACT, [], None, compact_manifests=True
+            )
+        except _ManifestsUnchanged:
+            return None
 
     def _drop_changelog(self, plan: CommitPlan) -> None:
         """An overwrite commits no changelog (as Paimon): its changelog files are deleted."""
@@ -417,12 +437,15 @@ class TableCommit:
         kind: CommitKind,
         changelog: list[ManifestEntry],
         watermark: int | None,
+        compact_manifests: bool = False,
     ) -> int:
         snapshots = self.table.snapshots
         start = time.monotonic()
         for attempt in range(self.max_retries + 1):
             latest = snapshots.latest()
-            snapshot_id = self._try_commit_once(latest, *changes(latest), kind, changelog, watermark)
+            snapshot_id = self._try_commit_once(
+                latest, *changes(latest), kind, changelog, watermark, compact_manifests
+            )
             if snapshot_id is not None:
                 return snapshot_id
             elapsed_ms = (time.monotonic() - start) * 1000
@@ -443,8 +466,11 @@ class TableCommit:
         kind: CommitKind,
         changelog: list[ManifestEntry],
         watermark: int | None,
+        compact_manifests: bool = False,
     ) -> int | None:
-        """Write this attempt's metadata and try to take the next snapshot id; None if taken."""
+        """Write this attempt's metadata and try to take the next snapshot id; None if taken.
+        ``compact_manifests``: merge the base fully, and raise ``_ManifestsUnchanged`` when that
+        leaves the manifests as they are."""
         table = self.table
         store = table.manifests()
         schema_id = table.schema_manager.latest().id
@@ -456,9 +482,12 @@ class TableCommit:
                 previous = store.read_list(latest.base_manifest_list) + store.read_list(
                     latest.delta_manifest_list
                 )
-            merged = merge_manifests(store, previous, options, schema_id, entries)
+            merge_options = full_compaction_options(options) if compact_manifests else options
+            merged = merge_manifests(store, previous, merge_options, schema_id, entries)
             before = {m.file_name for m in previous}
             written += [m.file_name for m in merged if m.file_name not in before]
+            if compact_manifests and {m.file_name for m in merged} == before:
+                raise _ManifestsUnchanged
             base_list, base_size = store.write_list(merged)
             written.append(base_list)
             delta = store.write_manifests(entries, schema_id)
@@ -508,6 +537,10 @@ class TableCommit:
             raise
         store.delete(written)
         return None
+
+
+class _ManifestsUnchanged(Exception):
+    """A manifest compaction that would list the manifests the latest snapshot lists."""
 
 
 def _partition_specs(overwrite: Overwrite) -> list[Mapping[str, Any]] | None:

@@ -1,5 +1,6 @@
 """Maintenance as Dagster jobs, run through Spark over the storage-engine resource: compaction
-(full or universal, per table and partitions), file-index rewrites, snapshot expiration and
+(full or universal, per table and partitions), file-index rewrites, and nightly the expiration of
+old partitions (tables that set ``partition.expiration-time``), then snapshot expiration and
 orphan-file cleanup. Each op reports what it did as metadata and records an observation on the
 table's asset: the table's state in the series materializations share, what the op did in its
 own. Their snapshots are committed as the run's commit user, like materializations, so the
@@ -15,8 +16,10 @@ from typing import Any
 from dagster import (
     AssetObservation,
     Config,
+    In,
     JobDefinition,
     MetadataValue,
+    Nothing,
     OpExecutionContext,
     Output,
     job,
@@ -28,6 +31,7 @@ from lakehouse.dagster.metadata import table_metadata
 from lakehouse.dagster.resources import LakehouseResource, SparkResource
 from lakehouse.dagster.spark_logs import spark_logs
 from lakehouse.dagster.spec import asset_key
+from lakehouse.ops.partition_expire import PartitionExpireSettings
 
 
 def _observe(context: OpExecutionContext, lakehouse: LakehouseResource, table: str, did: dict[str, Any]):
@@ -63,9 +67,18 @@ def maintenance_jobs(tables: Sequence[str]) -> MaintenanceJobs:
     class CompactConfig(TableConfig):
         full: bool = False
 
-    class ExpireConfig(Config):
+    class TablesConfig(Config):
         tables: list[TableName] | None = None  # type: ignore[valid-type]  # None: every table
+
+    class ExpireConfig(TablesConfig):
         orphan_min_age_ms: int | None = None  # orphan files younger than this stay (default one day)
+
+    def chosen(config: TablesConfig, lakehouse: LakehouseResource) -> list[str]:
+        """The tables a run config names, else every table of the warehouse."""
+        if config.tables:
+            return [t.value for t in config.tables]
+        catalog = lakehouse.catalog()
+        return [f"{db}.{t}" for db in catalog.list_databases() for t in catalog.list_tables(db)]
 
     @op(description="Compact a table's buckets (universal, or full) as a Spark job")
     def compact_table(context: OpExecutionContext, config: CompactConfig, lakehouse: LakehouseResource,
@@ -111,14 +124,40 @@ def maintenance_jobs(tables: Sequence[str]) -> MaintenanceJobs:
         _observe(context, lakehouse, table, did)
         return Output(did, metadata=did)
 
-    @op(description="Expire old snapshots and delete orphan files of every table, as Spark jobs")
+    @op(description="Expire the old partitions of every table that sets partition.expiration-time")
+    def expire_partitions(context: OpExecutionContext, config: TablesConfig, lakehouse: LakehouseResource,
+                          spark: SparkResource):  # fmt: skip
+        from lakehouse.spark import expire_partitions as expire
+
+        totals = {"tables": 0, "partitions_expired": 0, "files_dropped": 0, "rows_dropped": 0}
+        for name in chosen(config, lakehouse):
+            table = lakehouse.table(name)
+            if PartitionExpireSettings.of(table.store).expiration_ms is None or not table.partition_keys:
+                continue
+            done = expire(spark.spark_session, name, warehouse=lakehouse.warehouse,
+                          options=lakehouse.storage(), commit_user=commit_user(context.run_id))  # fmt: skip
+            did = {
+                "snapshot_id": done.snapshot_id or 0,
+                "partitions_expired": done.partitions_expired,
+                "files_dropped": done.files,
+                "rows_dropped": done.rows,
+            }
+            partitions = MetadataValue.json([dict(p) for p in done.partitions])
+            _observe(context, lakehouse, name, {**_ints(did), "expired_partitions": partitions})
+            totals["tables"] += 1
+            for key in ("partitions_expired", "files_dropped", "rows_dropped"):
+                totals[key] += did[key]
+        return Output(totals, metadata=_ints(totals))
+
+    @op(
+        description="Expire old snapshots and delete orphan files of every table, as Spark jobs",
+        ins={"after": In(Nothing)},
+    )
     def expire_and_clean(context: OpExecutionContext, config: ExpireConfig, lakehouse: LakehouseResource,
                          spark: SparkResource):  # fmt: skip
         from lakehouse.spark import expire_snapshots, remove_orphan_files
 
-        catalog = lakehouse.catalog()
-        every = [f"{db}.{t}" for db in catalog.list_databases() for t in catalog.list_tables(db)]
-        names = [t.value for t in config.tables] if config.tables else every
+        names = chosen(config, lakehouse)
         totals = {"snapshots_expired": 0, "files_deleted": 0, "orphan_files_deleted": 0}
         session, where = (
             spark.spark_session,
@@ -150,9 +189,9 @@ def maintenance_jobs(tables: Sequence[str]) -> MaintenanceJobs:
     def rewrite_index_job():
         rewrite_file_index()
 
-    @job(description="Expire snapshots and remove orphan files of every table")
+    @job(description="Expire old partitions, then snapshots, and remove orphan files of every table")
     def expire_job():
-        expire_and_clean()
+        expire_and_clean(after=expire_partitions())
 
     return MaintenanceJobs(compact_job, rewrite_index_job, expire_job)
 

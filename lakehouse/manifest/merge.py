@@ -45,6 +45,14 @@ def merge_manifests(
     return _minor(store, manifests, target, options.get_int(MANIFEST_MERGE_MIN_COUNT), schema_id)
 
 
+def full_compaction_options(options: CoreOptions) -> CoreOptions:
+    """``options`` with every small manifest merged and every cancelled pair dropped: the merge of
+    a dedicated manifest compaction (``FileStoreCommitImpl.manifestCompactionOptions``)."""
+    return CoreOptions(
+        {**options.raw, MANIFEST_MERGE_MIN_COUNT: "1", MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE: "1 b"}
+    )
+
+
 def _readds(
     store: ManifestStore, manifests: list[ManifestFileMeta], committing: Sequence[ManifestEntry]
 ) -> bool:

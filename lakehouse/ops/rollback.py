@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lakehouse.errors import InvalidArgumentError, SnapshotNotFoundError
+from lakehouse.errors import ArgumentTypeError, InvalidArgumentError, SnapshotNotFoundError
 from lakehouse.store import tags
 from lakehouse.store.references import Deleted, References, delete_files, other_branches_files
 
@@ -74,3 +74,14 @@ def rollback_to(table: TableStore, snapshot_id: int | None = None, tag: str | No
     protected = refs.of(target, changelog=False).update(other_branches_files(table))
     deleted = delete_files(table.io, doomed.minus(protected))
     return Rollback(target.id, len(removed), tuple(t.name for t in dropped), deleted)
+
+
+def rollback_to_timestamp(table: TableStore, timestamp_ms: int) -> Rollback:
+    """Roll ``table`` back to the newest snapshot committed at or before ``timestamp_ms`` (epoch
+    millis), as Paimon's ``rollback_to_timestamp`` procedure (``earlierOrEqualTimeMills``)."""
+    if isinstance(timestamp_ms, bool) or not isinstance(timestamp_ms, int):
+        raise ArgumentTypeError(
+            f"table {table.name}: rollback_to_timestamp takes epoch milliseconds as an integer, not "
+            f"{type(timestamp_ms).__name__} {timestamp_ms!r}"
+        )
+    return rollback_to(table, snapshot_id=table.snapshots.earlier_or_equal_time(timestamp_ms).id)

@@ -1,12 +1,19 @@
 """Spark for Paimon tables: the ``paimon`` Python data source, routed writes, maintenance jobs."""
 
-from lakehouse.spark.maintenance import compact, expire_snapshots, remove_orphan_files, rewrite_file_index
+from lakehouse.spark.maintenance import (
+    compact,
+    expire_partitions,
+    expire_snapshots,
+    remove_orphan_files,
+    rewrite_file_index,
+)
 from lakehouse.spark.routing import write
 from lakehouse.spark.session import session
 from lakehouse.spark.source import register
 
 __all__ = [
     "compact",
+    "expire_partitions",
     "expire_snapshots",
     "register",
     "remove_orphan_files",

@@ -12,7 +12,9 @@ engine's own per-unit functions, and finishes on the driver with the engine's la
 - snapshot expiration: the driver plans it, deletes the expired snapshot files, moves ``EARLIEST``
   and deletes the metadata files, then tasks delete the changelog, index and data files in
   chunks: the engine's order (``table.expire_snapshots``), so a failed job leaves only orphans;
-  orphan files: found on the driver, deleted by tasks.
+  orphan files: found on the driver, deleted by tasks;
+- partition expiration: all on the driver (one commit of metadata, no per-file work: the dropped
+  partitions' files go with the snapshots that list them).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import functools
 import pickle
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -37,6 +40,7 @@ from lakehouse.ops.file_index import (
     rewrite_indexes,
 )
 from lakehouse.ops.orphans import OrphanFiles, find_orphan_files
+from lakehouse.ops.partition_expire import PartitionExpiration
 from lakehouse.paths import FileNamer
 from lakehouse.spark.parallelism import default_parallelism
 from lakehouse.spark.source import open_table
@@ -123,6 +127,32 @@ def remove_orphan_files(
         return found
     _run(spark, found.paths, functools.partial(delete_paths, target.io))
     return replace(found, dry_run=False)
+
+
+def expire_partitions(
+    spark: SparkSession,
+    table: str,
+    *,
+    expiration_time: str | timedelta | None = None,
+    dry_run: bool = False,
+    strategy: str | None = None,
+    timestamp_formatter: str | None = None,
+    timestamp_pattern: str | None = None,
+    max_expires: int | None = None,
+    warehouse: str | None = None,
+    options: Mapping[str, str] | None = None,
+    commit_user: str | None = None,
+) -> PartitionExpiration:
+    """``Table.expire_partitions`` on the driver, taking the job's arguments as the others do."""
+    return _table(table, warehouse, options).expire_partitions(
+        expiration_time,
+        dry_run,
+        strategy=strategy,
+        timestamp_formatter=timestamp_formatter,
+        timestamp_pattern=timestamp_pattern,
+        max_expires=max_expires,
+        commit_user=commit_user,
+    )
 
 
 class WriteJob:

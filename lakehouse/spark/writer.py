@@ -12,7 +12,8 @@ that is killed cannot, and Spark hands ``abort`` only the messages of tasks that
 ``abort`` marks the write ended, waits until no task can still create files (each lease done,
 released, or stale after ``write.heartbeat-timeout``; default 30 s) and deletes every file of the
 write it finds in the table. After a commit, the files of attempts that were not committed (a
-crashed attempt Spark retried, a lost speculative one) are deleted the same way.
+crashed attempt Spark retried, a lost speculative one) are deleted the same way, and old
+partitions expire when the table sets ``partition.expiration-time`` (:mod:`lakehouse.ops.partition_expire`).
 
 Primary-key tables need every bucket written by one task, which numbers the bucket's rows in
 order (``lakehouse.spark.write`` shuffles rows so); a write in which two tasks wrote the same
@@ -35,6 +36,7 @@ from pyspark.sql.types import StructType
 
 from lakehouse.commit.table_commit import Overwrite
 from lakehouse.errors import InvalidOptionError, MisroutedRowsError, UnsupportedFeatureError
+from lakehouse.ops.partition_expire import expire_partitions_after_commit
 from lakehouse.options import DYNAMIC_BUCKET_ASSIGNER_PARALLELISM, DYNAMIC_PARTITION_OVERWRITE, parse_bool
 from lakehouse.schema import check_writable
 from lakehouse.spark.types import arrow_layout
@@ -135,6 +137,7 @@ class PaimonWriter(DataSourceArrowWriter):
             committer.abort(found, self.scope)
             raise
         finish_write(self.table, self.scope, {t.writer for t in tasks})
+        expire_partitions_after_commit(self.table.store, committer.commit_user)
 
     def abort(self, messages: list[TaskCommit | None]) -> None:
         """Delete every file of the write once no task can still create one (nothing was committed;

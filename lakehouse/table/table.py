@@ -8,6 +8,7 @@ the work lives in the layers below: ``lakehouse/write`` (files), ``lakehouse/com
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -23,8 +24,14 @@ from lakehouse.ops.compaction import compact
 from lakehouse.ops.expire import expire_snapshots
 from lakehouse.ops.file_index import rewrite_file_index, verify_file_indexes
 from lakehouse.ops.lsm_shape import lsm_shape
+from lakehouse.ops.manifest_compaction import ManifestCompaction, compact_manifest
 from lakehouse.ops.orphans import remove_orphan_files
-from lakehouse.ops.rollback import rollback_to
+from lakehouse.ops.partition_expire import (
+    PartitionExpiration,
+    expire_partitions,
+    expire_partitions_after_commit,
+)
+from lakehouse.ops.rollback import Rollback, rollback_to, rollback_to_timestamp
 from lakehouse.ops.verify import verify_buckets, verify_deletion_vectors, verify_primary_key
 from lakehouse.options import CONSUMER_ID, SNAPSHOT_EXPIRE_AFTER_COMMIT, WRITE_ONLY
 from lakehouse.paths import MAIN_BRANCH, FileNamer, TablePaths
@@ -193,12 +200,15 @@ class Table:
             writer.abort()
             committer.abort(messages, scope if writer.names.used else None)
             raise
-        self._expire_after_commit()
+        self._expire_after_commit(committer.commit_user)
         return snapshot_id
 
-    def _expire_after_commit(self) -> None:
-        """Paimon expires snapshots after every commit of a writer that is not ``write-only``;
-        this engine does so only when ``snapshot.expire.after-commit`` is true (default false)."""
+    def _expire_after_commit(self, commit_user: str) -> None:
+        """Partitions expire after a commit when ``partition.expiration-time`` is set and a check
+        is due (as ``commit_user``). Paimon expires snapshots after every commit of a writer that
+        is not ``write-only``; this engine does so only when ``snapshot.expire.after-commit`` is
+        true (default false)."""
+        expire_partitions_after_commit(self.store, commit_user)
         options = self.schema.core_options
         if options.get(SNAPSHOT_EXPIRE_AFTER_COMMIT) == "true" and not options.get_bool(WRITE_ONLY):
             self.expire_snapshots()
@@ -297,6 +307,11 @@ class Table:
         """Check that every primary key is visible once."""
         return verify_primary_key(self.store, snapshot_id, partitions)
 
+    def compact_manifest(self, *, commit_user: str | None = None) -> ManifestCompaction:
+        """Merge the latest snapshot's manifests fully (cancelled files dropped, small manifests
+        merged) as one COMPACT snapshot with no data change; nothing when already compact."""
+        return compact_manifest(self.store, commit_user)
+
     def lsm_shape(self, snapshot_id: int | None = None):
         """Per bucket: files per level, sorted runs, size amplification, compaction due."""
         return lsm_shape(self.store, snapshot_id)
@@ -331,6 +346,37 @@ class Table:
     def rollback_to(self, snapshot_id: int | None = None, tag: str | None = None):
         """Make a snapshot or a tag the latest again; later snapshots, their tags and files go."""
         return rollback_to(self.store, snapshot_id, tag)
+
+    def rollback_to_timestamp(self, timestamp_ms: int) -> Rollback:
+        """Roll back to the newest snapshot committed at or before ``timestamp_ms`` (epoch millis);
+        ``SnapshotNotFoundError`` when no retained snapshot is that old."""
+        return rollback_to_timestamp(self.store, timestamp_ms)
+
+    def expire_partitions(
+        self,
+        expiration_time: str | timedelta | None = None,
+        dry_run: bool = False,
+        *,
+        strategy: str | None = None,
+        timestamp_formatter: str | None = None,
+        timestamp_pattern: str | None = None,
+        max_expires: int | None = None,
+        commit_user: str | None = None,
+    ) -> PartitionExpiration:
+        """Drop the partitions older than ``expiration_time`` (default ``partition.expiration-time``)
+        as one OVERWRITE snapshot; the other arguments override ``partition.expiration-strategy``,
+        ``partition.timestamp-formatter``, ``partition.timestamp-pattern`` and
+        ``partition.expiration-max-num``. ``dry_run`` only reports what would go."""
+        return expire_partitions(
+            self.store,
+            expiration_time,
+            strategy=strategy,
+            timestamp_formatter=timestamp_formatter,
+            timestamp_pattern=timestamp_pattern,
+            max_expires=max_expires,
+            dry_run=dry_run,
+            commit_user=commit_user,
+        )
 
     def remove_orphan_files(self, older_than_ms: int | None = None, dry_run: bool = False):
         """Delete files no snapshot or tag references, last modified before ``older_than_ms``

@@ -272,6 +272,30 @@ def test_expire_job_expires_snapshots_and_removes_orphans(copy):
     assert len(observed) == 1
 
 
+def test_expire_job_expires_the_partitions_of_tables_that_set_an_expiration_time(copy):
+    table = Catalog(copy).get_table("dwd.orders")
+    table.set_options({"partition.expiration-time": "1 d"})  # both days are long past
+    rows_before = table.read().num_rows
+    with DagsterInstance.ephemeral() as instance:
+        done = defs.resolve_job_def("expire_job").execute_in_process(
+            instance=instance, resources=resources(copy)
+        )
+    assert done.success
+    totals = done.output_for_node("expire_partitions")
+    assert (totals["tables"], totals["partitions_expired"]) == (1, 2)
+    assert totals["files_dropped"] > 0 and totals["rows_dropped"] >= rows_before > 0
+    assert table.read().num_rows == 0
+    snap = table.refresh().snapshot()
+    assert snap.commit_kind == CommitKind.OVERWRITE and snap.commit_user == f"dagster-{done.run_id}"
+    observed = [
+        e.event_specific_data.asset_observation
+        for e in done.all_events
+        if e.event_type_value == "ASSET_OBSERVATION" and e.step_key == "expire_partitions"
+    ]
+    assert [o.asset_key.to_user_string() for o in observed] == ["dwd/orders"]
+    assert observed[0].metadata["expired_partitions"].value == [{"dt": d} for d in DAYS]
+
+
 def test_a_failing_dwd_check_blocks_the_downstream_tables(copy, monkeypatch):
     from lakehouse.ops.file_index import IndexReport
     from lakehouse.table.table import Table

@@ -13,6 +13,7 @@ from lakehouse import col
 from lakehouse import spark as lakespark
 from lakehouse.ops.expire import Expiration, plan_expiration
 from lakehouse.ops.orphans import candidate_files, referenced_files
+from lakehouse.ops.partition_expire import PartitionExpiration
 from lakehouse.snapshot import CommitKind
 
 from ..conftest import ORDERS, orders, rows
@@ -161,3 +162,19 @@ def test_an_expiration_job_whose_tasks_fail_leaves_only_orphans(spark, catalog, 
     assert t.remove_orphan_files().files > 0
     assert {st.path for st in candidate_files(t)} == referenced_files(t).all()
     assert rows(t.read()) == rows(orders(range(10), price=4))
+
+
+def test_partition_expiration_runs_on_the_driver_and_after_spark_writes(spark, catalog, warehouse):
+    t = catalog.create_table("db.p", ORDERS, partition_keys=["dt"])
+    t.write(orders(range(4), dt=["2000-01-01", "2999-01-01"] * 2))
+    kw = {"expiration_time": "7 d", "warehouse": warehouse}
+    dry = lakespark.expire_partitions(spark, "db.p", dry_run=True, **kw)
+    assert dry.partitions == ({"dt": "2000-01-01"},) and t.latest_snapshot_id() == 1
+    done = lakespark.expire_partitions(spark, "db.p", commit_user="job", **kw)
+    assert done == PartitionExpiration(2, dry.partitions, 1, 2)
+    assert t.snapshot().commit_kind == CommitKind.OVERWRITE and t.snapshot().commit_user == "job"
+    t.set_options({"partition.expiration-time": "7 d", "end-input.check-partition-expire": "true"})
+    df = spark.createDataFrame(orders(range(4, 6), dt="2000-01-02"))
+    df.write.format("paimon").option("warehouse", warehouse).mode("append").save("db.p")
+    assert t.latest_snapshot_id() == 4 and t.snapshot().commit_kind == CommitKind.OVERWRITE
+    assert sorted(t.read().column("dt").to_pylist()) == ["2999-01-01"] * 2
