@@ -198,3 +198,19 @@ def test_engines_against_a_model(engine, data, tmp_path_factory):
         if data.draw(st.booleans()):
             t.compact(full=data.draw(st.booleans()))
     assert contents(t) == model(engine, writes)
+
+
+def test_a_key_moved_back_after_a_deletion_vector_compaction_stays_unique(catalog):
+    """A key leaves d1 for d2 and comes back: d2's old version is deleted by a deletion vector,
+    which a new writer's key index must honour (else it retracts the key from d2 again and
+    places it in a second bucket of d1)."""
+    small = {"dynamic-bucket.target-row-num": "2", "num-sorted-run.compaction-trigger": "2"}
+    t = table(catalog, **ENGINES["deduplicate+dv"], **small)
+    t.write(batch([(0, "d1", None, None)]))
+    t.write(batch([(1, "d1", None, None), (0, "d2", None, 0), (1, "d1", None, 0)]))
+    t.write(batch([(0, "d1", None, None)]))
+    t.write(batch([(0, "d1", 7, 0)]))
+    assert t.read().sort_by("k").to_pylist() == [
+        {"k": 0, "dt": "d1", "v": 7, "w": 0},
+        {"k": 1, "dt": "d1", "v": None, "w": 0},
+    ]

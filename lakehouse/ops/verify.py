@@ -31,7 +31,7 @@ from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
 from lakehouse.mergetree.keyorder import comparable_keys
 from lakehouse.ops.file_index import IndexReport
 from lakehouse.read import scan
-from lakehouse.read.scan import Split
+from lakehouse.read.scan import bucket_splits
 from lakehouse.read.table_read import TableRead
 from lakehouse.snapshot import Snapshot
 from lakehouse.store.data_reader import read_data_file
@@ -148,18 +148,18 @@ def _verify_hash_index(table: TableStore, snapshot: Snapshot, partitions: Partit
         for e in _indexes(table, snapshot, partitions)
         if e.index_file.index_type == hash_index.HASH_INDEX
     }
-    files: dict[tuple[bytes, int], list] = {}
-    for e in _live(table, snapshot, partitions):
-        files.setdefault((e.partition, e.bucket), []).append(e.file)
+    splits = {
+        (s.partition, s.bucket): s for s in bucket_splits(table, snapshot, _live(table, snapshot, partitions))
+    }
     key = list(schema.trimmed_primary_keys)
     key_types = [f.type for f in schema.fields_named(key)]
     reader = TableRead(table, key)
 
     def check(where: tuple[bytes, int]) -> tuple[list[str], np.ndarray]:
         label = table.bucket_path(*where)
-        split = Split(snapshot.id, *where, label, tuple(files.get(where, ())), raw_convertible=False)
+        split = splits.get(where)
         present = np.zeros(0, np.int32)
-        if split.files:
+        if split is not None:
             present = key_hashes(reader.read_split(split), key, key_types)
         meta = hash_files.get(where)
         if meta is None:
@@ -180,7 +180,7 @@ def _verify_hash_index(table: TableStore, snapshot: Snapshot, partitions: Partit
             )
         return problems, indexed
 
-    buckets = sorted(set(files) | set(hash_files))
+    buckets = sorted(set(splits) | set(hash_files))
     found = map_parallel(check, buckets)
     problems = [p for bucket_problems, _ in found for p in bucket_problems]
     by_partition: dict[bytes, list[np.ndarray]] = {}

@@ -307,6 +307,33 @@ def _evolve_stats(s: ColumnStats, old: DataType, new: DataType) -> ColumnStats:
     return s
 
 
+def bucket_splits(table: TableStore, snapshot: Snapshot, entries: list[ManifestEntry]) -> list[Split]:
+    """One merged split per (partition, bucket) of ``entries``, every file included (level 0 too)
+    with its deletion vector: a read gives each bucket's live keys however its rows were written
+    and compacted (deletion-vector compactions delete old versions in vectors, not in files)."""
+    deletions = deletion_files(table.paths, table.index_entries(snapshot))
+    groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+    for e in entries:
+        groups.setdefault((e.partition, e.bucket), []).append(e.file)
+    splits = []
+    for (partition, bucket), files in groups.items():
+        vectors = tuple(deletions.get(f.file_name) for f in files)
+        path = table.bucket_path(partition, bucket)
+        splits.append(
+            Split(
+                snapshot.id,
+                partition,
+                bucket,
+                path,
+                tuple(files),
+                False,
+                (),
+                vectors if any(v is not None for v in vectors) else (),
+            )  # fmt: skip
+        )
+    return splits
+
+
 def _splits(
     table: TableStore,
     snapshot_id: int,

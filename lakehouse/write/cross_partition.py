@@ -33,7 +33,7 @@ from lakehouse.bucket.dynamic import DynamicBucketOptions
 from lakehouse.io.pool import map_parallel
 from lakehouse.manifest import binary_row
 from lakehouse.options import CROSS_PARTITION_UPSERT_INDEX_TTL, MergeEngineKind
-from lakehouse.read.scan import Split
+from lakehouse.read.scan import bucket_splits
 from lakehouse.read.table_read import TableRead
 from lakehouse.rowkind import RowKind
 from lakehouse.snapshot import Snapshot
@@ -72,16 +72,13 @@ class KeyLocations:
 
     def _bootstrap(self, table: TableStore, snapshot: Snapshot) -> None:
         """Read the full primary key of every live key, bucket by bucket (``IndexBootstrap``)."""
-        files: dict[tuple[bytes, int], list] = {}
-        for e in table.live_entries(snapshot):
-            files.setdefault((e.partition, e.bucket), []).append(e.file)
         ttl = table.schema.core_options.duration_ms(CROSS_PARTITION_UPSERT_INDEX_TTL)
         now = creation_time_millis()
         splits = [
-            Split(snapshot.id, p, b, table.bucket_path(p, b), tuple(fs), raw_convertible=False)
-            for (p, b), fs in files.items()
-            if self.split.owns(np.array([b]))[0]
-            and (ttl is None or any(f.creation_time is None or f.creation_time + ttl >= now for f in fs))
+            s
+            for s in bucket_splits(table, snapshot, table.live_entries(snapshot))
+            if self.split.owns(np.array([s.bucket]))[0]
+            and (ttl is None or any(f.creation_time is None or f.creation_time + ttl >= now for f in s.files))
         ]
         columns = list(dict.fromkeys([*self.key_names, *self.partition_names]))
         reader = TableRead(table, columns)
