@@ -1,6 +1,12 @@
 """Spark for Paimon tables: the ``paimon`` Python data source, routed writes, maintenance jobs."""
 
-from lakehouse.spark.maintenance import compact, expire_snapshots, remove_orphan_files, rewrite_file_index
+from lakehouse.spark.maintenance import (
+    compact,
+    expire_snapshots,
+    remove_orphan_files,
+    rewrite_file_index,
+    sort_compact,
+)
 from lakehouse.spark.routing import write
 from lakehouse.spark.session import session
 from lakehouse.spark.source import register
@@ -12,5 +18,6 @@ __all__ = [
     "remove_orphan_files",
     "rewrite_file_index",
     "session",
+    "sort_compact",
     "write",
 ]
