@@ -216,6 +216,14 @@ def test_z_values_match_the_bitwise_reference(rows, width):
 
 
 @settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(ints, min_size=5, max_size=5), min_size=1, max_size=30), st.integers(1, 5))
+def test_z_values_of_equal_widths_match_the_bitwise_reference(rows, columns):
+    encoded = [ordered_bytes(pa.array([r[c] for r in rows], pa.int64())) for c in range(columns)]
+    expected = [ref_interleave([ref_int(v) for v in r[:columns]]) for r in rows]
+    assert [bytes(r) for r in z_values(encoded)] == expected
+
+
+@settings(max_examples=60, deadline=None)
 @given(st.lists(st.one_of(st.integers(-(2**31), 2**31 - 1), st.none()), min_size=2, max_size=30))
 def test_encodings_preserve_order(values):
     present = [v for v in values if v is not None]

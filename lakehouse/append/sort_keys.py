@@ -199,7 +199,34 @@ def interleave_bits(bits: Sequence[np.ndarray]) -> np.ndarray:
 
 def z_values(encoded: Sequence[np.ndarray]) -> np.ndarray:
     """Z-values of rows from their columns' encodings (``(rows, bytes)`` uint8 each)."""
+    if len({e.shape[1] for e in encoded}) == 1 and len(encoded) <= PRIMITIVE_BYTES:
+        return _interleave_bytes(encoded)
     return interleave_bits([np.unpackbits(e, axis=1) for e in encoded])
+
+
+def _interleave_bytes(encoded: Sequence[np.ndarray]) -> np.ndarray:
+    """:func:`interleave_bits` for up to 8 columns of equal width, a byte position at a time:
+    byte ``i`` of every column spreads (by table) into bytes ``i*k .. i*k+k-1`` of the output."""
+    k = len(encoded)
+    rows, width = encoded[0].shape
+    spread = _spread_table(k)
+    out = np.empty((rows, width * k), dtype=np.uint8)
+    for i in range(width):
+        field = np.zeros(rows, dtype=np.uint64)
+        for c, e in enumerate(encoded):
+            field |= spread[e[:, i]] >> np.uint64(c)
+        out[:, i * k : (i + 1) * k] = _big_endian(field)[:, PRIMITIVE_BYTES - k :]
+    return out
+
+
+def _spread_table(k: int) -> np.ndarray:
+    """Each byte value with its bit ``j`` (most significant first) moved to bit ``j*k`` (from the
+    top) of an ``8*k``-bit field."""
+    values = np.arange(256, dtype=np.uint64)
+    table = np.zeros(256, dtype=np.uint64)
+    for j in range(8):
+        table |= ((values >> np.uint64(7 - j)) & np.uint64(1)) << np.uint64(8 * k - 1 - j * k)
+    return table
 
 
 def hilbert_index(coordinates: Sequence[np.ndarray], bits: int = 64) -> np.ndarray:
@@ -225,8 +252,9 @@ def hilbert_index(coordinates: Sequence[np.ndarray], bits: int = 64) -> np.ndarr
     while q > 1:
         t = np.where((x[n - 1] & q) != 0, t ^ (q - np.uint64(1)), t)
         q >>= np.uint64(1)
-    columns = [np.unpackbits(_big_endian(xi ^ t), axis=1)[:, 64 - bits :] for xi in x]
-    return interleave_bits(columns)
+    if bits % 8 == 0:
+        return z_values([_big_endian(xi ^ t)[:, PRIMITIVE_BYTES - bits // 8 :] for xi in x])
+    return interleave_bits([np.unpackbits(_big_endian(xi ^ t), axis=1)[:, 64 - bits :] for xi in x])
 
 
 def _mask(bits: int) -> np.uint64:
