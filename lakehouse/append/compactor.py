@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -120,10 +121,14 @@ class AppendCompactor:
         self.files = list(files)
         self.has_vectors = has_vectors
         self.buffer_size = buffer_size
-        self.picking = AppendPicking.of(table.schema.core_options)
         self.before: list[DataFileMeta] = []  # committed files this compactor removed
         self.after: list[DataFileMeta] = []  # files it wrote
         self.changelog: list[DataFileMeta] = []  # append tables have none
+
+    @cached_property
+    def picking(self) -> AppendPicking:
+        """Read from the options only when compacting: a data write never needs it."""
+        return AppendPicking.of(self.table.schema.core_options)
 
     def compact(self, full: bool = False) -> bool:
         """Rewrite what Paimon's picking selects (``full``: every file, if there are several).

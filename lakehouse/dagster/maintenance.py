@@ -7,6 +7,7 @@ own. Their snapshots are committed as the run's commit user, like materializatio
 snapshot sensors know them for Dagster's. The run config names tables from an enum of the known
 tables, so the launchpad offers them and refuses a typo before the run starts."""
 
+import hashlib
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -71,7 +72,9 @@ class MaintenanceJobs:
 
 def maintenance_jobs(tables: Sequence[str]) -> MaintenanceJobs:
     """Compaction, clustering, index-rewrite and expiration jobs over ``tables`` (``db.table`` names)."""
-    TableName = Enum("TableName", {t: t for t in tables}, type=str)  # noqa: N806 - a config type
+    # Dagster keeps config enums by name for the process: each table set gets its own name
+    digest = hashlib.sha1("\n".join(sorted(tables)).encode()).hexdigest()[:8]
+    TableName = Enum(f"TableName_{digest}", {t: t for t in tables}, type=str)  # noqa: N806 - a config type
 
     class TableConfig(Config):
         table: TableName  # type: ignore[valid-type]
