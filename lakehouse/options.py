@@ -76,7 +76,9 @@ COMMIT_MIN_RETRY_WAIT = "commit.min-retry-wait"
 COMMIT_TIMEOUT = "commit.timeout"
 COMMIT_USER_PREFIX = "commit.user-prefix"
 COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT = "compaction.max-size-amplification-percent"
+COMPACTION_MIN_FILE_NUM = "compaction.min.file-num"
 COMPACTION_SIZE_RATIO = "compaction.size-ratio"
+COMPACTION_SMALL_FILE_RATIO = "compaction.small-file-ratio"
 CONSUMER_EXPIRATION_TIME = "consumer.expiration-time"
 CONSUMER_ID = "consumer-id"
 CROSS_PARTITION_UPSERT_INDEX_TTL = "cross-partition-upsert.index-ttl"
@@ -147,6 +149,7 @@ WRITE_BUFFER_SPILLABLE = "write-buffer-spillable"
 WRITE_HEARTBEAT_INTERVAL = "write.heartbeat-interval"
 WRITE_HEARTBEAT_TIMEOUT = "write.heartbeat-timeout"
 WRITE_ONLY = "write-only"
+ZORDER_VAR_LENGTH_CONTRIBUTION = "zorder.var-length-contribution"
 
 DEFAULTS: dict[str, str] = {
     BUCKET: "-1",
@@ -178,6 +181,9 @@ DEFAULTS: dict[str, str] = {
     NUM_SORTED_RUN_COMPACTION_TRIGGER: "5",
     COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT: "200",
     COMPACTION_SIZE_RATIO: "1",
+    COMPACTION_MIN_FILE_NUM: "5",
+    COMPACTION_SMALL_FILE_RATIO: "0.7",
+    ZORDER_VAR_LENGTH_CONTRIBUTION: "8",
     WRITE_ONLY: "false",
     DELETION_VECTORS_ENABLED: "false",
     SNAPSHOT_NUM_RETAINED_MIN: "10",
@@ -227,6 +233,17 @@ def parse_int(text: str, key: str = "option", minimum: int | None = None) -> int
     return value
 
 
+def parse_ratio(text: str, key: str = "option") -> float:
+    """A fraction between 0 and 1 (``compaction.small-file-ratio``)."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise InvalidOptionError(f"{key}={text!r} is not a number") from None
+    if not 0 < value <= 1:
+        raise InvalidOptionError(f"{key}={text!r} must be above 0 and at most 1")
+    return value
+
+
 PARQUET_CODECS = ("none", "uncompressed", "snappy", "gzip", "brotli", "lz4", "zstd")  # Paimon's, but lzo
 
 
@@ -273,7 +290,8 @@ VALUE_CHECKS: dict[str, Callable[[str, str], object]] = {
               NUM_SORTED_RUN_COMPACTION_TRIGGER, NUM_SORTED_RUN_STOP_TRIGGER, NUM_LEVELS,
               FULL_COMPACTION_DELTA_COMMITS, DYNAMIC_BUCKET_TARGET_ROW_NUM,
               DYNAMIC_BUCKET_INITIAL_BUCKETS, DYNAMIC_BUCKET_ASSIGNER_PARALLELISM,
-              MANIFEST_MERGE_MIN_COUNT, PARTITION_EXPIRATION_MAX_NUM),
+              MANIFEST_MERGE_MIN_COUNT, PARTITION_EXPIRATION_MAX_NUM,
+              COMPACTION_MIN_FILE_NUM, ZORDER_VAR_LENGTH_CONTRIBUTION),
     **_counts(0, COMMIT_MAX_RETRIES, COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT, COMPACTION_SIZE_RATIO),
     **_counts(-1, BUCKET),
     **_counts(-131072, FILE_COMPRESSION_ZSTD_LEVEL),
@@ -294,6 +312,7 @@ VALUE_CHECKS: dict[str, Callable[[str, str], object]] = {
     **_kind(lambda text, key: parse_codec(text, key, PARQUET_CODECS), FILE_COMPRESSION,
             CHANGELOG_FILE_COMPRESSION),
     **_kind(parse_file_prefix, DATA_FILE_PREFIX, CHANGELOG_FILE_PREFIX),
+    COMPACTION_SMALL_FILE_RATIO: parse_ratio,
     MERGE_ENGINE: lambda text, key: parse_choice(text, key, MergeEngineKind),
     CHANGELOG_PRODUCER: lambda text, key: parse_choice(text, key, ChangelogProducerKind),
     PARTITION_EXPIRATION_STRATEGY: lambda text, key: parse_choice(text, key, PartitionExpireStrategyKind),
@@ -374,3 +393,14 @@ class CoreOptions:
         if self.get(TARGET_FILE_SIZE) is not None:
             return self.memory(TARGET_FILE_SIZE)
         return (128 if has_primary_key else 256) << 20  # CoreOptions.targetFileSize
+
+    def compaction_file_size(self, has_primary_key: bool) -> int:
+        """Files smaller than this are rewritten by compaction (``CoreOptions.compactionFileSize``:
+        ``target-file-size`` times ``compaction.small-file-ratio``)."""
+        ratio = parse_ratio(self.get(COMPACTION_SMALL_FILE_RATIO), COMPACTION_SMALL_FILE_RATIO)
+        return int(self.target_file_size(has_primary_key) * ratio)
+
+    @property
+    def compaction_min_file_num(self) -> int:
+        """``compaction.min.file-num``: the fewest small files an append compaction rewrites."""
+        return parse_int(self.get(COMPACTION_MIN_FILE_NUM), COMPACTION_MIN_FILE_NUM, 1)

@@ -23,7 +23,7 @@ LAYERS = (
         "snapshot schema fileindex deletionvectors",
     ),
     ("store", "store"),
-    ("mechanisms", "bucket mergetree"),
+    ("mechanisms", "bucket mergetree append"),
     ("read", "read"),
     ("write", "write"),
     ("commit", "commit"),

@@ -1,12 +1,14 @@
 """Maintenance as Dagster jobs, run through Spark over the storage-engine resource: compaction
-(full or universal, per table and partitions), file-index rewrites, and nightly the expiration of
-old partitions (tables that set ``partition.expiration-time``), then snapshot expiration and
-orphan-file cleanup. Each op reports what it did as metadata and records an observation on the
+(full or not, per table and partitions; primary-key and append tables), clustering of append
+tables (``sort_compact``: order, z-order or Hilbert), file-index rewrites, and nightly the
+expiration of old partitions (tables that set ``partition.expiration-time``), then snapshot
+expiration and orphan-file cleanup. Each op reports what it did as metadata and records an observation on the
 table's asset: the table's state in the series materializations share, what the op did in its
 own. Their snapshots are committed as the run's commit user, like materializations, so the
 snapshot sensors know them for Dagster's. The run config names tables from an enum of the known
 tables, so the launchpad offers them and refuses a typo before the run starts."""
 
+import hashlib
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -26,11 +28,13 @@ from dagster import (
     op,
 )
 
+from lakehouse.append.sort_keys import SortStrategy
 from lakehouse.dagster.factory import commit_user
 from lakehouse.dagster.metadata import table_metadata
 from lakehouse.dagster.resources import LakehouseResource, SparkResource
 from lakehouse.dagster.spark_logs import spark_logs
 from lakehouse.dagster.spec import asset_key
+from lakehouse.ops.compaction import Compaction
 from lakehouse.ops.partition_expire import PartitionExpireSettings
 
 
@@ -44,6 +48,19 @@ def _ints(values: dict[str, int]) -> dict[str, MetadataValue]:
     return {k: MetadataValue.int(v) for k, v in values.items()}
 
 
+def _compaction_metadata(done: Compaction) -> dict[str, MetadataValue]:
+    return _ints(
+        {
+            "snapshot_id": done.snapshot_id or 0,
+            "buckets_compacted": done.buckets,
+            "files_rewritten": done.files_before,
+            "files_written": done.files_after,
+            "bytes_before": done.bytes_before,
+            "bytes_after": done.bytes_after,
+        }
+    )
+
+
 @dataclass(frozen=True)
 class MaintenanceJobs:
     """The maintenance jobs of a set of tables."""
@@ -51,14 +68,17 @@ class MaintenanceJobs:
     compact: JobDefinition
     rewrite_index: JobDefinition
     expire: JobDefinition
+    sort_compact: JobDefinition
 
     def __iter__(self) -> Iterator[JobDefinition]:
-        return iter((self.compact, self.rewrite_index, self.expire))
+        return iter((self.compact, self.rewrite_index, self.expire, self.sort_compact))
 
 
 def maintenance_jobs(tables: Sequence[str]) -> MaintenanceJobs:
-    """Compaction, index-rewrite and expiration jobs over ``tables`` (``db.table`` names)."""
-    TableName = Enum("TableName", {t: t for t in tables}, type=str)  # noqa: N806 - a config type
+    """Compaction, clustering, index-rewrite and expiration jobs over ``tables`` (``db.table`` names)."""
+    # Dagster keeps config enums by name for the process: each table set gets its own name
+    digest = hashlib.sha1("\n".join(sorted(tables)).encode()).hexdigest()[:8]
+    TableName = Enum(f"TableName_{digest}", {t: t for t in tables}, type=str)  # noqa: N806 - a config type
 
     class TableConfig(Config):
         table: TableName  # type: ignore[valid-type]
@@ -66,6 +86,13 @@ def maintenance_jobs(tables: Sequence[str]) -> MaintenanceJobs:
 
     class CompactConfig(TableConfig):
         full: bool = False
+
+    # Paimon's strategy names as the launchpad's choices (Dagster config enums go by member name)
+    Strategy = Enum("Strategy", {s.value: s.value for s in SortStrategy}, type=str)  # noqa: N806
+
+    class SortCompactConfig(TableConfig):
+        order_by: list[str]
+        strategy: Strategy = Strategy(SortStrategy.ZORDER.value)  # type: ignore[valid-type]
 
     class TablesConfig(Config):
         tables: list[TableName] | None = None  # type: ignore[valid-type]  # None: every table
@@ -90,16 +117,24 @@ def maintenance_jobs(tables: Sequence[str]) -> MaintenanceJobs:
             done = compact(spark.spark_session, table, full=config.full, partitions=config.partitions,
                            warehouse=lakehouse.warehouse, options=lakehouse.storage(),
                            commit_user=commit_user(context.run_id))  # fmt: skip
-        did = _ints(
-            {
-                "snapshot_id": done.snapshot_id or 0,
-                "buckets_compacted": done.buckets,
-                "files_rewritten": done.files_before,
-                "files_written": done.files_after,
-                "bytes_before": done.bytes_before,
-                "bytes_after": done.bytes_after,
-            }
-        )
+        did = _compaction_metadata(done)
+        _observe(context, lakehouse, table, did)
+        return Output(did, metadata=did)
+
+    @op(
+        description="Cluster an append table: rewrite its partitions sorted by columns (order, z-order "
+        "or Hilbert curve) as a Spark job"
+    )
+    def sort_compact_table(context: OpExecutionContext, config: SortCompactConfig,
+                           lakehouse: LakehouseResource, spark: SparkResource):  # fmt: skip
+        from lakehouse.spark import sort_compact
+
+        table = config.table.value
+        with spark_logs(context.log, spark.spark_session):
+            done = sort_compact(spark.spark_session, table, config.order_by, config.strategy.value,
+                                config.partitions, warehouse=lakehouse.warehouse, options=lakehouse.storage(),
+                                commit_user=commit_user(context.run_id))  # fmt: skip
+        did = _compaction_metadata(done)
         _observe(context, lakehouse, table, did)
         return Output(did, metadata=did)
 
@@ -185,6 +220,10 @@ def maintenance_jobs(tables: Sequence[str]) -> MaintenanceJobs:
     def compact_job():
         compact_table()
 
+    @job(description="Cluster one append table (run config: table, partitions, order_by, strategy)")
+    def sort_compact_job():
+        sort_compact_table()
+
     @job(description="Rewrite one table's file indexes (run config: table, partitions)")
     def rewrite_index_job():
         rewrite_file_index()
@@ -193,9 +232,17 @@ def maintenance_jobs(tables: Sequence[str]) -> MaintenanceJobs:
     def expire_job():
         expire_and_clean(after=expire_partitions())
 
-    return MaintenanceJobs(compact_job, rewrite_index_job, expire_job)
+    return MaintenanceJobs(compact_job, rewrite_index_job, expire_job, sort_compact_job)
 
 
 def compact_run_config(table: str, partitions: list[dict[str, Any]] | None, full: bool = False) -> dict:
     """The run config of the ``compact_job`` for one table."""
     return {"ops": {"compact_table": {"config": {"table": table, "partitions": partitions, "full": full}}}}
+
+
+def sort_compact_run_config(
+    table: str, order_by: list[str], strategy: str = "zorder", partitions: list[dict[str, Any]] | None = None
+) -> dict:
+    """The run config of the ``sort_compact_job`` for one table."""
+    config = {"table": table, "partitions": partitions, "order_by": order_by, "strategy": strategy}
+    return {"ops": {"sort_compact_table": {"config": config}}}

@@ -6,9 +6,11 @@
   it changed data, requests every asset downstream of it - transitively, through the asset
   graph's partition mappings - for the days it touched, one run per day; run keys name the
   table, snapshots and day, so nothing runs twice.
-- The compaction sensor: reads each primary-key table's LSM shape in its latest snapshot and
-  requests a compaction run for exactly the partitions whose buckets universal compaction would
-  pick (sorted runs, size amplification, size ratio, as the table's options set them).
+- The compaction sensor: reads each table's shape in its latest snapshot and requests a
+  compaction run for exactly the partitions whose buckets need it: primary-key buckets that
+  universal compaction would pick (sorted runs, size amplification, size ratio, as the table's
+  options set them), append buckets with small files that append compaction would pick (at least
+  ``compaction.min.file-num`` of them).
 """
 
 from collections.abc import Sequence
@@ -133,19 +135,19 @@ def _refreshes(graph: BaseAssetGraph, spec: TableSpec, days: set[str | None], id
 
 
 def compaction_sensor(specs: Sequence[TableSpec], compact_job: JobDefinition) -> SensorDefinition:
-    """Request compactions of the partitions whose LSM trees are over their table's thresholds."""
-    keyed = [s for s in specs if s.primary_keys]
+    """Request compactions of the partitions whose buckets are over their table's thresholds."""
 
     @sensor(
         name="compaction_sensor",
         job=compact_job,
         minimum_interval_seconds=60,
         default_status=DefaultSensorStatus.RUNNING,
-        description="Compacts the partitions whose buckets universal compaction would pick",
+        description="Compacts the partitions whose buckets universal compaction would pick, and those "
+        "of append tables with too many small files",
     )
     def _sensor(context: SensorEvaluationContext, lakehouse: LakehouseResource):
         requests = []
-        for spec in keyed:
+        for spec in specs:
             table = _table(lakehouse, spec.name)
             if table is None or table.latest_snapshot_id() is None:
                 continue
@@ -160,6 +162,6 @@ def compaction_sensor(specs: Sequence[TableSpec], compact_job: JobDefinition) ->
                     tags={"table": spec.name, "buckets_due": str(len(due))},
                 )
             )
-        return requests or SkipReason("every LSM tree is within its thresholds")
+        return requests or SkipReason("every bucket is within its table's compaction thresholds")
 
     return _sensor

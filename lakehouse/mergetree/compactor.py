@@ -88,7 +88,7 @@ class BucketCompactor:
         self.lookup_merge = lookup_merge(table.schema)
         self.producer = changelog or ChangelogProducer(ChangelogProducerKind.NONE)  # none while overwriting
         self.changelog_layout = changelog_layout(layout, options)
-        self.min_file_size = options.target_file_size(True) // 10 * 7  # compactionFileSize
+        self.min_file_size = options.compaction_file_size(True)
         self.ranges = KeyRanges([f.type for f in layout.key_fields])
         self.before: list[DataFileMeta] = []  # committed files this compactor removed
         self.after: list[DataFileMeta] = []  # files it added that are still live
@@ -287,7 +287,7 @@ class CompactTask:
         )
         try:
             size = min(ROW_GROUP_BYTES, bucket.layout.target_size)
-            for rows in _gathered(self._merged(candidate, changelog, levels), size):
+            for rows in gathered(self._merged(candidate, changelog, levels), size):
                 seq, kinds = rows.column(parquet.SEQUENCE_NUMBER), rows.column(parquet.VALUE_KIND)
                 writer.write(bucket.layout.file_rows(rows), seq, kinds)
             written = file_metas(bucket.layout, writer.close())
@@ -340,7 +340,7 @@ class CompactTask:
             yield with_level(batch, f.level) if level else batch
 
 
-def _gathered(pieces: Iterator[pa.Table], size: int) -> Iterator[pa.Table]:
+def gathered(pieces: Iterator[pa.Table], size: int) -> Iterator[pa.Table]:
     """``pieces`` concatenated into tables of at least ``size`` bytes (but the last): merge steps
     can be small, and each write becomes a Parquet row group."""
     pending: list[pa.Table] = []

@@ -1,24 +1,25 @@
 """The dedicated compaction job: ``table.compact(full=..., partitions=...)``.
 
-Every bucket of the chosen partitions gets one compaction pick - universal compaction, or
-everything into the highest level when ``full`` - executed in parallel across buckets and
-committed as one COMPACT snapshot. A concurrent compaction that removed the same files first
-makes this one fail with ``CommitConflictError`` after deleting what it wrote: the table is
-left exactly as the winner made it.
+Every bucket of the chosen partitions gets its compaction, executed in parallel across buckets
+and committed as one COMPACT snapshot: for primary-key tables one pick of universal compaction,
+or everything into the highest level when ``full``; for append tables the small files Paimon's
+append compaction picks, or every file when ``full`` (:mod:`lakehouse.append.compactor`). A
+concurrent compaction that removed the same files first makes this one fail with
+``CommitConflictError`` after deleting what it wrote: the table is left exactly as the winner
+made it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lakehouse.commit.table_commit import TableCommit
-from lakehouse.errors import UnsupportedFeatureError
 from lakehouse.io.pool import map_parallel
 from lakehouse.paths import FileNamer
 from lakehouse.store.partitions import in_partitions
-from lakehouse.write.bucket_write import Buckets
+from lakehouse.write.bucket_write import Buckets, BucketWrite
 from lakehouse.write.message import CommitMessage
 from lakehouse.write.scope import WriteScope
 from lakehouse.write.settings import WriteSettings
@@ -54,10 +55,6 @@ def compaction_buckets(
     table: TableStore, partitions: Mapping[str, Any] | Iterable[Mapping[str, Any]] | None = None
 ) -> list[tuple[bytes, int]]:
     """The (partition, bucket) pairs holding live files in ``partitions`` (None: all), sorted."""
-    if not table.schema.primary_keys:
-        raise UnsupportedFeatureError(
-            f"table {table.name} is an append table; compact() works on primary-key tables"
-        )
     entries = in_partitions(table.schema, table.name, table.live_entries(), partitions, "compact partitions")
     return sorted({(e.partition, e.bucket) for e in entries})
 
@@ -68,10 +65,20 @@ def compact_buckets(
     """Compact some buckets (in parallel) and return the messages of those that changed; any
     process can run this for its share of the buckets (``names``: its file names in the job's
     write scope). On failure its files are deleted."""
+    return rewrite_buckets(table, buckets, lambda w: w.compactor.compact(full=full), names)
+
+
+def rewrite_buckets(
+    table: TableStore,
+    buckets: list[tuple[bytes, int]],
+    rewrite: Callable[[BucketWrite], object],
+    names: FileNamer | None = None,
+) -> list[CommitMessage]:
+    """Run ``rewrite`` on each bucket's state (in parallel) and return the messages of the
+    buckets whose files changed; on failure every file it wrote is deleted."""
     work = Buckets(table, WriteSettings.of(table, names or WriteScope().namer()))
     try:
-        compactors = [work.get(p, b).compactor for p, b in buckets]
-        map_parallel(lambda c: c.compact(full=full), compactors)
+        map_parallel(rewrite, [work.get(p, b) for p, b in buckets])
         return [m for m in work.messages() if m.compact_before or m.compact_after]
     except BaseException:
         work.abort()

@@ -4,7 +4,9 @@ Per (partition, bucket): files per level, sorted runs (each level-0 file is one,
 non-empty level one more), size amplification as universal compaction measures it - the size of
 all runs above the oldest, in percent of the oldest run - and whether the table's universal
 compaction would pick the bucket now (``num-sorted-run.compaction-trigger``,
-``compaction.max-size-amplification-percent``, ``compaction.size-ratio``).
+``compaction.max-size-amplification-percent``, ``compaction.size-ratio``). Append buckets are
+flat (every file on level 0); they need compaction when append compaction would pick small files
+in them (``compaction.min.file-num``, ``target-file-size``, ``compaction.small-file-ratio``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lakehouse.append.compactor import AppendPicking
 from lakehouse.manifest.entries import DataFileMeta
 from lakehouse.mergetree.levels import SortedRun
 from lakehouse.mergetree.universal import UniversalCompaction
@@ -46,8 +49,8 @@ class BucketShape:
 def bucket_shape(
     partition: dict[str, Any], bucket: int, files: list[DataFileMeta], options: CoreOptions, keyed: bool
 ) -> BucketShape:
-    """The shape of one bucket's files under the table's compaction options (only primary-key
-    buckets are LSM trees that universal compaction picks)."""
+    """The shape of one bucket's files under the table's compaction options (primary-key buckets
+    are LSM trees that universal compaction picks, append buckets flat files)."""
     per_level: dict[int, list[DataFileMeta]] = {}
     for f in files:
         per_level.setdefault(f.level, []).append(f)
@@ -56,7 +59,12 @@ def bucket_shape(
     oldest = runs[-1].total_size if runs else 0
     newer = sum(r.total_size for r in runs[:-1])
     universal = UniversalCompaction.from_options(options)
-    pick = universal.pick(options.num_levels, runs) if runs and keyed else None
+    if not runs:
+        due = False
+    elif keyed:
+        due = universal.pick(options.num_levels, runs) is not None
+    else:
+        due = AppendPicking.of(options).due(files)
     return BucketShape(
         partition,
         bucket,
@@ -64,7 +72,7 @@ def bucket_shape(
         len(runs),
         newer + oldest,
         100.0 * newer / oldest if oldest else 0.0,
-        pick is not None,
+        due,
     )
 
 

@@ -6,6 +6,7 @@ from lakehouse.spark.maintenance import (
     expire_snapshots,
     remove_orphan_files,
     rewrite_file_index,
+    sort_compact,
 )
 from lakehouse.spark.routing import write
 from lakehouse.spark.session import session
@@ -19,5 +20,6 @@ __all__ = [
     "remove_orphan_files",
     "rewrite_file_index",
     "session",
+    "sort_compact",
     "write",
 ]

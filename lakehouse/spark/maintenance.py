@@ -3,8 +3,9 @@
 Each job lists its units of work on the driver, spreads them over Spark tasks that run the
 engine's own per-unit functions, and finishes on the driver with the engine's last step:
 
-- compaction and index rewrite: tasks return commit messages, the driver commits them with the
-  engine's committer (results are those of ``table.compact`` / ``table.rewrite_file_index``). They
+- compaction, clustering and index rewrite: tasks return commit messages, the driver commits them
+  with the engine's committer (results are those of ``table.compact`` / ``table.sort_compact`` /
+  ``table.rewrite_file_index``). They
   write as one leased write scope (:mod:`lakehouse.write.scope`), as data source writes do:
   a failed task deletes what it wrote; when the job or its commit fails, the driver deletes every
   file of the job once no task can still create one, and after a commit the files of attempts
@@ -30,7 +31,9 @@ import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql import SparkSession
 
+from lakehouse.append.sort_keys import SortStrategy
 from lakehouse.io.fs import FileIO
+from lakehouse.ops.clustering import sort_buckets, sort_order
 from lakehouse.ops.compaction import Compaction, commit_compaction, compact_buckets, compaction_buckets
 from lakehouse.ops.expire import Expiration, plan_expiration, retire_snapshots
 from lakehouse.ops.file_index import (
@@ -70,6 +73,27 @@ def compact(
     buckets = compaction_buckets(target, partitions)
     written = WriteJob(target)
     messages = written.run(spark, buckets, lambda share, names: compact_buckets(target, share, full, names))
+    found = [m for share in messages for m in share]
+    return written.commit(lambda: commit_compaction(target, found, commit_user))
+
+
+def sort_compact(
+    spark: SparkSession,
+    table: str,
+    order_by: Sequence[str],
+    strategy: str | SortStrategy = SortStrategy.ORDER,
+    partitions: Partitions = None,
+    *,
+    warehouse: str | None = None,
+    options: Mapping[str, str] | None = None,
+    commit_user: str | None = None,
+) -> Compaction:
+    """``Table.sort_compact`` with each partition sorted and rewritten by a Spark task."""
+    target = _table(table, warehouse, options)
+    order = sort_order(target.store, order_by, strategy)
+    buckets = compaction_buckets(target, partitions)
+    written = WriteJob(target)
+    messages = written.run(spark, buckets, lambda share, names: sort_buckets(target, share, order, names))
     found = [m for share in messages for m in share]
     return written.commit(lambda: commit_compaction(target, found, commit_user))
 

@@ -14,12 +14,14 @@ from typing import Any
 import pyarrow as pa
 
 from lakehouse import schema as schemas
+from lakehouse.append.sort_keys import SortStrategy
 from lakehouse.bucket.channels import AssignerSplit
 from lakehouse.commit.table_commit import Overwrite, TableCommit
 from lakehouse.io.fs import FileIO
 from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
 from lakehouse.manifest.files import ManifestStore
 from lakehouse.ops.branches import Branch, FastForward, create_branch, delete_branch, fast_forward
+from lakehouse.ops.clustering import sort_compact
 from lakehouse.ops.compaction import compact
 from lakehouse.ops.expire import expire_snapshots
 from lakehouse.ops.file_index import rewrite_file_index, verify_file_indexes
@@ -275,9 +277,24 @@ class Table:
         *,
         commit_user: str | None = None,
     ):
-        """Compact primary-key buckets (universal compaction; ``full``: each bucket into one run
-        at the highest level) as one COMPACT snapshot; returns a :class:`Compaction` report."""
+        """Compact every bucket of ``partitions`` (None: all) as one COMPACT snapshot; returns a
+        :class:`Compaction` report. Primary-key tables: universal compaction (``full``: each
+        bucket into one run at the highest level); append tables: small files merged into files
+        of about ``target-file-size`` as Paimon picks them (``full``: every file rewritten)."""
         return compact(self.store, full, partitions, commit_user)
+
+    def sort_compact(
+        self,
+        order_by: list[str],
+        strategy: str | SortStrategy = SortStrategy.ORDER,
+        partitions: list[Mapping[str, Any]] | Mapping[str, Any] | None = None,
+        *,
+        commit_user: str | None = None,
+    ):
+        """Cluster a bucket-unaware append table: rewrite ``partitions`` (None: all) with rows
+        sorted by ``order_by`` - ``strategy`` ``"order"`` (lexicographic), ``"zorder"`` or
+        ``"hilbert"`` - as one COMPACT snapshot; returns a :class:`Compaction` report."""
+        return sort_compact(self.store, order_by, strategy, partitions, commit_user)
 
     def rewrite_file_index(
         self,

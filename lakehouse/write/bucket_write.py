@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from lakehouse.append.compactor import AppendCompactor
 from lakehouse.bucket.hash_index import HASH_INDEX
 from lakehouse.deletionvectors.index_file import DELETION_VECTORS
 from lakehouse.deletionvectors.maintainer import BucketDeletionVectors
@@ -72,7 +73,7 @@ class BucketWrite:
     bucket: int
     directory: str
     next_sequence: int
-    compactor: BucketCompactor | None = None  # primary-key buckets: the LSM tree as this write sees it
+    compactor: BucketCompactor | AppendCompactor | None = None  # the bucket's files as this write sees them
     vector_file: IndexManifestEntry | None = None  # its deletion-vector file when the write began
     writer: BucketWriter | None = None  # the run or files being written
     changelog_writer: BucketWriter | None = None
@@ -144,7 +145,8 @@ class Buckets:
         return self._base
 
     def get(self, partition: bytes, bucket: int) -> BucketWrite:
-        """A bucket's state, created (with its LSM tree for primary-key tables) when first used."""
+        """A bucket's state, created (with its compactor: the LSM tree of a primary-key bucket, the
+        files of an append bucket) when first used."""
         key = (partition, bucket)
         found = self.writes.get(key)
         if found is None:
@@ -175,6 +177,16 @@ class Buckets:
                     vectors,
                     settings.changelog,
                 )
+            else:
+                found.compactor = AppendCompactor(
+                    table,
+                    settings.layout,
+                    partition,
+                    bucket,
+                    base.files.get(key, []),
+                    found.vector_file is not None,
+                    settings.buffer_size,
+                )
             self.writes[key] = found
         return found
 
@@ -204,12 +216,6 @@ class Buckets:
         messages = []
         for key, w in self.writes.items():
             self.base.next_sequence[key] = w.next_sequence  # a later round continues the numbering
-            if w.compactor is None:
-                if w.new_files:
-                    messages.append(
-                        CommitMessage(*key, self.settings.bucket_count, tuple(w.new_files), **origin)
-                    )
-                continue
             vectors, old_vectors = w.changed_vectors(self.table, self.settings)
             hash_file = (hash_files or {}).get(key)
             replaced = [old_vectors, hash_file and hash_file.replaced]

@@ -67,7 +67,7 @@ def copy(lakehouse, tmp_path) -> str:
 def test_definitions_load():
     repo = defs.get_repository_def()
     jobs = {j.name for j in repo.get_all_jobs()}
-    assert {PIPELINE, "compact_job", "rewrite_index_job", "expire_job"} <= jobs
+    assert {PIPELINE, "compact_job", "sort_compact_job", "rewrite_index_job", "expire_job"} <= jobs
     assert {s.name for s in repo.sensor_defs} == {
         "compaction_sensor", "ods_orders_snapshots", "dwd_orders_snapshots", "dws_user_daily_snapshots",
         "dws_order_wide_snapshots", "lakehouse_automation",

@@ -1,0 +1,1 @@
+"""Append tables' own mechanisms: small-file compaction and clustering by sort order."""
