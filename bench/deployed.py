@@ -43,22 +43,6 @@ from lakehouse import Catalog  # noqa: E402
 from lakehouse.spark.connect import SPARK_ENV, ConnectServer  # noqa: E402
 from lakehouse.spark.loopback import free_port  # noqa: E402
 
-BACKFILL = """
-mutation($params: LaunchBackfillParams!) {
-  launchPartitionBackfill(backfillParams: $params) {
-    __typename
-    ... on LaunchBackfillSuccess { backfillId }
-    ... on PythonError { message }
-  }
-}"""
-BACKFILL_STATUS = """
-query($id: String!) {
-  partitionBackfillOrError(backfillId: $id) {
-    __typename
-    ... on PartitionBackfill { status runs(limit: 100) { runId status startTime endTime } }
-  }
-}"""
-
 
 def days(first: str, n: int) -> list[str]:
     start = dt.date.fromisoformat(first)
@@ -139,6 +123,7 @@ def daemon_backfill(server, partitions: list[str]) -> tuple[float, float, int, f
     ended (the data is committed) and until the daemon marked it completed; its number of runs
     and the seconds they ran."""
     from assets.orders import TABLES
+    from tests.e2e.test_webserver import BACKFILL, BACKFILL_STATUS
 
     params = {"partitionNames": partitions, "assetSelection": [{"path": s.key.path} for s in TABLES]}
     start, launched_at = time.perf_counter(), time.time()

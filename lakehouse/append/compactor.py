@@ -31,7 +31,7 @@ import pyarrow as pa
 from lakehouse.append.sort_keys import SortOrder
 from lakehouse.errors import UnsupportedFeatureError
 from lakehouse.manifest.entries import DataFileMeta, FileSource
-from lakehouse.mergetree.compactor import BATCH_ROWS, ROW_GROUP_BYTES, gathered
+from lakehouse.mergetree.compactor import BATCH_ROWS, ROW_GROUP_BYTES, BucketFiles, gathered
 from lakehouse.options import SOURCE_SPLIT_OPEN_FILE_COST, CoreOptions
 from lakehouse.store.data_reader import iter_data_file
 from lakehouse.store.data_writer import BucketWriter, FileLayout, file_metas
@@ -98,7 +98,7 @@ def _by_sequence(files: list[DataFileMeta]) -> list[DataFileMeta]:
     return sorted(files, key=lambda f: (f.min_sequence_number, f.file_name))
 
 
-class AppendCompactor:
+class AppendCompactor(BucketFiles):
     """The live files of one append (partition, bucket) and the rewrites of a compaction job;
     the counterpart of :class:`~lakehouse.mergetree.compactor.BucketCompactor` for append tables."""
 
@@ -189,14 +189,15 @@ class AppendCompactor:
         except BaseException:
             if writer is not None:
                 writer.abort()
-            self._delete(written)
+            for f in written:
+                self.delete(f)
             raise
         removed = set(files)
         self.files = [f for f in self.files if f not in removed] + written
         for f in files:
             if f in self.after:  # written earlier in this job, never committed
                 self.after.remove(f)
-                self._delete([f])
+                self.delete(f)
             else:
                 self.before.append(f)
         self.after += written
@@ -232,22 +233,11 @@ class AppendCompactor:
                 f"table with Apache Paimon (Java)"
             )
 
-    def _delete(self, files: list[DataFileMeta]) -> None:
-        for f in files:
-            self.table.io.delete_quietly(self.table.paths.data_files(self.bucket_path, f))
-
     def abort(self) -> None:
         """Delete every file this compactor wrote (nothing of it was committed)."""
-        self._delete(self.after)
+        for f in self.after:
+            self.delete(f)
         self.after = []
-
-    @property
-    def bucket_path(self) -> str:
-        return self.table.bucket_path(self.partition, self.bucket)
-
-    @property
-    def directory(self) -> str:
-        return f"{self.table.paths.root}/{self.bucket_path}"
 
 
 def _sorted(pieces: list[pa.Table], order: SortOrder) -> pa.Table:

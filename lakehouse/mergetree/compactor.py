@@ -60,7 +60,28 @@ class CompactResult:
     changelog: list[DataFileMeta] = field(default_factory=list)
 
 
-class BucketCompactor:
+class BucketFiles:
+    """Where the files of one (partition, bucket) of a table are, for the compactors that rewrite
+    them (set ``table``, ``partition`` and ``bucket``)."""
+
+    table: TableStore
+    partition: bytes
+    bucket: int
+
+    @property
+    def bucket_path(self) -> str:
+        return self.table.bucket_path(self.partition, self.bucket)
+
+    @property
+    def directory(self) -> str:
+        return f"{self.table.paths.root}/{self.bucket_path}"
+
+    def delete(self, f: DataFileMeta) -> None:
+        """Delete a data file and the files kept next to it (a compaction's uncommitted output)."""
+        self.table.io.delete_quietly(self.table.paths.data_files(self.bucket_path, f))
+
+
+class BucketCompactor(BucketFiles):
     """The live files of one (partition, bucket) and the compactions run on them."""
 
     def __init__(
@@ -148,9 +169,6 @@ class BucketCompactor:
         self.after.extend(result.after)
         self.changelog.extend(result.changelog)
 
-    def delete(self, f: DataFileMeta) -> None:
-        self.table.io.delete_quietly(self.table.paths.data_files(self.bucket_path, f))
-
     def abort(self) -> None:
         """Delete every file written by this compactor's compactions (nothing was committed)."""
         for f in self.after:
@@ -159,14 +177,6 @@ class BucketCompactor:
         for f in self.changelog:
             self.delete(f)
         self.after, self.changelog = [], []
-
-    @property
-    def bucket_path(self) -> str:
-        return self.table.bucket_path(self.partition, self.bucket)
-
-    @property
-    def directory(self) -> str:
-        return f"{self.table.paths.root}/{self.bucket_path}"
 
 
 class CompactTask:

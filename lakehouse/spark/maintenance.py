@@ -70,11 +70,11 @@ def compact(
 ) -> Compaction:
     """``Table.compact`` with the buckets compacted by Spark tasks."""
     target = _table(table, warehouse, options)
-    buckets = compaction_buckets(target, partitions)
-    written = WriteJob(target)
-    messages = written.run(spark, buckets, lambda share, names: compact_buckets(target, share, full, names))
-    found = [m for share in messages for m in share]
-    return written.commit(lambda: commit_compaction(target, found, commit_user))
+
+    def rewrite(share: list, names: FileNamer) -> list:
+        return compact_buckets(target, share, full, names)
+
+    return _rewrite(spark, target, partitions, rewrite, commit_user)
 
 
 def sort_compact(
@@ -91,9 +91,25 @@ def sort_compact(
     """``Table.sort_compact`` with each partition sorted and rewritten by a Spark task."""
     target = _table(table, warehouse, options)
     order = sort_order(target.store, order_by, strategy)
+
+    def rewrite(share: list, names: FileNamer) -> list:
+        return sort_buckets(target, share, order, names)
+
+    return _rewrite(spark, target, partitions, rewrite, commit_user)
+
+
+def _rewrite(
+    spark: SparkSession,
+    target: Table,
+    partitions: Partitions,
+    rewrite: Callable[[list, FileNamer], list],
+    commit_user: str | None,
+) -> Compaction:
+    """Rewrite the buckets of ``partitions`` by Spark tasks (``rewrite`` a task's share of them)
+    and commit their files as one COMPACT snapshot on the driver."""
     buckets = compaction_buckets(target, partitions)
     written = WriteJob(target)
-    messages = written.run(spark, buckets, lambda share, names: sort_buckets(target, share, order, names))
+    messages = written.run(spark, buckets, rewrite)
     found = [m for share in messages for m in share]
     return written.commit(lambda: commit_compaction(target, found, commit_user))
 

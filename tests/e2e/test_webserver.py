@@ -167,7 +167,7 @@ BACKFILL_STATUS = """
 query($id: String!) {
   partitionBackfillOrError(backfillId: $id) {
     __typename
-    ... on PartitionBackfill { status runs { runId status } }
+    ... on PartitionBackfill { status runs(limit: 100) { runId status startTime endTime } }
   }
 }"""
 DAY_METADATA = """
