@@ -9,6 +9,8 @@ machine, same data.
   warm-up runs (the server's JVM and Python workers warm up over the first runs);
 - a 30-day backfill of the same assets launched as a partition backfill through GraphQL: the
   daemon runs it as one run (single-run backfill policy), one Spark job and commit per asset;
+- the floor: the same transformations on the same server writing plain Parquet with Spark's
+  native writer (no Paimon: no keys, buckets, indexes or commits), one day and the 30 days;
 - Spark Connect: a new client session (connect and register ``paimon``) and a 1-row read;
 - commits: the latency of a one-row append commit on a local warehouse and on S3 (moto on
   loopback: conditional puts), median of ``--commits``.
@@ -32,13 +34,11 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
-from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from assets.events import START  # noqa: E402
-from assets.s3_server import S3Server  # noqa: E402
+from assets.s3_server import S3Server  # noqa: E402 (the example's modules load once --orders is set)
 from lakehouse import Catalog  # noqa: E402
 from lakehouse.spark.connect import SPARK_ENV, ConnectServer  # noqa: E402
 from lakehouse.spark.loopback import free_port  # noqa: E402
@@ -75,7 +75,29 @@ def connect_round_trip(url: str, warehouse: str) -> tuple[float, float]:
         start = time.perf_counter()
         spark.read.format("paimon").option("warehouse", warehouse).load("db.t").limit(1).collect()
         reads.append(time.perf_counter() - start)
+    spark.stop()  # a client left open when its server stops keeps this process from exiting
     return opened, statistics.median(reads)
+
+
+def native_parquet(spark, root: Path, days: tuple[str, ...]) -> float:
+    """Seconds of the example's transformations over ``days`` writing plain Parquet with Spark's
+    native writer: each table a directory partitioned by ``dt``; deleted orders left out."""
+    from assets.orders import TABLES
+    from lakehouse.dagster.spec import Inputs
+
+    class ParquetInputs(Inputs):
+        def read(self, table: str):
+            df = self.spark.read.parquet(str(root / table))
+            return df.where(df["dt"].isin(list(self.days)))
+
+    inputs = ParquetInputs(spark, days, str(root))
+    start = time.perf_counter()
+    for spec in TABLES:
+        df = spec.transform(inputs)
+        if "_row_kind" in df.columns:
+            df = df.where("_row_kind = '+I'").drop("_row_kind")
+        df.write.mode("overwrite").partitionBy("dt").parquet(str(root / spec.name))
+    return time.perf_counter() - start
 
 
 def in_process_day(warehouse: str, day: str) -> float:
@@ -157,7 +179,9 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=30)
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))  # stops its servers too
-    os.environ["LAKEHOUSE_EXAMPLE_ORDERS_PER_DAY"] = str(args.orders)
+    os.environ["LAKEHOUSE_EXAMPLE_ORDERS_PER_DAY"] = str(args.orders)  # before the example loads
+    from assets.events import START
+
     os.environ.setdefault("DAGSTER_HOME", tempfile.mkdtemp(prefix="lakehouse-bench-home-"))
     root = Path(tempfile.mkdtemp(prefix="lakehouse-deployed-"))
 
@@ -179,6 +203,15 @@ def main() -> None:
         print(f"one day of {args.orders:,} orders in-process: {in_process:.1f} s, best of 2 after two "
               f"warm-up runs ({warmup[0]:.1f} s, {warmup[1]:.1f} s)")  # fmt: skip
 
+        backfill_days = days(str(dt.date.fromisoformat(START) + dt.timedelta(days=1)), args.days)
+        from lakehouse.spark import session
+
+        spark = session(spark_server.url, shared=True)  # the runs' session
+        native_day = min(native_parquet(spark, root / f"parquet-{i}", (first,)) for i in range(2))
+        native_days = native_parquet(spark, root / "parquet-1", tuple(backfill_days))
+        print(f"the floor, Spark's native Parquet without Paimon: one day {native_day:.1f} s, "
+              f"{args.days} days {native_days:.1f} s = {native_days / native_day:.2f}x")  # fmt: skip
+
         from tests.e2e.server import dagster_server
 
         (root / "daemon").mkdir()
@@ -187,17 +220,15 @@ def main() -> None:
             ratio = daemon / in_process
             print(f"one day through the daemon: {daemon:.1f} s = {ratio:.2f}x in-process (target <= 1.5x); "
                   f"queued and launching {queued:.1f} s, running {running:.1f} s")  # fmt: skip
-            ended, completed, runs, run_time = daemon_backfill(
-                server, days(str(dt.date.fromisoformat(START) + dt.timedelta(days=1)), args.days)
-            )
+            ended, completed, runs, run_time = daemon_backfill(server, backfill_days)
             ratio = ended / daemon
             print(f"{args.days}-day backfill through the daemon: committed {ended:.1f} s after launch, "
                   f"in {runs} run(s) ({run_time:.1f} s in runs) = {ratio:.2f}x one day (target <= 3x); "
                   f"the backfill daemon (30 s ticks) marked it done after {completed:.1f} s")  # fmt: skip
-        # this process's Connect sessions end before their server does (else their exit waits on it)
-        spark = RemoteSparkSession.getActiveSession()
-        if spark is not None:
-            spark.stop()
+            print(f"{args.days} days: the run {run_time:.1f} s = {run_time / native_days:.2f}x the native "
+                  f"Parquet floor ({native_days:.1f} s), which alone is {native_days / daemon:.2f}x one day "
+                  f"through the daemon")  # fmt: skip
+        spark.stop()  # the runs' session ends before its server does (else this process's exit waits on it)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from pathlib import Path
 import pyspark
 
 from lakehouse.spark.loopback import LOOPBACK, accepts, stop_groups, wait_until
-from lakehouse.spark.session import driver_logging
+from lakehouse.spark.session import DAEMON, driver_logging
 
 DEFAULT_PORT = 15002
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -62,6 +62,7 @@ class ConnectServer:
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
             "spark.sql.session.timeZone": "UTC",
+            **DAEMON,
             **driver_logging(),
             **self.conf,
         }

@@ -13,20 +13,30 @@ from types import ModuleType
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as classic_functions
-from pyspark.sql.connect import functions as connect_functions
-from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
-from pyspark.sql.connect.udf import _create_udf as create_connect_udf
 from pyspark.sql.types import DataType
 from pyspark.sql.udf import _create_udf as create_classic_udf
 from pyspark.util import PythonEvalType
 
 
+def _is_connect(df: DataFrame) -> bool:
+    """Whether ``df`` is a Spark Connect DataFrame (asked without importing the Connect client,
+    which Python workers never need and which costs them half a second)."""
+    return type(df).__module__.startswith("pyspark.sql.connect.")
+
+
 def functions_for(df: DataFrame) -> ModuleType:
     """``pyspark.sql.functions`` of ``df``'s kind."""
-    return connect_functions if isinstance(df, ConnectDataFrame) else classic_functions
+    if _is_connect(df):
+        from pyspark.sql.connect import functions as connect_functions
+
+        return connect_functions
+    return classic_functions
 
 
 def arrow_udf_for(df: DataFrame, f: Callable, return_type: DataType) -> Callable:
     """A scalar Arrow UDF (``pa.Array`` columns in, a ``pa.Array`` out) usable on ``df``."""
-    create = create_connect_udf if isinstance(df, ConnectDataFrame) else create_classic_udf
-    return create(f, return_type, PythonEvalType.SQL_SCALAR_ARROW_UDF)
+    if _is_connect(df):
+        from pyspark.sql.connect.udf import _create_udf as create_connect_udf
+
+        return create_connect_udf(f, return_type, PythonEvalType.SQL_SCALAR_ARROW_UDF)
+    return create_classic_udf(f, return_type, PythonEvalType.SQL_SCALAR_ARROW_UDF)

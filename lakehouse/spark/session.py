@@ -29,7 +29,6 @@ from pathlib import Path
 from pyspark import SparkContext
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
-from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
 
 import lakehouse
 from lakehouse.spark.source import register
@@ -38,6 +37,8 @@ LOOPBACK = "127.0.0.1"
 PROJECT_ROOT = str(Path(lakehouse.__file__).resolve().parent.parent)
 CONNECT = "sc://"
 UTC = {"spark.sql.session.timeZone": "UTC"}
+# Python workers fork from a daemon that has the engine imported (lakehouse.spark.daemon)
+DAEMON = {"spark.python.daemon.module": "lakehouse.spark.daemon"}
 SESSION_CLOSED = "INVALID_HANDLE.SESSION_CLOSED"
 MAX_GENERATIONS = 100  # shared sessions of one name and hour closed by stop() before giving up
 LOG_SETTINGS = Path(__file__).with_name("log4j2.properties")
@@ -82,7 +83,7 @@ def session(
     else:
         builder = SparkSession.builder.master(master).appName(app_name).config("spark.ui.enabled", "false")
         local = _local_settings() if master.startswith("local") else {}
-        settings = {**UTC, **driver_logging(DRIVER_LOG), **local, **(conf or {})}
+        settings = {**UTC, **DAEMON, **driver_logging(DRIVER_LOG), **local, **(conf or {})}
         for key, value in settings.items():
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
@@ -99,6 +100,8 @@ def _connect(url: str, create: bool = False) -> SparkSession:
     there)."""
     # PySpark's own test for a local session in the process (it refuses Connect mode then)
     local = SparkContext._active_spark_context is not None or SparkSession._instantiatedSession is not None
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession  # only where one connects
+
     remote = (RemoteSparkSession.builder if local else SparkSession.builder).remote(url)
     return remote.create() if create else remote.getOrCreate()
 
@@ -108,6 +111,8 @@ def _shared(url: str, name: str, settings: Mapping[str, str]) -> SparkSession:
     from the URL, the name, the UTC hour (a server closes sessions idle for an hour, and never
     reopens a closed id: each hour starts a new one) and a generation: the first generation of
     the hour not closed on the server is the current one."""
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
     active = RemoteSparkSession.getActiveSession()
     prefix = url if ";" in url else f"{url.rstrip('/')}/"
     hour = time.strftime("%Y-%m-%dT%H", time.gmtime())

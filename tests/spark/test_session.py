@@ -123,3 +123,18 @@ def test_the_data_source_is_registered_once_per_session(spark, monkeypatch):
 
     monkeypatch.setattr(DataSourceRegistration, "register", again)
     register(spark)
+
+
+def test_python_workers_start_with_the_engine_imported(any_spark):
+    """Workers fork from lakehouse.spark.daemon, which imported the engine: a task whose own code
+    imports nothing of it finds it loaded (a fresh worker then starts without importing it)."""
+    import pyarrow as pa
+
+    def loaded(batches):  # pickled by value: unpickling it imports only pyarrow
+        import sys
+
+        for _ in batches:
+            yield pa.RecordBatch.from_pydict({"loaded": ["lakehouse.spark.source" in sys.modules]})
+
+    rows = any_spark.range(2, numPartitions=2).mapInArrow(loaded, "loaded boolean").collect()
+    assert [r.loaded for r in rows] == [True, True]

@@ -1,0 +1,18 @@
+"""The Python worker daemon of Spark sessions that run the ``paimon`` data source.
+
+Spark starts one daemon per Python environment (per session over Spark Connect) and forks a worker
+from it for every task that finds no idle one: the first tasks of a session, and every task after
+one whose worker Spark did not keep (a task that stops reading early, as ``limit`` does, loses
+its worker). A worker forked from PySpark's own daemon imports pyarrow and the engine when it
+unpickles its first function, over a second on a small machine; forked from this one, which
+imports them before it forks, it starts at once. Spark runs it with
+``spark.python.daemon.module=lakehouse.spark.daemon``, which :func:`lakehouse.spark.session`
+(:data:`lakehouse.spark.session.DAEMON`) and the servers of :mod:`lakehouse.spark.connect` set.
+"""
+
+from pyspark.daemon import manager
+
+import lakehouse.spark.source  # noqa: F401 (the engine and the data source, imported once for every worker)
+
+if __name__ == "__main__":
+    manager()
