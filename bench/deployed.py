@@ -5,8 +5,10 @@ machine, same data.
 - one day of the example at ``--orders`` orders a day (default 100,000): run in-process
   (``execute_in_process``) vs launched through the GraphQL API of a running ``dagster-webserver``
   and ``dagster-daemon`` (queued, launched in its own process, steps in that process) - both on
-  the same Spark Connect server, each on a fresh warehouse; in-process best of two after two
-  warm-up runs (the server's JVM and Python workers warm up over the first runs);
+  the same Spark Connect server; in-process best of two after two warm-up runs (the server's JVM
+  and Python workers warm up over the first runs), each on a fresh warehouse; through the daemon
+  right after them, and again (the next day) after a minute without runs, when Spark has stopped
+  its idle Python workers;
 - a 30-day backfill of the same assets launched as a partition backfill through GraphQL: the
   daemon runs it as one run (single-run backfill policy), one Spark job and commit per asset;
 - the floor: the same transformations on the same server writing plain Parquet with Spark's
@@ -42,6 +44,8 @@ from assets.s3_server import S3Server  # noqa: E402 (the example's modules load 
 from lakehouse import Catalog  # noqa: E402
 from lakehouse.spark.connect import SPARK_ENV, ConnectServer  # noqa: E402
 from lakehouse.spark.loopback import free_port  # noqa: E402
+
+IDLE_S = 70.0  # past the minute after which Spark stops idle Python workers
 
 
 def days(first: str, n: int) -> list[str]:
@@ -197,34 +201,42 @@ def main() -> None:
         print(f"Spark Connect: first client session {opened:.2f} s, 1-row read {read * 1000:.0f} ms")
         from dagster import DagsterInstance  # noqa: F401 (imported before the timed runs)
 
-        first = START
-        warmup = [in_process_day(str(root / f"warmup-{i}"), first) for i in range(2)]
-        in_process = min(in_process_day(str(root / f"in_process-{i}"), first) for i in range(2))
-        print(f"one day of {args.orders:,} orders in-process: {in_process:.1f} s, best of 2 after two "
-              f"warm-up runs ({warmup[0]:.1f} s, {warmup[1]:.1f} s)")  # fmt: skip
-
-        backfill_days = days(str(dt.date.fromisoformat(START) + dt.timedelta(days=1)), args.days)
         from lakehouse.spark import session
-
-        spark = session(spark_server.url, shared=True)  # the runs' session
-        native_day = min(native_parquet(spark, root / f"parquet-{i}", (first,)) for i in range(2))
-        native_days = native_parquet(spark, root / "parquet-1", tuple(backfill_days))
-        print(f"the floor, Spark's native Parquet without Paimon: one day {native_day:.1f} s, "
-              f"{args.days} days {native_days:.1f} s = {native_days / native_day:.2f}x")  # fmt: skip
-
         from tests.e2e.server import dagster_server
 
+        first, second = START, str(dt.date.fromisoformat(START) + dt.timedelta(days=1))
+        backfill_days = days(str(dt.date.fromisoformat(second) + dt.timedelta(days=1)), args.days)
         (root / "daemon").mkdir()
-        with dagster_server(root / "daemon") as server:
+        with dagster_server(root / "daemon") as server:  # started first: it idles while the runs run
+            warmup = [in_process_day(str(root / f"warmup-{i}"), first) for i in range(2)]
+            in_process = min(in_process_day(str(root / f"in_process-{i}"), first) for i in range(2))
+            print(f"one day of {args.orders:,} orders in-process: {in_process:.1f} s, best of 2 after two "
+                  f"warm-up runs ({warmup[0]:.1f} s, {warmup[1]:.1f} s)")  # fmt: skip
             daemon, queued, running = daemon_day(server, first)
-            ratio = daemon / in_process
-            print(f"one day through the daemon: {daemon:.1f} s = {ratio:.2f}x in-process (target <= 1.5x); "
-                  f"queued and launching {queued:.1f} s, running {running:.1f} s")  # fmt: skip
+            print(f"one day through the daemon, right after: {daemon:.1f} s = {daemon / in_process:.2f}x "
+                  f"in-process (target <= 1.5x); queued and launching {queued:.1f} s, running "
+                  f"{running:.1f} s")  # fmt: skip
+
+            spark = session(spark_server.url, shared=True)  # the runs' session
+            idle_since = time.perf_counter()
+            native_day = min(native_parquet(spark, root / f"parquet-{i}", (first,)) for i in range(2))
+            native_days = native_parquet(spark, root / "parquet-1", tuple(backfill_days))
+            print(f"the floor, Spark's native Parquet without Paimon: one day {native_day:.1f} s, "
+                  f"{args.days} days {native_days:.1f} s = {native_days / native_day:.2f}x")  # fmt: skip
+
+            # Spark stops Python workers idle for a minute; the data source's planning workers fork
+            # from PySpark's own daemon and import the engine again, as after a quiet spell in production
+            time.sleep(max(0.0, IDLE_S - (time.perf_counter() - idle_since)))
+            cold, queued, running = daemon_day(server, second)
+            print(f"one day through the daemon after {IDLE_S:.0f} s without runs: {cold:.1f} s = "
+                  f"{cold / in_process:.2f}x in-process; queued and launching {queued:.1f} s, running "
+                  f"{running:.1f} s")  # fmt: skip
+
             ended, completed, runs, run_time = daemon_backfill(server, backfill_days)
-            ratio = ended / daemon
             print(f"{args.days}-day backfill through the daemon: committed {ended:.1f} s after launch, "
-                  f"in {runs} run(s) ({run_time:.1f} s in runs) = {ratio:.2f}x one day (target <= 3x); "
-                  f"the backfill daemon (30 s ticks) marked it done after {completed:.1f} s")  # fmt: skip
+                  f"in {runs} run(s) ({run_time:.1f} s in runs) = {ended / daemon:.2f}x one day "
+                  f"(target <= 3x); the backfill daemon (30 s ticks) marked it done after "
+                  f"{completed:.1f} s")  # fmt: skip
             print(f"{args.days} days: the run {run_time:.1f} s = {run_time / native_days:.2f}x the native "
                   f"Parquet floor ({native_days:.1f} s), which alone is {native_days / daemon:.2f}x one day "
                   f"through the daemon")  # fmt: skip
