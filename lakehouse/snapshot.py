@@ -177,6 +177,18 @@ class SnapshotManager:
         sid = self.latest_id()
         return None if sid is None else self.snapshot(sid)
 
+    def latest_of_user(self, user: str) -> Snapshot | None:
+        """The newest snapshot ``user`` committed (``SnapshotManager.latestSnapshotOfUser``):
+        searched from the latest back, up to the first snapshot that is gone (expired)."""
+        for sid in range(self.latest_id() or 0, 0, -1):
+            try:
+                snapshot = self.snapshot(sid)
+            except SnapshotNotFoundError:
+                return None
+            if snapshot.commit_user == user:
+                return snapshot
+        return None
+
     def earlier_or_equal_time(self, timestamp_ms: int) -> Snapshot:
         """The newest snapshot committed at or before ``timestamp_ms`` (binary search)."""
         earliest, latest = self.earliest_id(), self.latest_id()

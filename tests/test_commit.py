@@ -15,7 +15,7 @@ import pytest
 
 from lakehouse import Catalog
 from lakehouse.errors import CommitConflictError, InvalidArgumentError
-from lakehouse.snapshot import CommitKind, SnapshotManager
+from lakehouse.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, SnapshotManager
 from lakehouse.write.message import CommitMessage
 
 from .conftest import ORDERS, orders, rows
@@ -184,6 +184,36 @@ def test_committing_the_same_messages_again_is_a_no_op(catalog):
     with pytest.raises(CommitConflictError, match="were committed already"):
         t.new_commit().commit(mixed)
     assert t.latest_snapshot_id() == latest
+
+
+def test_a_commit_identifier_lands_once_per_commit_user(catalog):
+    """Paimon's filterCommitted: a commit user's newest snapshot covers every identifier up to its
+    own, so a restarted stream's replayed batch does not land again; other users and batch commits
+    are not filtered."""
+    t = catalog.create_table("db.t", ORDERS)
+
+    def written(ids):
+        writer = t.new_write()
+        writer.write(orders(ids))
+        return writer.prepare_commit()
+
+    assert t.new_commit("query").commit(written([1]), identifier=0) == 1
+    t.write(orders([2]))  # a batch commit of another user in between
+    assert t.new_commit("query").commit(written([3]), identifier=1) == 3
+    again = t.new_commit("query")
+    assert [again.committed(i) for i in (0, 1, 2)] == [True, True, False]
+    assert again.commit(written([4]), identifier=1) is None  # a replay: nothing lands
+    assert t.new_commit("other").commit(written([5]), identifier=0) == 4  # another query's batch 0
+    assert again.commit(written([6]), identifier=2) == 5
+    assert t.new_commit("query").commit(written([7]), identifier=BATCH_COMMIT_IDENTIFIER) == 6
+    assert [r["order_id"] for r in rows(t.read())] == [1, 2, 3, 5, 6, 7]
+    assert [(s.commit_user, s.commit_identifier) for s in map(t.snapshot, range(1, 6))] == [
+        ("query", 0),
+        (t.snapshot(2).commit_user, BATCH_COMMIT_IDENTIFIER),
+        ("query", 1),
+        ("other", 0),
+        ("query", 2),
+    ]
 
 
 def test_messages_of_another_table_are_refused(catalog):

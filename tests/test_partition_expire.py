@@ -19,7 +19,11 @@ from lakehouse.errors import (
     InvalidOptionError,
     UnsupportedFeatureError,
 )
-from lakehouse.ops.partition_expire import PartitionExpiration, expire_partitions
+from lakehouse.ops.partition_expire import (
+    PartitionExpiration,
+    expire_partitions,
+    expire_partitions_after_commit,
+)
 from lakehouse.partition_time import DateTimePattern, PartitionTimeExtractor
 from lakehouse.snapshot import CommitKind
 
@@ -308,6 +312,18 @@ def test_writes_expire_partitions_at_most_once_per_check_interval(catalog):
     time.sleep(0.15)
     t.write(events(["2999-01-02"]))
     assert dts(t) == ["2999-01-01", "2999-01-02"]
+
+
+def test_expiration_after_a_streaming_commit_carries_its_identifier(catalog):
+    t = events_table(
+        catalog, **{"partition.expiration-time": "7 d", "partition.expiration-check-interval": "0 ms"}
+    )
+    writer = t.new_write()
+    writer.write(events(["2000-01-01", "2999-01-01"]))
+    assert t.new_commit("query").commit(writer.prepare_commit(), identifier=4) == 1
+    assert expire_partitions_after_commit(t.store, "query", 4).snapshot_id == 2
+    assert (t.snapshot(2).commit_user, t.snapshot(2).commit_identifier) == ("query", 4)
+    assert dts(t) == ["2999-01-01"] and not t.new_commit("query").committed(5)  # batch 5 still lands
 
 
 def test_end_input_check_expires_after_every_batch_commit(catalog):

@@ -35,6 +35,19 @@ def test_spark_section_runs_after_the_quickstart(spark, tmp_path, monkeypatch):
     assert scope["catalog"].get_table("shop.events").read().num_rows == 1
 
 
+@pytest.mark.spark
+def test_streaming_section_runs_after_the_spark_one(spark, tmp_path, monkeypatch):
+    text = README.read_text()
+    monkeypatch.chdir(tmp_path)
+    scope: dict = {}
+    for section in ("## Quickstart", "## Spark", "### Streaming writes"):
+        code = re.search(rf"{section}\n\n.*?```python\n(.*?)```", text, re.S).group(1)
+        exec(compile(code, str(README), "exec"), scope)
+    latest = scope["orders"].snapshot()
+    assert (latest.commit_user, latest.commit_identifier) == (scope["query"].id, 0)
+    assert [r["order_id"] for r in scope["orders"].read().to_pylist() if r["dt"] == "2024-01-02"] == [7]
+
+
 def test_io_manager_section_runs(tmp_path, monkeypatch):
     code = re.search(r"### Plain assets: the IO manager\n\n.*?```python\n(.*?)```", README.read_text(), re.S)
     monkeypatch.chdir(tmp_path)

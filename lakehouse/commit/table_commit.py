@@ -131,7 +131,11 @@ class TableCommit:
         self.landed: list[int] = []  # snapshots this committer created
 
     def commit(
-        self, messages: list[CommitMessage], overwrite: Overwrite = None, watermark: int | None = None
+        self,
+        messages: list[CommitMessage],
+        overwrite: Overwrite = None,
+        watermark: int | None = None,
+        identifier: int = BATCH_COMMIT_IDENTIFIER,
     ) -> int | None:
         """Commit ``messages``; returns the last new snapshot id, or None when there was nothing to do.
 
@@ -141,9 +145,18 @@ class TableCommit:
         ``"dynamic"`` replaces exactly the partitions the messages write to. Data changes make
         one APPEND (or OVERWRITE) snapshot, compaction changes a COMPACT snapshot after it.
         ``watermark`` (epoch millis) becomes the snapshots' watermark unless an earlier snapshot's
-        is later.
+        is later. ``identifier``: the snapshots' ``commitIdentifier``; a streaming writer passes its
+        checkpoint or micro-batch id, and a commit that :meth:`committed` already covers is skipped.
         """
         self._check_messages(messages)
+        if self.committed(identifier):
+            log.info(
+                "table %s: commit user %s committed identifier %d already; nothing to do",
+                self.table.name,
+                self.commit_user,
+                identifier,
+            )
+            return None
         if self._committed_before(messages):
             log.info("table %s: these commit messages were committed already; nothing to do", self.table.name)
             return None
@@ -153,19 +166,33 @@ class TableCommit:
             self._drop_changelog(plan)
         snapshot_id = None
         if plan.changes_data(overwrite, scope):
-            snapshot_id = self._commit_data(plan, scope, watermark)
+            snapshot_id = self._commit_data(plan, scope, watermark, identifier)
         if plan.compacted or plan.compact_changelog:
-            snapshot_id = self._commit_compaction(plan, watermark, snapshot_id)
+            snapshot_id = self._commit_compaction(plan, watermark, identifier, snapshot_id)
         if snapshot_id is not None:
             self._create_auto_tags(snapshot_id)
         return snapshot_id
 
-    def drop_partitions(self, partitions: Collection[bytes]) -> int:
+    def drop_partitions(
+        self, partitions: Collection[bytes], identifier: int = BATCH_COMMIT_IDENTIFIER
+    ) -> int:
         """Delete every file of ``partitions`` (serialized partition rows) as one OVERWRITE
-        snapshot with no new file (``FileStoreCommitImpl.dropPartitions``); returns its id."""
+        snapshot with no new file (``FileStoreCommitImpl.dropPartitions``); returns its id.
+        ``identifier``: its ``commitIdentifier`` (that of the commit it follows, if any)."""
         if not partitions:
             raise InvalidArgumentError(f"drop_partitions of table {self.table.name} needs partitions")
-        return self._commit_data(CommitPlan.of([]), frozenset(partitions).__contains__, None)
+        return self._commit_data(CommitPlan.of([]), frozenset(partitions).__contains__, None, identifier)
+
+    def committed(self, identifier: int) -> bool:
+        """Whether the newest snapshot of this commit user already covers ``identifier``
+        (``FileStoreCommitImpl.filterCommitted``). A streaming writer commits with a stable commit
+        user and increasing identifiers (checkpoint or micro-batch ids); after a restart it
+        commits the last ones again, and those it finds covered here must not land twice. Batch
+        commits (``BATCH_COMMIT_IDENTIFIER``) are never covered."""
+        if identifier == BATCH_COMMIT_IDENTIFIER:
+            return False
+        latest = self.table.snapshots.latest_of_user(self.commit_user)
+        return latest is not None and identifier <= latest.commit_identifier
 
     def compact_manifests(self) -> int | None:
         """Rewrite the latest snapshot's data manifests fully merged (every ADD a DELETE cancels
@@ -175,7 +202,12 @@ class TableCommit:
             return None
         try:
             return self._commit_with_retries(
-                lambda latest: ([], []), CommitKind.COMPACT, [], None, compact_manifests=True
+                lambda latest: ([], []),
+                CommitKind.COMPACT,
+                [],
+                None,
+                BATCH_COMMIT_IDENTIFIER,
+                compact_manifests=True,
             )
         except _ManifestsUnchanged:
             return None
@@ -187,11 +219,17 @@ class TableCommit:
             self.table.io.delete_quietly(self._data_paths(files))
             plan.changelog, plan.compact_changelog = [], []
 
-    def _commit_data(self, plan: CommitPlan, scope: PartitionFilter | None, watermark: int | None) -> int:
+    def _commit_data(
+        self, plan: CommitPlan, scope: PartitionFilter | None, watermark: int | None, identifier: int
+    ) -> int:
         """The APPEND snapshot of new files, or the OVERWRITE snapshot that also removes files."""
         kind = CommitKind.APPEND if scope is None and not plan.deletes else CommitKind.OVERWRITE
         return self._commit_with_retries(
-            lambda latest: self._data_changes(plan, scope, latest), kind, plan.changelog, watermark
+            lambda latest: self._data_changes(plan, scope, latest),
+            kind,
+            plan.changelog,
+            watermark,
+            identifier,
         )
 
     def _data_changes(
@@ -216,7 +254,7 @@ class TableCommit:
         return removed + kept + plan.adds, stale + plan.new_indexes
 
     def _commit_compaction(
-        self, plan: CommitPlan, watermark: int | None, data_snapshot: int | None
+        self, plan: CommitPlan, watermark: int | None, identifier: int, data_snapshot: int | None
     ) -> int | None:
         """The COMPACT snapshot after the data snapshot (if any). Once the data snapshot landed a
         failed compaction is only logged (its files deleted): the commit did happen."""
@@ -228,7 +266,9 @@ class TableCommit:
             return plan.compacted, plan.compact_indexes
 
         try:
-            return self._commit_with_retries(changes, CommitKind.COMPACT, plan.compact_changelog, watermark)
+            return self._commit_with_retries(
+                changes, CommitKind.COMPACT, plan.compact_changelog, watermark, identifier
+            )
         except Exception as e:
             self.table.io.delete_quietly(self._compaction_output(plan.messages))
             if data_snapshot is None:
@@ -437,6 +477,7 @@ class TableCommit:
         kind: CommitKind,
         changelog: list[ManifestEntry],
         watermark: int | None,
+        identifier: int,
         compact_manifests: bool = False,
     ) -> int:
         snapshots = self.table.snapshots
@@ -444,7 +485,7 @@ class TableCommit:
         for attempt in range(self.max_retries + 1):
             latest = snapshots.latest()
             snapshot_id = self._try_commit_once(
-                latest, *changes(latest), kind, changelog, watermark, compact_manifests
+                latest, *changes(latest), kind, changelog, watermark, identifier, compact_manifests
             )
             if snapshot_id is not None:
                 return snapshot_id
@@ -466,6 +507,7 @@ class TableCommit:
         kind: CommitKind,
         changelog: list[ManifestEntry],
         watermark: int | None,
+        identifier: int,
         compact_manifests: bool = False,
     ) -> int | None:
         """Write this attempt's metadata and try to take the next snapshot id; None if taken.
@@ -520,7 +562,7 @@ class TableCommit:
                 changelog_manifest_list_size=changelog_size,
                 index_manifest=index_manifest,
                 commit_user=self.commit_user,
-                commit_identifier=BATCH_COMMIT_IDENTIFIER,
+                commit_identifier=identifier,
                 commit_kind=kind,
                 time_millis=self.clock(),
                 total_record_count=(0 if latest is None else latest.total_record_count) + delta_rows,

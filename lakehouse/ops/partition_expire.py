@@ -57,6 +57,7 @@ from lakehouse.options import (
 )
 from lakehouse.partition_time import DateTimePattern, PartitionTimeExtractor
 from lakehouse.paths import partition_string
+from lakehouse.snapshot import BATCH_COMMIT_IDENTIFIER
 from lakehouse.store.partitions import partition_values
 
 if TYPE_CHECKING:
@@ -189,8 +190,10 @@ def _expire(
     now: datetime,
     dry_run: bool,
     commit_user: str | None,
+    identifier: int = BATCH_COMMIT_IDENTIFIER,
 ) -> PartitionExpiration:
-    """Select the expired partitions of the latest snapshot and drop them (unless ``dry_run``)."""
+    """Select the expired partitions of the latest snapshot and drop them (unless ``dry_run``) in a
+    snapshot of ``commit_user`` with commit ``identifier``."""
     latest = table.snapshots.latest()
     groups = _by_partition(table.live_entries(latest) if latest is not None else [])
     expired = _select_expired(table, settings, groups, now)
@@ -199,7 +202,7 @@ def _expire(
     rows = sum(groups[p].rows for p, _ in expired)
     if dry_run or not expired:
         return PartitionExpiration(None, specs, files, rows, dry_run)
-    snapshot_id = TableCommit(table, commit_user).drop_partitions([p for p, _ in expired])
+    snapshot_id = TableCommit(table, commit_user).drop_partitions([p for p, _ in expired], identifier)
     log.info("table %s: expired partitions %s in snapshot %d", table.name, specs, snapshot_id)
     return PartitionExpiration(snapshot_id, specs, files, rows)
 
@@ -280,11 +283,13 @@ _checks_lock = threading.Lock()
 
 
 def expire_partitions_after_commit(
-    table: TableStore, commit_user: str | None = None
+    table: TableStore, commit_user: str | None = None, identifier: int = BATCH_COMMIT_IDENTIFIER
 ) -> PartitionExpiration | None:
     """Expire partitions after a commit when ``partition.expiration-time`` is set and a check is
-    due (see the module doc); None when no check ran. Never raises - the commit has happened: a
-    failure is logged and the next commit checks again."""
+    due (see the module doc); None when no check ran. The drop carries the commit's user and
+    ``identifier`` (as Paimon's ``PartitionExpire.expire``), so that a streaming writer's next
+    identifier is not taken as committed. Never raises - the commit has happened: a failure is
+    logged and the next commit checks again."""
     try:
         settings = PartitionExpireSettings.of(table)
         if settings.expiration_ms is None or not settings.after_commit or not table.schema.partition_keys:
@@ -300,7 +305,7 @@ def expire_partitions_after_commit(
         )
         if not due:
             return None
-        done = _expire(table, settings, datetime.now(), False, commit_user)
+        done = _expire(table, settings, datetime.now(), False, commit_user, identifier)
         with _checks_lock:
             _last_checks[table.identity] = started
         return done

@@ -1,4 +1,5 @@
-"""Spark for Paimon tables: the ``paimon`` Python data source, routed writes, maintenance jobs."""
+"""Spark for Paimon tables: the ``paimon`` Python data source, routed batch and streaming writes,
+maintenance jobs."""
 
 from lakehouse.spark.maintenance import (
     compact,
@@ -8,7 +9,7 @@ from lakehouse.spark.maintenance import (
     rewrite_file_index,
     sort_compact,
 )
-from lakehouse.spark.routing import write
+from lakehouse.spark.routing import write, write_stream
 from lakehouse.spark.session import session
 from lakehouse.spark.source import register
 
@@ -22,4 +23,5 @@ __all__ = [
     "session",
     "sort_compact",
     "write",
+    "write_stream",
 ]

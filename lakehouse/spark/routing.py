@@ -14,6 +14,8 @@ before handing it to the ``paimon`` data source:
   buckets that assigner owns);
 - bucket-unaware append tables: no shuffle.
 
+:func:`write_stream` routes a streaming DataFrame the same way, each micro-batch's rows.
+
 The bucket or channel of a row is computed by an Arrow UDF over only the key columns.
 """
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -37,6 +40,9 @@ from lakehouse.spark.source import open_table, register
 from lakehouse.spark.writer import assigner_parallelism
 from lakehouse.table.table import Table
 from lakehouse.write.bucket_assigner import assigner_channels
+
+if TYPE_CHECKING:
+    from pyspark.sql.streaming import DataStreamWriter
 
 ROUTE = "__lakehouse_route"
 
@@ -139,6 +145,34 @@ def write(
     key living in a bucket another task's assigner owns. Cross-partition upsert tables are
     written from one task.
     """
+    data, given = _routed_write(df, table, warehouse, options, num_tasks)
+    data.write.format("paimon").options(**given).mode(mode).save(table)
+
+
+def write_stream(
+    df: DataFrame,
+    table: str,
+    *,
+    warehouse: str | None = None,
+    options: Mapping[str, str] | None = None,
+    num_tasks: int | None = None,
+) -> DataStreamWriter:
+    """The ``writeStream`` of the streaming DataFrame ``df`` into ``table``, routed as :func:`write`
+    routes (each bucket of a micro-batch by one of ``num_tasks`` tasks): set its checkpoint
+    location, trigger and output mode, then ``start()`` it. One snapshot per micro-batch, exactly
+    once across restarts from the checkpoint (:mod:`lakehouse.spark.stream_writer`)."""
+    data, given = _routed_write(df, table, warehouse, options, num_tasks)
+    return data.writeStream.format("paimon").options(**given).option("path", table)
+
+
+def _routed_write(
+    df: DataFrame,
+    table: str,
+    warehouse: str | None,
+    options: Mapping[str, str] | None,
+    num_tasks: int | None,
+) -> tuple[DataFrame, dict[str, str]]:
+    """``df`` routed for writing ``table`` (see :func:`write`), and the data source's write options."""
     spark = df.sparkSession
     register(spark)
     given = {**(options or {}), **({"warehouse": warehouse} if warehouse else {})}
@@ -150,4 +184,4 @@ def write(
         tasks = 1
     else:
         tasks = num_tasks or default_parallelism(spark)
-    routed(df, target, tasks).write.format("paimon").options(**given).mode(mode).save(table)
+    return routed(df, target, tasks), given

@@ -6,6 +6,8 @@ Spark instantiates :class:`PaimonDataSource` from the options of ``spark.read``/
 or ``scan.tag-name``), a path without a warehouse names the table stored there. Time travel takes
 Paimon's scan options ``scan.snapshot-id``, ``scan.timestamp-millis`` or ``scan.tag-name``. A
 branch: ``load("db.t$branch_b")`` / ``save("db.t$branch_b")``, or the option ``branch``.
+``df.writeStream.format("paimon")`` writes a streaming query into a table, one snapshot per
+micro-batch (:mod:`lakehouse.spark.stream_writer`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamWriter, DataSourceWriter
 from pyspark.sql.types import StructType
 
 from lakehouse.catalog import BRANCH_OPTION, Catalog, table_at
@@ -27,6 +29,7 @@ from lakehouse.spark.reader import (
     SystemTableReader,
     read_system_table,
 )
+from lakehouse.spark.stream_writer import PaimonStreamWriter
 from lakehouse.spark.types import spark_schema, spark_schema_of_arrow
 from lakehouse.spark.writer import PaimonWriter
 from lakehouse.system import is_system_name
@@ -74,8 +77,8 @@ def open_table(options: Mapping[str, str]) -> Table:
 
 
 class PaimonDataSource(DataSource):
-    """Paimon tables for Spark: reads planned on the driver and run in tasks, writes written in
-    tasks and committed by the driver."""
+    """Paimon tables for Spark: reads planned on the driver and run in tasks, batch and streaming
+    writes written in tasks and committed by the driver."""
 
     # set on the class :func:`register` registers (Spark's own lookup of installed data sources
     # takes this one as it is: one input partition per split, no filter pushdown)
@@ -103,3 +106,6 @@ class PaimonDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         return PaimonWriter(open_table(self.options), schema, overwrite, dict(self.options))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        return PaimonStreamWriter(open_table(self.options), schema, overwrite, dict(self.options))
