@@ -17,7 +17,7 @@ loaded for one query each (or one filter), e.g. ``spark.read...load(t).filter(c)
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
@@ -35,7 +35,7 @@ from lakehouse.options import (
     parse_bool,
 )
 from lakehouse.predicate import Predicate
-from lakehouse.read.scan import Plan, Split, pack_ordered
+from lakehouse.read.scan import Plan, Split, file_by_file, pack_ordered
 from lakehouse.schema import TableSchema
 from lakehouse.spark.filters import to_predicate
 from lakehouse.spark.types import arrow_layout, to_spark_batches
@@ -150,22 +150,6 @@ class PushdownReader(PaimonReader):
         types = self.scan.schema(self.table).arrow_types()
         self.filter, rejected = to_predicate(filters, types, self.table.name)
         return iter(rejected)
-
-
-def file_by_file(split: Split) -> list[Split]:
-    """A split whose files are read independently (no key merge) as one split per file: a task
-    holds one file's rows at a time, and Spark converts them while the next file is read."""
-    if len(split.files) == 1 or not split.raw_convertible:
-        return [split]
-    return [
-        replace(split, files=(f,), selections=_one(split.selections, i), deletions=_one(split.deletions, i))
-        for i, f in enumerate(split.files)
-    ]
-
-
-def _one(per_file: tuple, i: int) -> tuple:
-    """The ``i``-th entry of a split's per-file tuple (empty tuple: nothing for any file)."""
-    return () if not per_file or per_file[i] is None else (per_file[i],)
 
 
 def read_system_table(options: Mapping[str, str]) -> pa.Table:
