@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from lakehouse import Catalog
+from lakehouse.store import consumers
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -33,6 +34,19 @@ def test_spark_section_runs_after_the_quickstart(spark, tmp_path, monkeypatch):
     assert scope["spark"] is spark
     assert scope["orders"].snapshot(scope["orders"].latest_snapshot_id()).commit_kind.name == "COMPACT"
     assert scope["catalog"].get_table("shop.events").read().num_rows == 1
+
+
+@pytest.mark.spark
+def test_streaming_section_runs_after_the_quickstart(spark, tmp_path, monkeypatch):
+    text = README.read_text()
+    monkeypatch.chdir(tmp_path)
+    scope: dict = {}
+    for section in ("Quickstart", "Streaming reads"):
+        code = re.search(rf"## {section}\n\n.*?```python\n(.*?)```", text, re.S).group(1)
+        exec(compile(code, str(README), "exec"), scope)
+    got = spark.read.parquet(str(tmp_path / "order_changes")).collect()
+    assert [(r.order_id, r.status, r._row_kind) for r in got] == [(1, "PAID", "+I")]
+    assert list(consumers.consumers(scope["orders"].store)) == ["audit"]
 
 
 def test_io_manager_section_runs(tmp_path, monkeypatch):
