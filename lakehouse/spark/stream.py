@@ -2,9 +2,9 @@
 
 The stream is :mod:`lakehouse.read.stream`'s: ``scan.mode`` picks its start (``latest-full`` by
 default: the latest snapshot's rows, then the changes of each later snapshot). Its offsets are
-:class:`~lakehouse.read.stream.Position`\\ s as JSON, ``{"snapshot": 7, "full": false, "index": 0}``
-(the next unit to read): Spark keeps them in the query's checkpoint, and a restarted query goes
-on exactly from there.
+its positions (:class:`~lakehouse.read.stream.Position`) as JSON, ``{"snapshot": 7, "full":
+false, "index": 0}``: the next unit to read. Spark keeps them in the query's checkpoint, and a
+restarted query goes on exactly from there.
 
 The driver finds a micro-batch's end (opening manifests only under a limit) and lists its units;
 tasks read them: a primary-key table's units of one (partition, bucket) in one input partition,
@@ -166,6 +166,7 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.layout = arrow_layout(schema)
         self.last: int | None = None  # Trigger.AvailableNow: the latest snapshot when the query started
         self.initial: dict | None = None  # this query's start, when it did not start from a checkpoint
+        self.recorded: int | None = None  # the consumer's next snapshot as this reader last recorded it
 
     def initialOffset(self) -> dict:  # noqa: N802 (Spark's names)
         """Where the query starts (Spark may ask more than once: the answer stays)."""
@@ -188,8 +189,9 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:  # noqa: N802
         """The end of the next micro-batch. Spark plans it once the micro-batch before it is
-        done, so ``start`` is recorded as the consumer's progress - unless it is where the query
-        started: a query that stops before its first micro-batch is done starts there again."""
+        done (before it calls ``commit`` with that one's end), so ``start`` is recorded as the
+        consumer's progress - unless it is where the query started: a query that stops before
+        its first micro-batch is done starts there again."""
         if start != self.initial:
             self._record(Position(**start))
         last = self.last if self.last is not None else self.table.snapshots.latest_id() or 0
@@ -212,11 +214,6 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 data = data.drop_columns([ROW_KIND])
             yield from to_spark_batches(data, self.layout)
 
-    def commit(self, end: dict) -> None:
-        """Spark has processed everything up to ``end`` (it says so when it plans the micro-batch
-        after the next one)."""
-        self._record(Position(**end))
-
     def _limits(self, limit: ReadLimit) -> Limits:
         """The limits of a micro-batch: none when Spark wants all there is (``Trigger.Once``),
         else the options' and Spark's."""
@@ -231,6 +228,8 @@ class PaimonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self.options.limits
 
     def _record(self, position: Position) -> None:
-        """Record the stream's next snapshot for its consumer, if it has one."""
-        if self.options.consumer_id is not None:
+        """Record the stream's next snapshot for its consumer, if it has one (once per snapshot:
+        Spark asks for the latest offset many times a second while no data comes)."""
+        if self.options.consumer_id is not None and position.snapshot != self.recorded:
             consumers.record(self.table, self.options.consumer_id, position.snapshot)
+            self.recorded = position.snapshot
