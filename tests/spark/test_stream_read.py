@@ -152,6 +152,19 @@ def test_scan_modes_pick_where_a_stream_starts(catalog, warehouse):
     )
 
 
+def test_a_stream_of_an_empty_table_waits_for_its_first_snapshot(catalog, warehouse):
+    t = pk_orders_table(catalog)
+    reader = stream_reader(warehouse, **KINDS)
+    start = reader.initialOffset()
+    assert start == {"snapshot": 1, "full": True, "index": 0}
+    assert reader.latestOffset(start, ReadAllAvailable()) == start
+    t.write(orders([1, 2]))
+    t.write(orders([2]).append_column("_row_kind", pa.array(["-D"])))
+    got, end = drain(reader, start)
+    assert [(row[0], row[-1]) for row in got] == [(1, "+I"), (2, "+I"), (2, "-D")]  # rows of 1, changes of 2
+    assert end == {"snapshot": 3, "full": False, "index": 0}
+
+
 def test_a_full_scan_shows_each_key_with_the_kind_that_won_its_merge(catalog, warehouse):
     t = pk_orders_table(catalog)
     t.write(orders([1, 2]))
