@@ -47,6 +47,25 @@ class ChangelogProducerKind(StrEnum):
     LOOKUP = "lookup"
 
 
+class StartupMode(StrEnum):
+    """``scan.mode``: where a streaming read starts (the modes of Paimon's ``StartupMode`` it streams).
+
+    ``latest-full``: the latest snapshot's rows, then the changes of the snapshots after it;
+    ``latest``: only the changes after the latest snapshot; ``from-snapshot``: the changes from
+    ``scan.snapshot-id`` (or ``scan.tag-name``'s snapshot) on; ``from-snapshot-full``: that
+    snapshot's rows, then the changes after it; ``from-timestamp``: the changes of the snapshots
+    committed at ``scan.timestamp-millis`` or later; ``default``: ``from-snapshot`` when a snapshot
+    or tag is given, ``from-timestamp`` when a time is, else ``latest-full``.
+    """
+
+    DEFAULT = "default"
+    LATEST_FULL = "latest-full"
+    LATEST = "latest"
+    FROM_SNAPSHOT = "from-snapshot"
+    FROM_SNAPSHOT_FULL = "from-snapshot-full"
+    FROM_TIMESTAMP = "from-timestamp"
+
+
 class PartitionExpireStrategyKind(StrEnum):
     """``partition.expiration-strategy``: where the age of a partition comes from."""
 
@@ -81,6 +100,7 @@ COMPACTION_SIZE_RATIO = "compaction.size-ratio"
 COMPACTION_SMALL_FILE_RATIO = "compaction.small-file-ratio"
 CONSUMER_EXPIRATION_TIME = "consumer.expiration-time"
 CONSUMER_ID = "consumer-id"
+CONSUMER_IGNORE_PROGRESS = "consumer.ignore-progress"
 CROSS_PARTITION_UPSERT_INDEX_TTL = "cross-partition-upsert.index-ttl"
 DATA_EVOLUTION_ENABLED = "data-evolution.enabled"
 DATA_FILE_PREFIX = "data-file.prefix"
@@ -123,6 +143,7 @@ PARTITION_TIMESTAMP_PATTERN = "partition.timestamp-pattern"
 PRIMARY_KEY = "primary-key"
 PRIMARY_KEY_NULLABLE = "primary-key.nullable"
 ROW_TRACKING_ENABLED = "row-tracking.enabled"
+SCAN_MODE = "scan.mode"
 SCAN_SNAPSHOT_ID = "scan.snapshot-id"
 SCAN_TAG_NAME = "scan.tag-name"
 SCAN_TIMESTAMP_MILLIS = "scan.timestamp-millis"
@@ -150,6 +171,12 @@ WRITE_HEARTBEAT_INTERVAL = "write.heartbeat-interval"
 WRITE_HEARTBEAT_TIMEOUT = "write.heartbeat-timeout"
 WRITE_ONLY = "write-only"
 ZORDER_VAR_LENGTH_CONTRIBUTION = "zorder.var-length-contribution"
+
+# Read options of Paimon's Spark connector (``SparkConnectorOptions``)
+READ_CHANGELOG = "read.changelog"  # rows with their kind: a _row_kind column
+READ_STREAM_MAX_BYTES_PER_TRIGGER = "read.stream.maxBytesPerTrigger"
+READ_STREAM_MAX_FILES_PER_TRIGGER = "read.stream.maxFilesPerTrigger"
+READ_STREAM_MAX_ROWS_PER_TRIGGER = "read.stream.maxRowsPerTrigger"
 
 DEFAULTS: dict[str, str] = {
     BUCKET: "-1",
@@ -308,7 +335,8 @@ VALUE_CHECKS: dict[str, Callable[[str, str], object]] = {
             SNAPSHOT_EXPIRE_AFTER_COMMIT, TAG_AUTOMATIC_COMPLETION, METADATA_STATS_DENSE_STORE,
             "file-index.read.enabled", PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
             AGGREGATION_REMOVE_RECORD_ON_DELETE, IGNORE_DELETE, WRITE_BUFFER_SPILLABLE,
-            ROW_TRACKING_ENABLED, DATA_EVOLUTION_ENABLED, END_INPUT_CHECK_PARTITION_EXPIRE),
+            ROW_TRACKING_ENABLED, DATA_EVOLUTION_ENABLED, END_INPUT_CHECK_PARTITION_EXPIRE,
+            CONSUMER_IGNORE_PROGRESS),
     **_kind(lambda text, key: parse_codec(text, key, PARQUET_CODECS), FILE_COMPRESSION,
             CHANGELOG_FILE_COMPRESSION),
     **_kind(parse_file_prefix, DATA_FILE_PREFIX, CHANGELOG_FILE_PREFIX),

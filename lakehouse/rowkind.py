@@ -23,6 +23,7 @@ SHORT_STRINGS = ("+I", "-U", "+U", "-D")  # by byte value, as RowKind.shortStrin
 RETRACT_KINDS = (int(RowKind.UPDATE_BEFORE), int(RowKind.DELETE))  # RowKind.isRetract
 ADD_KINDS = (int(RowKind.INSERT), int(RowKind.UPDATE_AFTER))
 ROW_KIND = "_row_kind"  # the input column that gives each written row its kind
+ROW_KIND_FIELD = pa.field(ROW_KIND, pa.string(), nullable=False)  # the column change reads return
 
 
 def short_strings(codes: pa.Array | pa.ChunkedArray) -> pa.Array:

@@ -190,29 +190,36 @@ class SnapshotManager:
         return None
 
     def earlier_or_equal_time(self, timestamp_ms: int) -> Snapshot:
-        """The newest snapshot committed at or before ``timestamp_ms`` (binary search)."""
-        earliest, latest = self.earliest_id(), self.latest_id()
-        if earliest is None:
-            raise SnapshotNotFoundError(
-                f"table {self.table} has no snapshot at or before timestamp {timestamp_ms}: it has no "
-                f"snapshot at all; write to it first"
-            )
-        first = self.snapshot(earliest)
-        if first.time_millis > timestamp_ms:
+        """The newest snapshot committed at or before ``timestamp_ms``."""
+        found = self.newest_at_or_before(timestamp_ms)
+        if found is None:
+            earliest = self.earliest_id()
+            if earliest is None:
+                raise SnapshotNotFoundError(
+                    f"table {self.table} has no snapshot at or before timestamp {timestamp_ms}: it has no "
+                    f"snapshot at all; write to it first"
+                )
             raise SnapshotNotFoundError(
                 f"table {self.table} has no snapshot at or before timestamp {timestamp_ms}: its earliest "
-                f"snapshot {earliest} was committed at {first.time_millis}; pick a later time (older "
-                f"snapshots expired or never existed)"
+                f"snapshot {earliest} was committed at {self.snapshot(earliest).time_millis}; pick a later "
+                f"time (older snapshots expired or never existed)"
             )
+        return self.snapshot(found)
+
+    def newest_at_or_before(self, timestamp_ms: int) -> int | None:
+        """The id of the newest snapshot committed at or before ``timestamp_ms`` (binary search;
+        None when no retained snapshot is that old)."""
+        earliest, latest = self.earliest_id(), self.latest_id()
+        if earliest is None or self.snapshot(earliest).time_millis > timestamp_ms:
+            return None
         lo, hi, found = earliest, latest, earliest
         while lo <= hi:
             mid = (lo + hi) // 2
-            t = self.snapshot(mid).time_millis
-            if t <= timestamp_ms:
+            if self.snapshot(mid).time_millis <= timestamp_ms:
                 found, lo = mid, mid + 1
             else:
                 hi = mid - 1
-        return self.snapshot(found)
+        return found
 
     def tag(self, name: str) -> Snapshot:
         """The snapshot a tag (``tag/tag-<name>``) pins."""

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from lakehouse import Catalog
+from lakehouse.store import consumers
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -36,7 +37,7 @@ def test_spark_section_runs_after_the_quickstart(spark, tmp_path, monkeypatch):
 
 
 @pytest.mark.spark
-def test_streaming_section_runs_after_the_spark_one(spark, tmp_path, monkeypatch):
+def test_streaming_writes_section_runs_after_the_spark_one(spark, tmp_path, monkeypatch):
     text = README.read_text()
     monkeypatch.chdir(tmp_path)
     scope: dict = {}
@@ -46,6 +47,19 @@ def test_streaming_section_runs_after_the_spark_one(spark, tmp_path, monkeypatch
     latest = scope["orders"].snapshot()
     assert (latest.commit_user, latest.commit_identifier) == (scope["query"].id, 0)
     assert [r["order_id"] for r in scope["orders"].read().to_pylist() if r["dt"] == "2024-01-02"] == [7]
+
+
+@pytest.mark.spark
+def test_streaming_reads_section_runs_after_the_quickstart(spark, tmp_path, monkeypatch):
+    text = README.read_text()
+    monkeypatch.chdir(tmp_path)
+    scope: dict = {}
+    for section in ("Quickstart", "Streaming reads"):
+        code = re.search(rf"## {section}\n\n.*?```python\n(.*?)```", text, re.S).group(1)
+        exec(compile(code, str(README), "exec"), scope)
+    got = spark.read.parquet(str(tmp_path / "order_changes")).collect()
+    assert [(r.order_id, r.status, r._row_kind) for r in got] == [(1, "PAID", "+I")]
+    assert list(consumers.consumers(scope["orders"].store)) == ["audit"]
 
 
 def test_io_manager_section_runs(tmp_path, monkeypatch):

@@ -7,6 +7,10 @@ tables, contribute nothing); a table without one from the delta files of its APP
 each row with the kind it was committed with. OVERWRITE snapshots are skipped in both modes,
 COMPACT snapshots change no rows but may carry changelog. A ``consumer_id`` records ``end + 1``
 as the consumer's next snapshot, which protects it from expiration.
+
+The changes of one snapshot are :func:`changed_splits`, one file each, read by
+:func:`read_changed`: the batch read here and streaming reads (:mod:`lakehouse.read.stream`)
+share both.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from lakehouse.io.pool import map_parallel
 from lakehouse.manifest.entries import FileKind, ManifestEntry
 from lakehouse.mergetree.changelog import ChangelogProducer
 from lakehouse.options import ChangelogProducerKind
-from lakehouse.rowkind import ROW_KIND, short_strings
+from lakehouse.read.scan import Split
+from lakehouse.rowkind import ROW_KIND_FIELD, short_strings
 from lakehouse.snapshot import CommitKind, Snapshot
 from lakehouse.store import consumers
 from lakehouse.store.data_reader import read_data_file
@@ -50,41 +55,45 @@ def read_changes(
             f"table {table.name}: start snapshot {start_snapshot_id} is after end snapshot {end}"
         )
     picked = [snapshots.snapshot(sid) for sid in range(start_snapshot_id + 1, end + 1)]
-    schema = table.schema
-    fields = list(schema.fields)
-    system = [parquet.VALUE_KIND] if schema.primary_keys else []
-    changelog = ChangelogProducer.of(schema, table.name).kind != ChangelogProducerKind.NONE
-    work = [
-        (table.bucket_path(e.partition, e.bucket), e.file)
-        for snap in picked
-        for e in _changed(table, snap, changelog)
-    ]
-
-    def read(item) -> pa.Table:
-        bucket_path, meta = item
-        return read_data_file(table, bucket_path, meta, fields, system)
-
-    parts = map_parallel(read, work)
-    if not parts:
-        out, kinds = schema.arrow_schema.empty_table(), pa.array([], pa.string())
-    elif system:
+    splits = [split for snap in picked for split in changed_splits(table, snap)]
+    parts = map_parallel(lambda split: read_changed(table, split), splits)
+    if parts:
         out = pa.concat_tables(parts)
-        kinds = short_strings(out.column(parquet.VALUE_KIND))
-        out = out.drop_columns(system)
     else:
-        out = pa.concat_tables(parts)
-        kinds = pa.array(["+I"] * out.num_rows, pa.string())
-    out = out.append_column(pa.field(ROW_KIND, pa.string(), nullable=False), [kinds])
+        out = _with_kinds(table.schema.arrow_schema.empty_table(), pa.array([], pa.string()))
     if consumer_id is not None:
         consumers.record(table, consumer_id, end + 1)
     return out
 
 
-def _changed(table: TableStore, snap: Snapshot, changelog: bool) -> list[ManifestEntry]:
-    """The files holding ``snap``'s changes: its changelog files, or its delta's new files."""
+def changed_splits(table: TableStore, snap: Snapshot) -> list[Split]:
+    """The files holding ``snap``'s changes, one split each: its changelog files when the table
+    has a changelog producer, else the new files of an APPEND snapshot."""
+    return [
+        Split(snap.id, e.partition, e.bucket, table.bucket_path(e.partition, e.bucket), (e.file,), True)
+        for e in _changed(table, snap)
+    ]
+
+
+def read_changed(table: TableStore, split: Split) -> pa.Table:
+    """The rows of a split of :func:`changed_splits` as they were written, each with its kind."""
+    schema = table.schema
+    system = [parquet.VALUE_KIND] if schema.primary_keys else []
+    parts = [read_data_file(table, split.bucket_path, f, list(schema.fields), system) for f in split.files]
+    out = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    if not system:
+        return _with_kinds(out, pa.array(["+I"] * out.num_rows, pa.string()))
+    return _with_kinds(out.drop_columns(system), short_strings(out.column(parquet.VALUE_KIND)))
+
+
+def _with_kinds(data: pa.Table, kinds: pa.Array | pa.ChunkedArray) -> pa.Table:
+    return data.append_column(ROW_KIND_FIELD, kinds)
+
+
+def _changed(table: TableStore, snap: Snapshot) -> list[ManifestEntry]:
     if snap.commit_kind == CommitKind.OVERWRITE:
         return []
-    if not changelog:
+    if ChangelogProducer.of(table.schema, table.name).kind == ChangelogProducerKind.NONE:
         return table.added_entries(snap) if snap.commit_kind == CommitKind.APPEND else []
     if not snap.changelog_manifest_list:
         return []

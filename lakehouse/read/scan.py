@@ -16,7 +16,7 @@ as in append tables, and each split carries its files' deletion vectors.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
@@ -392,3 +392,19 @@ def pack_ordered(items: Sequence[T], weights: Sequence[int], target: int) -> lis
     if current:
         bins.append(current)
     return bins
+
+
+def file_by_file(split: Split) -> list[Split]:
+    """A split whose files are read independently (no key merge) as one split per file: a task
+    holds one file's rows at a time, and Spark converts them while the next file is read."""
+    if len(split.files) == 1 or not split.raw_convertible:
+        return [split]
+    return [
+        replace(split, files=(f,), selections=_one(split.selections, i), deletions=_one(split.deletions, i))
+        for i, f in enumerate(split.files)
+    ]
+
+
+def _one(per_file: tuple, i: int) -> tuple:
+    """The ``i``-th entry of a split's per-file tuple (empty tuple: nothing for any file)."""
+    return () if not per_file or per_file[i] is None else (per_file[i],)

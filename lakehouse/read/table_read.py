@@ -27,6 +27,7 @@ from lakehouse.mergetree.groups import drop_retracts
 from lakehouse.mergetree.versions import LEVEL, KeyLevels, lookup_merge, with_level
 from lakehouse.predicate import Predicate, bind, to_expression
 from lakehouse.read.scan import Split
+from lakehouse.rowkind import ROW_KIND_FIELD, short_strings
 from lakehouse.schema import check_readable
 from lakehouse.store.data_reader import read_data_file
 from lakehouse.types import arrow_field
@@ -41,8 +42,14 @@ class TableRead:
     """Reads splits of one table with a projection and a filter; picklable, reusable."""
 
     def __init__(
-        self, table: TableStore, columns: list[str] | None = None, filter: Predicate | None = None
+        self,
+        table: TableStore,
+        columns: list[str] | None = None,
+        filter: Predicate | None = None,
+        row_kinds: bool = False,
     ) -> None:
+        """``row_kinds``: also return each row's kind (``+I``, ``+U``: the kind of the version
+        that won the merge) as a last ``_row_kind`` column, as ``$audit_log`` shows it."""
         self.table = table
         schema = table.schema
         names = schema.field_names
@@ -60,8 +67,9 @@ class TableRead:
         if self.engine is not None:
             needed = self.engine.read_columns(needed)
         self.read_fields = [f for f in schema.fields if f.name in needed]
-        self.output_schema = pa.schema([arrow_field(n, schema.field(n).type) for n in columns])
-        self.keep_kind = False  # audit_log: also return each row's kind (int8) as _VALUE_KIND
+        self.columns_schema = pa.schema([arrow_field(n, schema.field(n).type) for n in columns])
+        self.row_kinds = row_kinds
+        self.output_schema = self.columns_schema.append(ROW_KIND_FIELD) if row_kinds else self.columns_schema
 
     def read(self, splits: list[Split]) -> pa.Table:
         """All rows of ``splits`` in one table (splits read in parallel)."""
@@ -85,11 +93,12 @@ class TableRead:
                 data = drop_retracts(data)
         if self.filter is not None:
             data = data.filter(to_expression(self.filter))
-        out = data.select(self.columns).cast(self.output_schema)
-        if self.keep_kind:
-            kind = data.column(parquet.VALUE_KIND) if self.key else pa.array(np.zeros(len(out), np.int8))
-            out = out.append_column(parquet.VALUE_KIND, kind.cast(pa.int8()))
-        return out
+        out = data.select(self.columns).cast(self.columns_schema)
+        if not self.row_kinds:
+            return out
+        if not self.key:
+            return out.append_column(ROW_KIND_FIELD, pa.array(["+I"] * out.num_rows, pa.string()))
+        return out.append_column(ROW_KIND_FIELD, short_strings(data.column(parquet.VALUE_KIND)))
 
     def _merge(self, files: list[pa.Table], metas: tuple[DataFileMeta, ...]) -> pa.Table:
         tagged = [

@@ -17,16 +17,17 @@ loaded for one query each (or one filter), e.g. ``spark.read...load(t).filter(c)
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StringType, StructType
 
 from lakehouse.catalog import Catalog
-from lakehouse.errors import InvalidOptionError
+from lakehouse.errors import InvalidOptionError, SnapshotNotFoundError
 from lakehouse.io.fs import storage_options
 from lakehouse.options import (
+    READ_CHANGELOG,
     SCAN_SNAPSHOT_ID,
     SCAN_TAG_NAME,
     SCAN_TIMESTAMP_MILLIS,
@@ -35,10 +36,11 @@ from lakehouse.options import (
     parse_bool,
 )
 from lakehouse.predicate import Predicate
-from lakehouse.read.scan import Plan, Split, pack_ordered
-from lakehouse.schema import TableSchema
+from lakehouse.read.scan import Plan, Split, file_by_file, pack_ordered
+from lakehouse.rowkind import ROW_KIND
 from lakehouse.spark.filters import to_predicate
-from lakehouse.spark.types import arrow_layout, to_spark_batches
+from lakehouse.spark.types import arrow_layout, spark_schema, to_spark_batches
+from lakehouse.store.table_store import TableStore
 from lakehouse.table.table import Table
 
 FILTER_PUSHDOWN = "filter-pushdown"
@@ -46,12 +48,14 @@ FILTER_PUSHDOWN = "filter-pushdown"
 
 @dataclass(frozen=True)
 class ScanOptions:
-    """The snapshot a read addresses (all None: the latest), and whether filters are pushed."""
+    """The snapshot a read addresses (all None: the latest), whether filters are pushed, and
+    whether rows come with their kind (``read.changelog``: a ``_row_kind`` column)."""
 
     snapshot_id: int | None = None
     timestamp_ms: int | None = None
     tag: str | None = None
     filter_pushdown: bool = False
+    changelog: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ScanOptions:
@@ -67,8 +71,13 @@ class ScanOptions:
                 raise InvalidOptionError(f"read option {key}={value!r} must be an integer") from None
 
         pushdown = parse_bool(options.get(FILTER_PUSHDOWN, "false"), FILTER_PUSHDOWN)
+        changelog = parse_bool(options.get(READ_CHANGELOG, "false"), READ_CHANGELOG)
         scan = cls(
-            number(SCAN_SNAPSHOT_ID), number(SCAN_TIMESTAMP_MILLIS), options.get(SCAN_TAG_NAME), pushdown
+            number(SCAN_SNAPSHOT_ID),
+            number(SCAN_TIMESTAMP_MILLIS),
+            options.get(SCAN_TAG_NAME),
+            pushdown,
+            changelog,
         )
         if len([v for v in (scan.snapshot_id, scan.timestamp_ms, scan.tag) if v is not None]) > 1:
             raise InvalidOptionError(
@@ -76,9 +85,20 @@ class ScanOptions:
             )
         return scan
 
-    def schema(self, table: Table) -> TableSchema:
-        """The schema the addressed snapshot is read with (time travel reads its own schema)."""
-        return table.store.travel(self.snapshot_id, self.timestamp_ms, self.tag)[1].schema
+    def view(self, table: Table) -> TableStore:
+        """The table as a read of the addressed snapshot sees it (time travel reads its own
+        schema); the current table when that snapshot does not exist (yet): a batch read of it
+        fails when planned, a stream waits for it or starts at the earliest snapshot."""
+        try:
+            return table.store.travel(self.snapshot_id, self.timestamp_ms, self.tag)[1]
+        except SnapshotNotFoundError:
+            return table.store
+
+    def spark_schema(self, table: Table) -> StructType:
+        """The Spark schema of the read: the columns of :meth:`view`, then ``_row_kind`` with
+        ``read.changelog``."""
+        schema = spark_schema(self.view(table).schema.fields)
+        return schema.add(ROW_KIND, StringType(), nullable=False) if self.changelog else schema
 
     def plan(self, table: Table, filter: Predicate | None) -> Plan:
         return table.plan(filter, self.snapshot_id, self.timestamp_ms, self.tag)
@@ -103,6 +123,7 @@ class PaimonReader(DataSourceReader):
         self.table = table
         self.scan = scan
         self.layout = arrow_layout(schema)
+        self.row_kinds = ROW_KIND in schema.fieldNames()
         self.parallelism = parallelism
         self.filter: Predicate | None = None
 
@@ -133,7 +154,9 @@ class PaimonReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, SplitPartition):
             return  # an empty table: Spark reads one placeholder partition
-        reader = self.table.new_read(filter=self.filter, schema_id=partition.schema_id)
+        reader = self.table.new_read(
+            filter=self.filter, schema_id=partition.schema_id, row_kinds=self.row_kinds
+        )
         for split in partition.splits:
             yield from to_spark_batches(reader.read_split(split), self.layout)
 
@@ -147,25 +170,9 @@ class PushdownReader(PaimonReader):
         """Keep the filters the engine evaluates exactly; hand the others back to Spark."""
         if not self.scan.filter_pushdown:
             return iter(filters)
-        types = self.scan.schema(self.table).arrow_types()
+        types = self.scan.view(self.table).schema.arrow_types()
         self.filter, rejected = to_predicate(filters, types, self.table.name)
         return iter(rejected)
-
-
-def file_by_file(split: Split) -> list[Split]:
-    """A split whose files are read independently (no key merge) as one split per file: a task
-    holds one file's rows at a time, and Spark converts them while the next file is read."""
-    if len(split.files) == 1 or not split.raw_convertible:
-        return [split]
-    return [
-        replace(split, files=(f,), selections=_one(split.selections, i), deletions=_one(split.deletions, i))
-        for i, f in enumerate(split.files)
-    ]
-
-
-def _one(per_file: tuple, i: int) -> tuple:
-    """The ``i``-th entry of a split's per-file tuple (empty tuple: nothing for any file)."""
-    return () if not per_file or per_file[i] is None else (per_file[i],)
 
 
 def read_system_table(options: Mapping[str, str]) -> pa.Table:

@@ -6,6 +6,8 @@ Spark instantiates :class:`PaimonDataSource` from the options of ``spark.read``/
 or ``scan.tag-name``), a path without a warehouse names the table stored there. Time travel takes
 Paimon's scan options ``scan.snapshot-id``, ``scan.timestamp-millis`` or ``scan.tag-name``. A
 branch: ``load("db.t$branch_b")`` / ``save("db.t$branch_b")``, or the option ``branch``.
+``spark.readStream`` streams a table (:mod:`lakehouse.spark.stream`); ``read.changelog=true``
+adds each row's kind as a ``_row_kind`` column to batch reads and streams alike.
 ``df.writeStream.format("paimon")`` writes a streaming query into a table, one snapshot per
 micro-batch (:mod:`lakehouse.spark.stream_writer`).
 """
@@ -15,7 +17,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamWriter, DataSourceWriter
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
 from pyspark.sql.types import StructType
 
 from lakehouse.catalog import BRANCH_OPTION, Catalog, table_at
@@ -29,8 +37,9 @@ from lakehouse.spark.reader import (
     SystemTableReader,
     read_system_table,
 )
+from lakehouse.spark.stream import PaimonStreamReader, StreamOptions
 from lakehouse.spark.stream_writer import PaimonStreamWriter
-from lakehouse.spark.types import spark_schema, spark_schema_of_arrow
+from lakehouse.spark.types import spark_schema_of_arrow
 from lakehouse.spark.writer import PaimonWriter
 from lakehouse.system import is_system_name
 from lakehouse.table.table import Table
@@ -96,13 +105,22 @@ class PaimonDataSource(DataSource):
     def schema(self) -> StructType:
         if self._system_table:
             return spark_schema_of_arrow(read_system_table(self.options).schema)
-        return spark_schema(ScanOptions.parse(self.options).schema(open_table(self.options)).fields)
+        return ScanOptions.parse(self.options).spark_schema(open_table(self.options))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         if self._system_table:
             return SystemTableReader(self.options, schema)
         reader = PushdownReader if self.pushdown else PaimonReader
         return reader(open_table(self.options), ScanOptions.parse(self.options), schema, self.parallelism)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark's name)
+        if self._system_table:
+            raise InvalidOptionError(
+                f"{self.options['path']} is a system table: it can be read, not streamed; stream its table"
+            )
+        table = open_table(self.options)
+        view = ScanOptions.parse(self.options).view(table)
+        return PaimonStreamReader(view, StreamOptions.parse(self.options, table.store), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         return PaimonWriter(open_table(self.options), schema, overwrite, dict(self.options))

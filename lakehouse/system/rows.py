@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from lakehouse.format import parquet
 from lakehouse.read import scan
 from lakehouse.read.table_read import TableRead
-from lakehouse.rowkind import short_strings
+from lakehouse.rowkind import ROW_KIND
 from lakehouse.system.metadata import travel
 
 if TYPE_CHECKING:
@@ -29,17 +28,10 @@ AUDIT_KIND = "rowkind"  # $audit_log's column of row kinds
 
 def audit_log(table: TableStore, options: Mapping[str, str]) -> pa.Table:
     snap, view = travel(table, options)
-    reader = TableRead(view)
-    reader.keep_kind = True
-    splits = scan.plan(view, snap).splits
-    if not splits:
-        data = reader.output_schema.empty_table()
-        kinds = pa.array([], pa.string())
-    else:
-        data = pa.concat_tables([reader.read_split(s) for s in splits])
-        kinds = short_strings(data.column(parquet.VALUE_KIND))
-        data = data.drop_columns([parquet.VALUE_KIND])
-    return data.add_column(0, pa.field(AUDIT_KIND, pa.string(), nullable=False), [kinds])
+    data = TableRead(view, row_kinds=True).read(scan.plan(view, snap).splits)
+    kinds = data.column(ROW_KIND)
+    kind = pa.field(AUDIT_KIND, pa.string(), nullable=False)
+    return data.drop_columns([ROW_KIND]).add_column(0, kind, kinds)
 
 
 def binlog(table: TableStore, options: Mapping[str, str]) -> pa.Table:

@@ -229,11 +229,16 @@ class Table:
         return scan.plan(view, snap, filter)
 
     def new_read(
-        self, columns: list[str] | None = None, filter: Predicate | None = None, schema_id: int | None = None
+        self,
+        columns: list[str] | None = None,
+        filter: Predicate | None = None,
+        schema_id: int | None = None,
+        row_kinds: bool = False,
     ) -> TableRead:
-        """A reader of splits; ``schema_id`` selects the schema a time-travel plan was made with."""
+        """A reader of splits; ``schema_id`` selects the schema a time-travel plan was made with,
+        ``row_kinds`` adds each row's kind as a ``_row_kind`` column."""
         view = self.store if schema_id is None else self.store.with_schema(schema_id)
-        return TableRead(view, columns, filter)
+        return TableRead(view, columns, filter, row_kinds)
 
     def read(
         self,
