@@ -11,21 +11,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import ModuleType
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as classic_functions
 from pyspark.sql.types import DataType
 from pyspark.sql.udf import _create_udf as create_classic_udf
 from pyspark.util import PythonEvalType
 
 
-def _is_connect(df: DataFrame) -> bool:
-    """Whether ``df`` is a Spark Connect DataFrame (asked without importing the Connect client,
-    which Python workers never need and which costs them half a second)."""
+def _is_connect(df: DataFrame | SparkSession) -> bool:
+    """Whether ``df`` is a Spark Connect DataFrame or session (asked without importing the Connect
+    client, which Python workers never need and which costs them half a second)."""
     return type(df).__module__.startswith("pyspark.sql.connect.")
 
 
-def functions_for(df: DataFrame) -> ModuleType:
-    """``pyspark.sql.functions`` of ``df``'s kind."""
+def functions_for(df: DataFrame | SparkSession) -> ModuleType:
+    """``pyspark.sql.functions`` of the kind of ``df`` (a DataFrame or a session)."""
     if _is_connect(df):
         from pyspark.sql.connect import functions as connect_functions
 
