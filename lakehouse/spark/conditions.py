@@ -33,6 +33,7 @@ from typing import Any
 from pyspark.sql import Column
 from pyspark.sql import datasource as sf
 
+from lakehouse.spark.kinds import is_connect
 from lakehouse.types import INTEGER_ROOTS, STRING_ROOTS, DataType
 
 Condition = Column | str
@@ -123,7 +124,7 @@ def _shape(condition: Condition) -> Call | Ref | Lit:
     if isinstance(condition, str):
         return _call("and", parse_conjuncts(condition))
     try:
-        if hasattr(condition, "_expr"):  # Spark Connect
+        if is_connect(condition):  # (a classic Column has every attribute: its struct fields)
             return _connect_shape(condition._expr)
         return _jvm_shape(condition._jc.node())  # classic
     except Exception:  # a form this module does not know: nothing is pushed
