@@ -4,6 +4,7 @@ reader, merges by the engine; every read equals the ``paimon`` data source's."""
 from __future__ import annotations
 
 import datetime
+from dataclasses import replace
 
 import pyarrow as pa
 import pytest
@@ -14,7 +15,7 @@ from lakehouse import Catalog
 from lakehouse.errors import InvalidArgumentError, InvalidOptionError
 from lakehouse.spark import read
 from lakehouse.spark.kinds import functions_for
-from lakehouse.spark.native_read import plan_read
+from lakehouse.spark.native_read import FileGroup, FileLayout, plan_read
 from lakehouse.spark.reader import ScanOptions
 from lakehouse.spark.types import as_nullable
 
@@ -102,6 +103,24 @@ def test_deletion_vectors_drop_the_rows_they_delete(any_spark, catalog, warehous
     got = check(any_spark, warehouse, columns=["order_id", "price"])
     assert got.count() == 37
     check(any_spark, warehouse, where="price > 1.5")
+
+
+def test_retractions_in_files_spark_reads_are_dropped(spark, catalog):
+    """Files above level 0 may keep -U/-D rows (Java's compactions into a middle level do); a
+    native scan of them drops those rows as the engine's merge-free read does."""
+    t = pk_orders_table(catalog, bucket="1")
+    kinds = ["+I", "-D", "+I", "-U", "+U", "+I"]
+    t.write(orders(range(6)).append_column("_row_kind", pa.array(kinds)))
+    [meta] = [e.file for e in t.live_entries()]
+    assert meta.delete_row_count == 2
+    plan = planned(catalog, columns=["order_id", "status"])
+    [split] = plan.plan.splits
+    layout = FileLayout.of(t.schema, t.schema, plan.needed)
+    path = f"file://{t.paths.data_file(split.bucket_path, meta.file_name)}"
+    for retracts, ids in ((True, [0, 2, 4, 5]), (False, [0, 1, 2, 3, 4, 5])):
+        native = replace(plan, files=[FileGroup(layout, (path,), (), retracts)], merged=[])
+        assert sorted(r.order_id for r in native.frame(spark).collect()) == ids
+    assert sorted(t.read().column("order_id").to_pylist()) == [0, 2, 4, 5]
 
 
 def test_merging_buckets_are_read_by_the_engine(any_spark, catalog, warehouse):
