@@ -31,9 +31,10 @@ import functools
 import pickle
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import types as st
 
 from lakehouse.deletionvectors.index_file import DeletionFile
@@ -308,10 +309,11 @@ class NativeRead:
             df = functools.reduce(lambda a, b: a.union(b), parts)
         else:
             df = spark.createDataFrame([], self.schema)
+        if self.where is None and self.needed == self.columns:
+            return df  # every part has exactly these columns
         if self.where is not None:
             df = df.where(self.where)
-        f = functions_for(df)
-        return df.select(*[f.col(_quoted(c)) for c in self.columns])
+        return df.select(*[_quoted(c) for c in self.columns])
 
     def _native(self, spark: SparkSession, group: FileGroup) -> DataFrame:
         """The needed columns of a file group, read by Spark, retractions and deleted rows dropped."""
@@ -322,11 +324,7 @@ class NativeRead:
         f = functions_for(df)
         if group.retracts:
             df = df.where(~f.col(VALUE_KIND).isin(list(RETRACT_KINDS)))
-        columns = [
-            (f.lit(None).cast(cast) if stored is None else f.col(_quoted(stored)).cast(cast) if cast else
-             f.col(_quoted(stored))).alias(name)
-            for name, stored, cast in group.layout.sources
-        ]  # fmt: skip
+        columns = [_column(f, *source) for source in group.layout.sources]
         if not group.deletions:
             return df.select(*columns)
         located = df.select(*columns, f.col(f"{METADATA}.file_name").alias(FILE),
@@ -381,6 +379,15 @@ class EngineTasks:
             for blob in batch.column(TASK).to_pylist():
                 partition = pickle.loads(blob)  # written by this read's driver
                 yield from read_partition(self.table, partition, self.layout, self.filter, list(self.columns))
+
+
+def _column(f: ModuleType, name: str, stored: str | None, cast: st.DataType | None) -> Column | str:
+    """A needed column of a file group: its name when stored under it as it is (a cheaper select),
+    else the stored column (None: nulls) cast and renamed."""
+    if stored == name and cast is None:
+        return _quoted(name)
+    source = f.lit(None) if stored is None else f.col(_quoted(stored))
+    return (source if cast is None else source.cast(cast)).alias(name)
 
 
 def _quoted(name: str) -> str:
