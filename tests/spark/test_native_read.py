@@ -200,6 +200,36 @@ def test_time_travel_and_branches_read_their_own_files(spark, catalog, warehouse
     assert got.count() == 11
 
 
+def test_paths_with_escaped_partition_values_or_glob_characters(spark, catalog, warehouse, tmp_path):
+    t = catalog.create_table("db.t", ORDERS, partition_keys=["dt"])
+    t.write(orders(range(8), dt=["a b:c%d=e", "x/y#z", "[x]*?", "a}b"] * 2))
+    plan = planned(catalog)
+    assert not plan.merged and len(plan.files[0].paths) == 4  # Paimon escapes what Spark would expand
+    check(spark, warehouse)
+    check(spark, warehouse, where="dt = 'x/y#z'")
+    odd = str(tmp_path / "w{1}[2]")  # a warehouse Spark would take for a glob: the engine reads it
+    odd_catalog = Catalog(odd)
+    odd_catalog.create_database("db")
+    odd_catalog.create_table("db.t", ORDERS).write(orders(range(3)))
+    plan = planned(odd_catalog)
+    assert plan.merged and not plan.files
+    check(spark, odd)
+
+
+def test_tables_on_object_stores_are_read_by_the_engine(any_spark, s3_warehouse):
+    uri, s3 = s3_warehouse
+    catalog = Catalog(uri, s3)
+    catalog.create_database("db")
+    t = pk_orders_table(catalog, **DV)
+    t.write(orders(range(20)))
+    t.write(orders(range(5), price=2.0))
+    plan = planned(catalog, columns=["price"])
+    assert plan.merged and not plan.files  # Spark's Hadoop filesystems know nothing of the store
+    query = {"columns": ["price", "order_id"], "where": "order_id < 8"}
+    got = read(any_spark, "db.t", warehouse=uri, options=s3, **query)
+    assert_same(got, expected_frame(any_spark, uri, **query, **s3))
+
+
 def test_bad_reads_say_what_to_do(spark, catalog, warehouse):
     catalog.create_table("db.t", ORDERS)
     for columns in (["nope"], [], ["dt", "dt"]):
