@@ -103,8 +103,9 @@ def read(
 
     ``options``: the data source's read options - storage settings, ``branch``, time travel
     (``scan.snapshot-id``, ``scan.timestamp-millis``, ``scan.tag-name``). The rows are those of
-    ``spark.read.format("paimon")...load(table).where(where).select(*columns)``; see
-    :mod:`lakehouse.spark.native_read` for how they are read.
+    ``spark.read.format("paimon")...load(table).where(where).select(*columns)``, of the snapshot
+    that was the latest (or the one addressed) when ``read`` planned: every query of the DataFrame
+    reads those files. See :mod:`lakehouse.spark.native_read` for how they are read.
     """
     given = {**(options or {}), **({"warehouse": warehouse} if warehouse else {})}
     if given.get("warehouse") and is_system_name(table):
