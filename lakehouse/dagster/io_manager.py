@@ -274,23 +274,22 @@ class PaimonIOManager(ConfigurableIOManager):
     def _read_spark(
         self, name: str, columns: list[str] | None, column: str | None, partitions: list[str] | None
     ) -> DataFrame:
-        """The table through the ``paimon`` data source, its partitions pushed down as the
-        factory's :meth:`~lakehouse.dagster.spec.Inputs.read` does."""
-        from lakehouse.spark.reader import FILTER_PUSHDOWN
+        """The table read by :func:`lakehouse.spark.read` - only ``columns``, the files that need no
+        key merge by Spark's native Parquet reader - in ``partitions`` of ``column`` when given
+        (pruned when the read is planned), as the factory's :meth:`~lakehouse.dagster.spec.Inputs.read`
+        reads."""
+        from lakehouse.spark import read
+        from lakehouse.spark.kinds import functions_for
 
         if self.spark is None:
             raise InvalidArgumentError(
                 f"table {name} is loaded as a PySpark DataFrame but PaimonIOManager has no Spark session; "
                 f"give it spark=SparkResource(...)"
             )
-        load = self.spark.spark_session.read.format("paimon").option("warehouse", self.lakehouse.warehouse)
-        load = load.options(**self.lakehouse.storage())
-        if column is None:
-            frame = load.load(name)
-        else:
-            frame = load.option(FILTER_PUSHDOWN, "true").load(name)
-            frame = frame.where(frame[column].isin(partitions))
-        return frame.select(*columns) if columns is not None else frame
+        spark = self.spark.spark_session
+        where = None if column is None else functions_for(spark).col(column).isin(partitions)
+        return read(spark, name, columns=columns, where=where, warehouse=self.lakehouse.warehouse,
+                    options=self.lakehouse.storage())  # fmt: skip
 
     # ---- names ---------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@ transformation that fills it. :mod:`lakehouse.dagster.factory` turns specs into 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -13,7 +13,6 @@ from dagster import AssetKey
 from lakehouse import Catalog, Table
 from lakehouse.dagster.publish import Publish
 from lakehouse.schema import TableSchema, new_schema
-from lakehouse.spark.reader import FILTER_PUSHDOWN
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -24,22 +23,26 @@ PARTITION_COLUMN = "dt"  # daily partitions of the assets map to this table part
 @dataclass(frozen=True)
 class Inputs:
     """What a transformation gets: the Spark session, the run's days (one, or the range of a
-    backfill run; None when unpartitioned) and its upstream tables as DataFrames, read through
-    the ``paimon`` data source."""
+    backfill run; None when unpartitioned) and its upstream tables as DataFrames, read by
+    :func:`lakehouse.spark.read`."""
 
     spark: SparkSession
     days: tuple[str, ...] | None
     warehouse: str
     storage: Mapping[str, str] = field(default_factory=dict)  # how to reach the warehouse's store
 
-    def read(self, table: str) -> DataFrame:
-        """An upstream table, only the run's ``dt`` partitions when the run has days (pushed
-        down: the other partitions' files are not read)."""
-        load = self.spark.read.format("paimon").option("warehouse", self.warehouse).options(**self.storage)
-        if self.days is None:
-            return load.load(table)
-        df = load.option(FILTER_PUSHDOWN, "true").load(table)
-        return df.where(df[PARTITION_COLUMN].isin(list(self.days)))
+    def read(self, table: str, columns: Sequence[str] | None = None) -> DataFrame:
+        """An upstream table - ``columns`` of it (default all), the only ones read - in the run's
+        ``dt`` partitions when the run has days (pruned when the read is planned: the other
+        partitions' files are not read)."""
+        from lakehouse.spark import read
+        from lakehouse.spark.kinds import functions_for
+
+        where = None
+        if self.days is not None:
+            where = functions_for(self.spark).col(PARTITION_COLUMN).isin(list(self.days))
+        return read(self.spark, table, columns=columns, where=where, warehouse=self.warehouse,
+                    options=self.storage)  # fmt: skip
 
 
 @dataclass(frozen=True)

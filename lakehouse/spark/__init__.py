@@ -1,5 +1,5 @@
-"""Spark for Paimon tables: the ``paimon`` Python data source, routed batch and streaming writes,
-maintenance jobs."""
+"""Spark for Paimon tables: the ``paimon`` Python data source, column-pruned native reads, routed
+batch and streaming writes, maintenance jobs."""
 
 from lakehouse.spark.maintenance import (
     compact,
@@ -9,6 +9,7 @@ from lakehouse.spark.maintenance import (
     rewrite_file_index,
     sort_compact,
 )
+from lakehouse.spark.native_read import read
 from lakehouse.spark.routing import write, write_stream
 from lakehouse.spark.session import session
 from lakehouse.spark.source import register
@@ -17,6 +18,7 @@ __all__ = [
     "compact",
     "expire_partitions",
     "expire_snapshots",
+    "read",
     "register",
     "remove_orphan_files",
     "rewrite_file_index",

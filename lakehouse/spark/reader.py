@@ -133,32 +133,52 @@ class PaimonReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         plan = self.plan()
-        if self.parallelism is None:
-            return [SplitPartition(tuple(file_by_file(split)), plan.schema_id) for split in plan.splits]
-        return [SplitPartition(tuple(splits), plan.schema_id) for splits in self.packed(plan.splits)]
-
-    def packed(self, splits: list[Split]) -> list[list[Split]]:
-        """The splits of each input partition, as Spark's file sources and Paimon's connector size
-        them: the files of raw-convertible splits packed in order into partitions of at most
-        ``min(source.split.target-size, max(open cost, total / parallelism))`` bytes (each file
-        weighing at least the open cost), every split that merges keys in a partition of its own."""
-        options = self.table.schema.core_options
-        target = options.memory(SOURCE_SPLIT_TARGET_SIZE)
-        open_cost = options.memory(SOURCE_SPLIT_OPEN_FILE_COST)
-        files = [part for split in splits if split.raw_convertible for part in file_by_file(split)]
-        weights = [max(part.files[0].file_size, open_cost) for part in files]
-        size = min(target, max(open_cost, sum(weights) // (self.parallelism or 1)))
-        merging = [[split] for split in splits if not split.raw_convertible]
-        return pack_ordered(files, weights, size) + merging
+        return input_partitions(self.table, plan.splits, plan.schema_id, self.parallelism)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, SplitPartition):
             return  # an empty table: Spark reads one placeholder partition
-        reader = self.table.new_read(
-            filter=self.filter, schema_id=partition.schema_id, row_kinds=self.row_kinds
-        )
-        for split in partition.splits:
-            yield from to_spark_batches(reader.read_split(split), self.layout)
+        yield from read_partition(self.table, partition, self.layout, self.filter, row_kinds=self.row_kinds)
+
+
+def input_partitions(
+    table: Table, splits: list[Split], schema_id: int, parallelism: int | None
+) -> list[SplitPartition]:
+    """The input partitions of ``splits``: sized for ``parallelism`` (see :func:`packed`), or one
+    per split (None), the files of a split that needs no key merge read one by one."""
+    if parallelism is None:
+        return [SplitPartition(tuple(file_by_file(split)), schema_id) for split in splits]
+    return [SplitPartition(tuple(group), schema_id) for group in packed(table, splits, parallelism)]
+
+
+def packed(table: Table, splits: list[Split], parallelism: int) -> list[list[Split]]:
+    """The splits of each input partition, as Spark's file sources and Paimon's connector size
+    them: the files of raw-convertible splits packed in order into partitions of at most
+    ``min(source.split.target-size, max(open cost, total / parallelism))`` bytes (each file
+    weighing at least the open cost), every split that merges keys in a partition of its own."""
+    options = table.schema.core_options
+    target = options.memory(SOURCE_SPLIT_TARGET_SIZE)
+    open_cost = options.memory(SOURCE_SPLIT_OPEN_FILE_COST)
+    files = [part for split in splits if split.raw_convertible for part in file_by_file(split)]
+    weights = [max(part.files[0].file_size, open_cost) for part in files]
+    size = min(target, max(open_cost, sum(weights) // max(parallelism, 1)))
+    merging = [[split] for split in splits if not split.raw_convertible]
+    return pack_ordered(files, weights, size) + merging
+
+
+def read_partition(
+    table: Table,
+    partition: SplitPartition,
+    layout: pa.Schema,
+    filter: Predicate | None = None,
+    columns: list[str] | None = None,
+    row_kinds: bool = False,
+) -> Iterator[pa.RecordBatch]:
+    """The rows of one input partition's splits (``columns`` of them, default all, with
+    ``_row_kind`` if ``row_kinds``) as Arrow batches of Spark's ``layout``, split after split."""
+    reader = table.new_read(columns, filter, schema_id=partition.schema_id, row_kinds=row_kinds)
+    for split in partition.splits:
+        yield from to_spark_batches(reader.read_split(split), layout)
 
 
 class PushdownReader(PaimonReader):

@@ -92,3 +92,14 @@ def to_spark_batches(data: pa.Table, layout: pa.Schema) -> list[pa.RecordBatch]:
             [c if c.type == f.type else c.cast(f.type, safe=False) for c, f in columns], schema=layout
         )
     return data.to_batches()
+
+
+def as_nullable(dtype: st.DataType) -> st.DataType:
+    """``dtype`` with every level nullable, as Spark's file sources read columns."""
+    if isinstance(dtype, st.StructType):
+        return st.StructType([st.StructField(f.name, as_nullable(f.dataType), True) for f in dtype.fields])
+    if isinstance(dtype, st.ArrayType):
+        return st.ArrayType(as_nullable(dtype.elementType), True)
+    if isinstance(dtype, st.MapType):
+        return st.MapType(as_nullable(dtype.keyType), as_nullable(dtype.valueType), True)
+    return dtype

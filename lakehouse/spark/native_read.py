@@ -1,0 +1,396 @@
+"""Column-pruned reads: :func:`read` plans a table scan on the driver, has Spark's native Parquet
+reader read the files that need no key merge, and the engine the rest.
+
+Spark 4.3 cannot push a projection into a Python data source: a query of 2 columns of a
+20-column table read through ``format("paimon")`` decodes all 20 in Python and converts them to
+rows. :func:`read` plans with the engine instead (partition, stats and file-index pruning with the
+pushable conjuncts of ``where``, :mod:`lakehouse.spark.conditions`) and divides the plan:
+
+- files of raw-convertible splits (append tables, deletion-vector and first-row tables, buckets
+  of one file above level 0) are read by ``spark.read.parquet``: only the needed columns, vectorized,
+  with Spark's own row-group filtering. Paimon stores every column, partition keys included, under
+  its name in each data file; files written under an older schema are read with that schema's
+  names and types and mapped to the current columns by field id (renamed, added later: nulls,
+  widened: cast). Rows a deletion vector marks are dropped by an anti join on
+  ``(_metadata.file_name, _metadata.row_index)`` with the vectors' positions (expanded by tasks);
+  primary-key files holding retractions drop their ``-U``/``-D`` rows;
+- splits that merge keys, and files Spark's reader would not read as the engine does (TIME,
+  timestamps finer than microseconds, types of a newer Paimon, type changes beyond widening,
+  other formats, tables outside the local filesystem, whose stores Spark's Hadoop filesystems
+  are not set up for), are read by the engine in ``mapInArrow`` tasks, projected to the needed
+  columns, in the input partitions the ``paimon`` data source would read them in.
+
+The union is filtered by ``where`` (all of it, by Spark) and projected to ``columns``: the rows of
+``spark.read.format("paimon")``, every column nullable, as Spark's file sources read them.
+Everything is DataFrame operations, so it works over Spark Connect as in a classic session.
+"""
+
+from __future__ import annotations
+
+import functools
+import pickle
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import types as st
+
+from lakehouse.deletionvectors.index_file import DeletionFile
+from lakehouse.errors import InvalidArgumentError, InvalidOptionError, UnsupportedFeatureError
+from lakehouse.format.parquet import VALUE_KIND
+from lakehouse.manifest.entries import DataFileMeta
+from lakehouse.options import READ_CHANGELOG
+from lakehouse.predicate import Predicate
+from lakehouse.read.scan import Plan, Split, file_by_file
+from lakehouse.read.table_read import TableRead
+from lakehouse.rowkind import RETRACT_KINDS
+from lakehouse.schema import TableSchema
+from lakehouse.spark.conditions import Condition, pushable_filters, used_columns
+from lakehouse.spark.filters import to_predicate
+from lakehouse.spark.kinds import functions_for
+from lakehouse.spark.parallelism import default_parallelism
+from lakehouse.spark.reader import ScanOptions, SplitPartition, input_partitions, read_partition
+from lakehouse.spark.routing import hash_partition_keys
+from lakehouse.spark.source import open_table
+from lakehouse.spark.types import arrow_layout, as_nullable, spark_type
+from lakehouse.store.data_reader import check_format
+from lakehouse.system import is_system_name
+from lakehouse.table.table import Table
+from lakehouse.types import (
+    BINARY_ROOTS,
+    INTEGER_ROOTS,
+    STRING_ROOTS,
+    TIMESTAMP_ROOTS,
+    ArrayType,
+    AtomicType,
+    DataType,
+    MapType,
+    MultisetType,
+    RowType,
+)
+
+FILE, ROW = "__lakehouse_file", "__lakehouse_row"  # a deleted row: its file's name, its position
+ROUTE, TASK = "route", "task"
+Deletions = tuple[tuple[str, DeletionFile], ...]  # (data file name, where its deletion vector is)
+METADATA = "_metadata"  # Spark's hidden column of file-source rows
+DELETED_ROWS = st.StructType([st.StructField(FILE, st.StringType()), st.StructField(ROW, st.LongType())])
+TASKS = st.StructType([st.StructField(ROUTE, st.IntegerType()), st.StructField(TASK, st.BinaryType())])
+PARQUET_OPTIONS = {
+    "recursiveFileLookup": "true",  # no partition discovery from the paths: files hold every column
+    "datetimeRebaseMode": "CORRECTED",  # Paimon writes proleptic Gregorian dates and timestamps
+    "int96RebaseMode": "CORRECTED",
+}
+_GLOB = frozenset("*?[]{}\\")  # Spark expands these in paths
+_NATIVE_ATOMIC = frozenset(
+    ["BOOLEAN", *INTEGER_ROOTS, "FLOAT", "DOUBLE", "DECIMAL", *STRING_ROOTS, *BINARY_ROOTS, "DATE"]
+)
+
+
+def read(
+    spark: SparkSession,
+    table: str,
+    *,
+    columns: Sequence[str] | None = None,
+    where: Condition | None = None,
+    warehouse: str | None = None,
+    options: Mapping[str, str] | None = None,
+) -> DataFrame:
+    """``columns`` (default: all, in table order) of the rows of ``table`` ("db.table" with
+    ``warehouse``, or a table path) that match ``where`` (a Spark Column or SQL text), reading
+    only those columns and the ones ``where`` uses.
+
+    ``options``: the data source's read options - storage settings, ``branch``, time travel
+    (``scan.snapshot-id``, ``scan.timestamp-millis``, ``scan.tag-name``). The rows are those of
+    ``spark.read.format("paimon")...load(table).where(where).select(*columns)``, of the snapshot
+    that was the latest (or the one addressed) when ``read`` planned: every query of the DataFrame
+    reads those files. See :mod:`lakehouse.spark.native_read` for how they are read.
+    """
+    given = {**(options or {}), **({"warehouse": warehouse} if warehouse else {})}
+    if given.get("warehouse") and is_system_name(table):
+        raise InvalidArgumentError(
+            f"{table} is a system table; read it with spark.read.format('paimon').load({table!r})"
+        )
+    target = open_table({**given, "path": table})
+    planned = plan_read(target, ScanOptions.parse(given), columns, where, default_parallelism(spark))
+    return planned.frame(spark)
+
+
+def plan_read(
+    table: Table,
+    scan: ScanOptions,
+    columns: Sequence[str] | None = None,
+    where: Condition | None = None,
+    parallelism: int | None = None,
+) -> NativeRead:
+    """The read of ``columns`` of ``table`` under ``where``, planned: which files Spark reads
+    natively, which input partitions the engine reads (sized for ``parallelism``)."""
+    if scan.changelog:
+        raise InvalidOptionError(
+            f"{READ_CHANGELOG} adds row kinds, which lakehouse.spark.read does not: read the table with "
+            f"spark.read.format('paimon').option('{READ_CHANGELOG}', 'true')"
+        )
+    view = scan.view(table)
+    schema = view.schema
+    wanted = _wanted(columns, schema, table.name)
+    used = used_columns(where, schema.field_names) if where is not None else []
+    needed = wanted + [c for c in used if c not in wanted]
+    predicate = None
+    if where is not None:
+        types = {f.name: f.type for f in schema.fields}
+        predicate, _ = to_predicate(pushable_filters(where, types), schema.arrow_types(), table.name)
+    TableRead(view, needed, predicate)  # refuses what the engine's reads refuse (data evolution...)
+    plan = scan.plan(table, predicate)
+    native = table.io.is_local and all(_native_type(schema.field(c).type) for c in needed)
+    layouts: dict[int, FileLayout | None] = {}
+    groups: dict[tuple[int, bool, bool], list[tuple[str, str, DeletionFile | None]]] = {}
+    engine: list[Split] = []
+    for split in plan.splits:
+        if not (native and split.raw_convertible):
+            engine.append(split)
+            continue
+        for part in file_by_file(split):
+            meta = part.files[0]
+            if meta.schema_id not in layouts:
+                layouts[meta.schema_id] = FileLayout.of(view.schema_by_id(meta.schema_id), schema, needed)
+            path = _native_path(table, part.bucket_path, meta)
+            if layouts[meta.schema_id] is None or path is None:
+                engine.append(part)
+                continue
+            deletion = part.deletions[0] if part.deletions else None
+            retracts = bool(schema.primary_keys) and meta.delete_row_count != 0
+            groups.setdefault((meta.schema_id, deletion is not None, retracts), []).append(
+                (path, meta.file_name, deletion)
+            )
+    files = [
+        FileGroup(
+            layouts[schema_id],
+            tuple(path for path, _, _ in found),
+            tuple((name, d) for _, name, d in found if d is not None),
+            retracts,
+        )
+        for (schema_id, _, retracts), found in groups.items()
+    ]
+    merged = input_partitions(table, engine, plan.schema_id, parallelism)
+    output = st.StructType([st.StructField(c, as_nullable(spark_type(schema.field(c).type))) for c in needed])
+    return NativeRead(table, list(wanted), needed, where, predicate, plan, files, merged, output, parallelism)
+
+
+def _wanted(columns: Sequence[str] | None, schema: TableSchema, table: str) -> list[str]:
+    """The columns asked for, checked: known, at least one, no repeats."""
+    if columns is None:
+        return list(schema.field_names)
+    if isinstance(columns, str):
+        raise InvalidArgumentError(f"columns of table {table} is a list of names, e.g. [{columns!r}]")
+    wanted = list(columns)
+    unknown = [c for c in wanted if c not in schema.field_names]
+    if unknown or not wanted or len(set(wanted)) < len(wanted):
+        raise InvalidArgumentError(
+            f"columns of table {table} must name each of its columns at most once, at least one "
+            f"(None: all of them); got {wanted}, columns are {schema.field_names}"
+        )
+    return wanted
+
+
+def _native_type(dtype: DataType) -> bool:
+    """Whether Spark's Parquet reader reads values of ``dtype`` as the engine reads them."""
+    if isinstance(dtype, AtomicType):
+        if dtype.name in TIMESTAMP_ROOTS:
+            return dtype.precision is not None and dtype.precision <= 6  # no nanoseconds in Spark
+        return dtype.name in _NATIVE_ATOMIC
+    if isinstance(dtype, ArrayType | MultisetType):
+        return _native_type(dtype.element)
+    if isinstance(dtype, MapType):
+        return _native_type(dtype.key) and _native_type(dtype.value)
+    if isinstance(dtype, RowType):
+        return all(_native_type(f.type) for f in dtype.fields)
+    return False  # TIME (Spark's reader wants micro- or nanoseconds), types of a newer Paimon
+
+
+def _widens(old: DataType, new: DataType) -> bool:
+    """Whether a column's type change keeps every value, so Spark's cast equals the engine's."""
+    if old.root in INTEGER_ROOTS and new.root in INTEGER_ROOTS:
+        return INTEGER_ROOTS.index(old.root) <= INTEGER_ROOTS.index(new.root)
+    if (old.root, new.root) == ("FLOAT", "DOUBLE"):
+        return True
+    if old.root == new.root == "DECIMAL":
+        return new.scale >= old.scale and new.precision - new.scale >= old.precision - old.scale
+    return False
+
+
+def _native_path(table: Table, bucket_path: str, meta: DataFileMeta) -> str | None:
+    """The URI Spark reads a data file at, None when the engine reads it: files in other formats or
+    at external paths, paths Spark would expand as globs."""
+    if meta.external_path is not None:
+        return None
+    path = table.paths.data_file(bucket_path, meta.file_name)
+    try:
+        check_format(table.name, path)
+    except UnsupportedFeatureError:
+        return None  # the engine's read names the format it does not read
+    if _GLOB & set(path):
+        return None
+    return f"file://{path}"
+
+
+@dataclass(frozen=True)
+class FileLayout:
+    """How files of one schema version hold the needed columns: the Parquet columns to read (name
+    and Spark type in those files) and per needed column where it comes from (``None``: added
+    later, null) and the type it is cast to (``None``: as stored)."""
+
+    read: tuple[tuple[str, st.DataType], ...]
+    sources: tuple[tuple[str, str | None, st.DataType | None], ...]  # (column, stored as, cast to)
+
+    @classmethod
+    def of(cls, written: TableSchema, current: TableSchema, needed: list[str]) -> FileLayout | None:
+        """The layout of files written under ``written``, None when Spark cannot read them as the
+        engine does (a type change beyond widening, names equal but for case, which Spark's
+        case-insensitive Parquet column matching confuses, a column named ``_metadata``)."""
+        lowered = [f.name.lower() for f in written.fields]
+        if len(set(lowered)) < len(lowered) or METADATA in lowered:
+            return None
+        by_id = {f.id: f for f in written.fields}
+        read, sources = [], []
+        for name in needed:
+            now = current.field(name)
+            old = by_id.get(now.id)
+            target = as_nullable(spark_type(now.type))
+            if old is None:
+                sources.append((name, None, target))
+                continue
+            if not _native_type(old.type):
+                return None
+            stored = as_nullable(spark_type(old.type))
+            if stored != target and not _widens(old.type, now.type):
+                return None
+            read.append((old.name, stored))
+            sources.append((name, old.name, None if stored == target else target))
+        if not read:  # only columns added later: read any one to count the rows
+            first = next((f for f in written.fields if _native_type(f.type)), None)
+            if first is None:
+                return None
+            read.append((first.name, as_nullable(spark_type(first.type))))
+        return cls(tuple(read), tuple(sources))
+
+
+@dataclass(frozen=True)
+class FileGroup:
+    """Data files one native Parquet scan reads: one layout, and whether retractions are dropped;
+    ``deletions``: the deletion vector of each file that has one (by file name)."""
+
+    layout: FileLayout
+    paths: tuple[str, ...]
+    deletions: Deletions
+    retracts: bool
+
+
+@dataclass(frozen=True)
+class NativeRead:
+    """A planned read: the engine's plan, the file groups Spark reads natively, the input
+    partitions the engine reads; :meth:`frame` builds the DataFrame."""
+
+    table: Table
+    columns: list[str]
+    needed: list[str]  # the columns, then the others ``where`` may use
+    where: Condition | None
+    filter: Predicate | None  # what of ``where`` the plan was pruned with
+    plan: Plan
+    files: list[FileGroup]
+    merged: list[SplitPartition]
+    schema: st.StructType  # of the needed columns
+    parallelism: int | None = field(default=None)
+
+    def frame(self, spark: SparkSession) -> DataFrame:
+        parts = [self._native(spark, group) for group in self.files]
+        if self.merged:
+            parts.append(self._engine(spark))
+        if parts:
+            df = functools.reduce(lambda a, b: a.union(b), parts)
+        else:
+            df = spark.createDataFrame([], self.schema)
+        if self.where is None and self.needed == self.columns:
+            return df  # every part has exactly these columns
+        if self.where is not None:
+            df = df.where(self.where)
+        return df.select(*[_quoted(c) for c in self.columns])
+
+    def _native(self, spark: SparkSession, group: FileGroup) -> DataFrame:
+        """The needed columns of a file group, read by Spark, retractions and deleted rows dropped."""
+        read = st.StructType([st.StructField(name, dtype) for name, dtype in group.layout.read])
+        if group.retracts:
+            read = read.add(VALUE_KIND, st.ByteType())
+        df = spark.read.schema(read).options(**PARQUET_OPTIONS).parquet(*group.paths)
+        f = functions_for(df)
+        if group.retracts:
+            df = df.where(~f.col(VALUE_KIND).isin(list(RETRACT_KINDS)))
+        columns = [_column(f, *source) for source in group.layout.sources]
+        if not group.deletions:
+            return df.select(*columns)
+        located = df.select(*columns, f.col(f"{METADATA}.file_name").alias(FILE),
+                            f.col(f"{METADATA}.row_index").alias(ROW))  # fmt: skip
+        deleted = self._deleted_rows(spark, group.deletions)
+        return located.join(f.broadcast(deleted), [FILE, ROW], "left_anti").drop(FILE, ROW)
+
+    def _deleted_rows(self, spark: SparkSession, deletions: Deletions) -> DataFrame:
+        """(file name, row position) of every row the deletion vectors delete, read by tasks."""
+        tasks = max(1, min(len(deletions), self.parallelism or 1))
+        ids = spark.range(0, len(deletions), 1, tasks)
+        return ids.mapInArrow(DeletedRows(self.table, deletions), DELETED_ROWS)
+
+    def _engine(self, spark: SparkSession) -> DataFrame:
+        """The needed columns of the input partitions the engine reads, one task each: their
+        pickled descriptions shuffled so that row ``i`` lands in Spark partition ``i``."""
+        n = len(self.merged)
+        keys = hash_partition_keys(n)
+        rows = [(int(keys[i]), pickle.dumps(p)) for i, p in enumerate(self.merged)]
+        tasks = spark.createDataFrame(rows, TASKS).repartition(n, ROUTE)
+        reader = EngineTasks(self.table, self.filter, tuple(self.needed), arrow_layout(self.schema))
+        return tasks.mapInArrow(reader, self.schema)
+
+
+@dataclass(frozen=True)
+class DeletedRows:
+    """``mapInArrow`` function: for the ids in its batches, the rows those deletion vectors delete."""
+
+    table: Table
+    deletions: Deletions
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                name, where = self.deletions[i]
+                rows = where.read(self.table.io).positions()
+                names = pa.repeat(pa.scalar(name, pa.string()), len(rows))
+                yield pa.RecordBatch.from_arrays([names, pa.array(rows, pa.int64())], names=[FILE, ROW])
+
+
+@dataclass(frozen=True)
+class EngineTasks:
+    """``mapInArrow`` function: reads the input partitions pickled in its batches with the engine."""
+
+    table: Table
+    filter: Predicate | None
+    columns: tuple[str, ...]
+    layout: pa.Schema
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for blob in batch.column(TASK).to_pylist():
+                partition = pickle.loads(blob)  # written by this read's driver
+                yield from read_partition(self.table, partition, self.layout, self.filter, list(self.columns))
+
+
+def _column(f: ModuleType, name: str, stored: str | None, cast: st.DataType | None) -> Column | str:
+    """A needed column of a file group: its name when stored under it as it is (a cheaper select),
+    else the stored column (None: nulls) cast and renamed."""
+    if stored == name and cast is None:
+        return _quoted(name)
+    source = f.lit(None) if stored is None else f.col(_quoted(stored))
+    return (source if cast is None else source.cast(cast)).alias(name)
+
+
+def _quoted(name: str) -> str:
+    """A column name as Spark resolves it literally (dots and all)."""
+    return "`" + name.replace("`", "``") + "`"

@@ -1,0 +1,279 @@
+"""``lakehouse.spark.read``: column-pruned reads, raw-convertible files by Spark's native Parquet
+reader, merges by the engine; every read equals the ``paimon`` data source's."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import replace
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lakehouse import Catalog
+from lakehouse.errors import InvalidArgumentError, InvalidOptionError
+from lakehouse.spark import read
+from lakehouse.spark.kinds import functions_for
+from lakehouse.spark.native_read import FileGroup, FileLayout, plan_read
+from lakehouse.spark.reader import ScanOptions
+from lakehouse.spark.types import as_nullable
+
+from ..conftest import ORDERS, orders, pk_orders_table
+from .test_read import TYPED, typed_rows
+
+pytestmark = pytest.mark.spark
+
+DAYS = ["2024-01-01", "2024-01-02", "2024-01-03"]
+DV = {"deletion-vectors.enabled": "true"}
+
+
+def expected_frame(spark, warehouse, name="db.t", columns=None, where=None, **options):
+    """What the ``paimon`` data source reads for the same query."""
+    df = spark.read.format("paimon").option("warehouse", warehouse).options(**options).load(name)
+    if where is not None:
+        df = df.where(where)
+    return df.select(*columns) if columns is not None else df
+
+
+def assert_same(got, expected, key="order_id"):
+    """Same columns, types (as file sources read them: nullable) and rows, in any order."""
+    assert got.columns == expected.columns
+    assert [as_nullable(f.dataType) for f in got.schema] == [as_nullable(f.dataType) for f in expected.schema]
+    assert all(f.nullable for f in got.schema)
+    keys = [key] if isinstance(key, str) else key
+    sort = [(k, "ascending") for k in keys]
+    left, right = got.toArrow(), expected.toArrow()
+    assert left.num_rows == right.num_rows
+    assert left.sort_by(sort).to_pylist() == right.sort_by(sort).to_pylist()
+
+
+def check(spark, warehouse, name="db.t", columns=None, where=None, key="order_id", **options):
+    got = read(spark, name, columns=columns, where=where, warehouse=warehouse, options=options)
+    assert_same(got, expected_frame(spark, warehouse, name, columns, where, **options), key)
+    return got
+
+
+def planned(catalog, name="db.t", columns=None, where=None, **options):
+    return plan_read(catalog.get_table(name), ScanOptions.parse(options), columns, where, 2)
+
+
+def test_append_tables_read_natively_and_only_the_columns_asked(any_spark, catalog, warehouse):
+    t = catalog.create_table("db.t", ORDERS, partition_keys=["dt"])
+    for start in (0, 20, 40):
+        t.write(orders(range(start, start + 20), dt=DAYS * 6 + DAYS[:2], price=start / 10))
+    plan = planned(catalog, columns=["price", "order_id"])
+    assert not plan.merged and sum(len(g.paths) for g in plan.files) == 9  # every file read by Spark
+    assert [name for name, _ in plan.files[0].layout.read] == ["price", "order_id"]
+    check(any_spark, warehouse)
+    got = check(any_spark, warehouse, columns=["price", "order_id"])
+    assert got.columns == ["price", "order_id"]
+    check(any_spark, warehouse, columns=["dt", "status"], key=["dt", "status"])
+
+
+def test_partition_and_value_filters_prune_the_plan(any_spark, catalog, warehouse):
+    t = catalog.create_table("db.t", ORDERS, partition_keys=["dt"])
+    for start in (0, 100, 200):
+        t.write(orders(range(start, start + 30), dt=DAYS * 10))
+    f = functions_for(any_spark)
+    conditions = [
+        "dt = '2024-01-02' AND order_id >= 100",
+        (f.col("dt") == "2024-01-02") & (f.col("order_id") >= 100),
+        f.expr("dt = '2024-01-02' AND order_id >= 100"),
+    ]
+    for where in conditions:
+        plan = planned(catalog, columns=["price"], where=where)
+        assert plan.plan.stats["pruned_by_partition"] == 6 and plan.plan.stats["pruned_by_stats"] == 1
+        assert plan.needed == ["price", "order_id", "dt"]  # what the condition uses is read too
+        got = check(any_spark, warehouse, columns=["price", "user_id"], where=where, key=["price", "user_id"])
+        assert got.count() == 20
+    # a condition nothing of which can be pushed still filters, in Spark
+    unpushed = "dt = '2024-01-02' OR order_id >= 200"
+    assert planned(catalog, where=unpushed).filter is None
+    check(any_spark, warehouse, where=unpushed)
+
+
+def test_deletion_vectors_drop_the_rows_they_delete(any_spark, catalog, warehouse):
+    t = pk_orders_table(catalog, **DV)
+    t.write(orders(range(40), dt=DAYS[0]))
+    t.write(orders(range(0, 40, 3), dt=DAYS[0], price=2.0))  # updates: the old rows get deleted
+    t.write(orders([1, 4, 7], dt=DAYS[0]).append_column("_row_kind", pa.array(["-D"] * 3)))
+    plan = planned(catalog, columns=["order_id", "price"])
+    assert not plan.merged and any(g.deletions for g in plan.files)
+    got = check(any_spark, warehouse, columns=["order_id", "price"])
+    assert got.count() == 37
+    check(any_spark, warehouse, where="price > 1.5")
+
+
+def test_retractions_in_files_spark_reads_are_dropped(spark, catalog):
+    """Files above level 0 may keep -U/-D rows (Java's compactions into a middle level do); a
+    native scan of them drops those rows as the engine's merge-free read does."""
+    t = pk_orders_table(catalog, bucket="1")
+    kinds = ["+I", "-D", "+I", "-U", "+U", "+I"]
+    t.write(orders(range(6)).append_column("_row_kind", pa.array(kinds)))
+    [meta] = [e.file for e in t.live_entries()]
+    assert meta.delete_row_count == 2
+    plan = planned(catalog, columns=["order_id", "status"])
+    [split] = plan.plan.splits
+    layout = FileLayout.of(t.schema, t.schema, plan.needed)
+    path = f"file://{t.paths.data_file(split.bucket_path, meta.file_name)}"
+    for retracts, ids in ((True, [0, 2, 4, 5]), (False, [0, 1, 2, 3, 4, 5])):
+        native = replace(plan, files=[FileGroup(layout, (path,), (), retracts)], merged=[])
+        assert sorted(r.order_id for r in native.frame(spark).collect()) == ids
+    assert sorted(t.read().column("order_id").to_pylist()) == [0, 2, 4, 5]
+
+
+def test_merging_buckets_are_read_by_the_engine(any_spark, catalog, warehouse):
+    t = pk_orders_table(catalog)
+    t.write(orders(range(30), dt=DAYS[0]))
+    t.write(orders(range(0, 30, 2), dt=DAYS[0], price=2.0))  # two sorted runs per bucket
+    t.write(orders(range(10), dt=DAYS[1]))
+    t.compact(full=True, partitions={"dt": DAYS[1]})  # one file per bucket: raw-convertible
+    plan = planned(catalog, columns=["price", "order_id"])
+    assert len(plan.merged) == 2 and sum(len(g.paths) for g in plan.files) == 2
+    check(any_spark, warehouse, columns=["price", "order_id"])
+    check(any_spark, warehouse, where="dt = '2024-01-01' AND status = 'PAID'")
+
+
+def test_only_merging_buckets_or_none_at_all(any_spark, catalog, warehouse):
+    t = pk_orders_table(catalog)
+    got = read(any_spark, "db.t", columns=["status"], warehouse=warehouse)
+    assert got.columns == ["status"] and got.count() == 0
+    check(any_spark, warehouse, where="order_id > 3")
+    t.write(orders(range(8)))
+    t.write(orders(range(4), price=3.0))
+    plan = planned(catalog)
+    assert plan.merged and not plan.files
+    check(any_spark, warehouse, columns=["status", "order_id"])
+
+
+def test_files_of_older_schemas_are_mapped_by_field_id(spark, catalog, warehouse):
+    t = catalog.create_table("db.t", ORDERS)
+    t.write(orders(range(10)))
+    t.add_column("note", pa.string())
+    t.rename_column("status", "state")
+    t.alter_column_type("user_id", pa.int64())
+    renamed = orders(range(10, 20)).rename_columns([*ORDERS.names[:4], "state"])
+    t.write(renamed.append_column("note", pa.array(["n"] * 10)))
+    plan = planned(catalog, columns=["note", "state", "user_id"])
+    assert not plan.merged and len(plan.files) == 2  # both schema versions read by Spark
+    got = check(spark, warehouse, columns=["note", "state", "user_id"], key=["user_id", "note"])
+    assert got.where("note IS NULL").count() == 10 and got.where("state = 'PAID'").count() == 20
+    check(spark, warehouse)
+    other = catalog.create_table("db.u", pa.schema([("id", pa.int64()), ("n", pa.int32())]))
+    other.write(pa.table({"id": [1, 2], "n": [7, None]}, schema=other.arrow_schema))
+    other.alter_column_type("n", pa.float64())  # widening, but not one Spark's cast is trusted with
+    other.write(pa.table({"id": [3], "n": [0.5]}, schema=other.arrow_schema))
+    plan = planned(catalog, "db.u")
+    assert len(plan.merged) == 1 and len(plan.files) == 1  # the older file by the engine
+    check(spark, warehouse, "db.u", key="id")
+
+
+def test_types_spark_reads_natively_and_types_it_leaves_to_the_engine(spark, catalog, warehouse):
+    schema = TYPED.append(pa.field("at_ntz_ms", pa.timestamp("ms")))
+    t = catalog.create_table("db.t", schema)
+    data = typed_rows()
+    t.write(data.append_column("at_ntz_ms", pa.array([datetime.datetime(1500, 3, 1, 2, 3, 4, 5000), None])))
+    assert not planned(catalog).merged
+    check(spark, warehouse, key="id")
+    finer = catalog.create_table(
+        "db.fine", pa.schema([("id", pa.int32()), ("at", pa.timestamp("ns")), ("clock", pa.time32("ms"))])
+    )
+    fine = {"id": [1], "at": [datetime.datetime(2024, 1, 1, 1)], "clock": [datetime.time(1, 2, 3)]}
+    finer.write(pa.table(fine, schema=finer.arrow_schema))
+    assert planned(catalog, "db.fine", columns=["id", "clock"]).merged
+    assert not planned(catalog, "db.fine", columns=["id"]).merged
+    check(spark, warehouse, "db.fine", key="id")
+    check(spark, warehouse, "db.fine", columns=["clock", "id"], key="id")
+
+
+def test_time_travel_and_branches_read_their_own_files(spark, catalog, warehouse):
+    t = catalog.create_table("db.t", ORDERS, partition_keys=["dt"])
+    t.write(orders(range(5)))
+    t.add_column("note", pa.string())
+    t.write(orders(range(5, 9)).append_column("note", pa.array(["x"] * 4)))
+    got = check(spark, warehouse, **{"scan.snapshot-id": "1"})
+    assert got.columns == ORDERS.names and got.count() == 5
+    t.create_branch("b", snapshot_id=2)
+    t.on_branch("b").write(orders(range(100, 102)).append_column("note", pa.array(["b", "b"])))
+    got = check(spark, warehouse, "db.t$branch_b", columns=["order_id", "note"])
+    assert got.count() == 11
+
+
+def test_paths_with_escaped_partition_values_or_glob_characters(spark, catalog, warehouse, tmp_path):
+    t = catalog.create_table("db.t", ORDERS, partition_keys=["dt"])
+    t.write(orders(range(8), dt=["a b:c%d=e", "x/y#z", "[x]*?", "a}b"] * 2))
+    plan = planned(catalog)
+    assert not plan.merged and len(plan.files[0].paths) == 4  # Paimon escapes what Spark would expand
+    check(spark, warehouse)
+    check(spark, warehouse, where="dt = 'x/y#z'")
+    odd = str(tmp_path / "w{1}[2]")  # a warehouse Spark would take for a glob: the engine reads it
+    odd_catalog = Catalog(odd)
+    odd_catalog.create_database("db")
+    odd_catalog.create_table("db.t", ORDERS).write(orders(range(3)))
+    plan = planned(odd_catalog)
+    assert plan.merged and not plan.files
+    check(spark, odd)
+
+
+def test_tables_on_object_stores_are_read_by_the_engine(any_spark, s3_warehouse):
+    uri, s3 = s3_warehouse
+    catalog = Catalog(uri, s3)
+    catalog.create_database("db")
+    t = pk_orders_table(catalog, **DV)
+    t.write(orders(range(20)))
+    t.write(orders(range(5), price=2.0))
+    plan = planned(catalog, columns=["price"])
+    assert plan.merged and not plan.files  # Spark's Hadoop filesystems know nothing of the store
+    query = {"columns": ["price", "order_id"], "where": "order_id < 8"}
+    got = read(any_spark, "db.t", warehouse=uri, options=s3, **query)
+    assert_same(got, expected_frame(any_spark, uri, **query, **s3))
+
+
+def test_bad_reads_say_what_to_do(spark, catalog, warehouse):
+    catalog.create_table("db.t", ORDERS)
+    for columns in (["nope"], [], ["dt", "dt"]):
+        with pytest.raises(InvalidArgumentError, match="at most once, at least one"):
+            read(spark, "db.t", columns=columns, warehouse=warehouse)
+    with pytest.raises(InvalidArgumentError, match="a list of names"):
+        read(spark, "db.t", columns="dt", warehouse=warehouse)
+    with pytest.raises(InvalidArgumentError, match="system table"):
+        read(spark, "db.t$snapshots", warehouse=warehouse)
+    with pytest.raises(InvalidOptionError, match="read.changelog"):
+        read(spark, "db.t", warehouse=warehouse, options={"read.changelog": "true"})
+
+
+HISTORY = st.lists(
+    st.tuples(
+        st.lists(st.integers(0, 30), min_size=1, max_size=12, unique=True),
+        st.sampled_from(["+I", "-D"]),
+        st.booleans(),  # compact afterwards
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    history=HISTORY,
+    options=st.sampled_from([DV, {}, {"merge-engine": "first-row"}]),
+    columns=st.sampled_from([None, ["price"], ["status", "order_id"], ["dt"]]),
+    where=st.sampled_from([None, "order_id < 15", "dt = '2024-01-02' AND price > 1.5"]),
+)
+def test_any_history_reads_as_the_data_source_reads(
+    spark, tmp_path_factory, history, options, columns, where
+):
+    warehouse = str(tmp_path_factory.mktemp("wh"))
+    catalog = Catalog(warehouse)
+    catalog.create_database("db")
+    t = pk_orders_table(catalog, **options)
+    for i, (ids, kind, compact) in enumerate(history):
+        data = orders(ids, dt=[DAYS[k % 2] for k in ids], price=float(i + 1))
+        if kind == "-D" and options.get("merge-engine") != "first-row":
+            data = data.append_column("_row_kind", pa.array(["-D"] * len(ids)))
+        t.write(data)
+        if compact:
+            t.compact()
+    key = ["order_id", "dt"] if columns is None else columns
+    check(spark, warehouse, columns=columns, where=where, key=key)
