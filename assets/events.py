@@ -92,3 +92,30 @@ def order_events(day: str, orders: int = ORDERS_PER_DAY) -> pa.Table:
     events = events.append_column("dt", pa.array([day] * n))
     events = events.append_column("event_id", pa.array(index * 10_000_000 + np.arange(n, dtype=np.int64)))
     return events.select(EVENTS.names).cast(EVENTS)
+
+
+def late_events(day: str, batch: int, share: float = 0.01, orders: int = ORDERS_PER_DAY) -> pa.Table:
+    """Events that reach ``day``'s partition after its run (late batch number ``batch``, the same
+    every time for the same day and batch): a ``share`` of the day's orders repriced, a tenth of
+    those cancelled, all timed after the day's own events."""
+    index = (dt.date.fromisoformat(day) - EPOCH).days
+    rng = np.random.default_rng([index, batch])
+    chosen = np.sort(rng.choice(orders, max(1, int(orders * share)), replace=False))
+    n = len(chosen)
+    user_id = np.random.default_rng(index).integers(0, USERS, orders, dtype=np.int64)[chosen]
+    cancel = rng.random(n) < 0.1
+    late = np.datetime64(day, "us") + np.timedelta64(1 + batch, "D")
+    events = pa.table(
+        {
+            "event_id": index * 10_000_000 + 5_000_000 + batch * 100_000 + np.arange(n, dtype=np.int64),
+            "order_id": index * 1_000_000 + chosen.astype(np.int64),
+            "user_id": user_id,
+            "event_type": pa.array(np.where(cancel, "cancel", "update")),
+            "status": pa.array(np.where(cancel, "CANCELLED", "CONFIRMED")),
+            "price": _price(rng.integers(100, 50_000, n)),
+            "pay_method": pa.nulls(n, pa.string()),
+            "event_time": late + rng.integers(0, 3600 * 10**6, n).astype("timedelta64[us]"),
+            "dt": pa.array([day] * n),
+        }
+    )
+    return events.cast(EVENTS)

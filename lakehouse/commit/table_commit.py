@@ -136,6 +136,7 @@ class TableCommit:
         overwrite: Overwrite = None,
         watermark: int | None = None,
         identifier: int = BATCH_COMMIT_IDENTIFIER,
+        properties: Mapping[str, str] | None = None,
     ) -> int | None:
         """Commit ``messages``; returns the last new snapshot id, or None when there was nothing to do.
 
@@ -147,6 +148,9 @@ class TableCommit:
         ``watermark`` (epoch millis) becomes the snapshots' watermark unless an earlier snapshot's
         is later. ``identifier``: the snapshots' ``commitIdentifier``; a streaming writer passes its
         checkpoint or micro-batch id, and a commit that :meth:`committed` already covers is skipped.
+        ``properties``: the ``properties`` of its snapshots (what a consumer that commits here read
+        up to, say); with properties a data snapshot is committed even when no file changes, so
+        they are recorded.
         """
         self._check_messages(messages)
         if self.committed(identifier):
@@ -165,10 +169,10 @@ class TableCommit:
         if scope is not None:
             self._drop_changelog(plan)
         snapshot_id = None
-        if plan.changes_data(overwrite, scope):
-            snapshot_id = self._commit_data(plan, scope, watermark, identifier)
+        if plan.changes_data(overwrite, scope) or properties:
+            snapshot_id = self._commit_data(plan, scope, watermark, identifier, properties)
         if plan.compacted or plan.compact_changelog:
-            snapshot_id = self._commit_compaction(plan, watermark, identifier, snapshot_id)
+            snapshot_id = self._commit_compaction(plan, watermark, identifier, snapshot_id, properties)
         if snapshot_id is not None:
             self._create_auto_tags(snapshot_id)
         return snapshot_id
@@ -220,7 +224,12 @@ class TableCommit:
             plan.changelog, plan.compact_changelog = [], []
 
     def _commit_data(
-        self, plan: CommitPlan, scope: PartitionFilter | None, watermark: int | None, identifier: int
+        self,
+        plan: CommitPlan,
+        scope: PartitionFilter | None,
+        watermark: int | None,
+        identifier: int,
+        properties: Mapping[str, str] | None = None,
     ) -> int:
         """The APPEND snapshot of new files, or the OVERWRITE snapshot that also removes files."""
         kind = CommitKind.APPEND if scope is None and not plan.deletes else CommitKind.OVERWRITE
@@ -230,6 +239,7 @@ class TableCommit:
             plan.changelog,
             watermark,
             identifier,
+            properties=properties,
         )
 
     def _data_changes(
@@ -254,7 +264,12 @@ class TableCommit:
         return removed + kept + plan.adds, stale + plan.new_indexes
 
     def _commit_compaction(
-        self, plan: CommitPlan, watermark: int | None, identifier: int, data_snapshot: int | None
+        self,
+        plan: CommitPlan,
+        watermark: int | None,
+        identifier: int,
+        data_snapshot: int | None,
+        properties: Mapping[str, str] | None = None,
     ) -> int | None:
         """The COMPACT snapshot after the data snapshot (if any). Once the data snapshot landed a
         failed compaction is only logged (its files deleted): the commit did happen."""
@@ -267,7 +282,12 @@ class TableCommit:
 
         try:
             return self._commit_with_retries(
-                changes, CommitKind.COMPACT, plan.compact_changelog, watermark, identifier
+                changes,
+                CommitKind.COMPACT,
+                plan.compact_changelog,
+                watermark,
+                identifier,
+                properties=properties,
             )
         except Exception as e:
             self.table.io.delete_quietly(self._compaction_output(plan.messages))
@@ -479,14 +499,16 @@ class TableCommit:
         watermark: int | None,
         identifier: int,
         compact_manifests: bool = False,
+        properties: Mapping[str, str] | None = None,
     ) -> int:
         snapshots = self.table.snapshots
         start = time.monotonic()
         for attempt in range(self.max_retries + 1):
             latest = snapshots.latest()
             snapshot_id = self._try_commit_once(
-                latest, *changes(latest), kind, changelog, watermark, identifier, compact_manifests
-            )
+                latest, *changes(latest), kind, changelog, watermark, identifier, compact_manifests,
+                properties,
+            )  # fmt: skip
             if snapshot_id is not None:
                 return snapshot_id
             elapsed_ms = (time.monotonic() - start) * 1000
@@ -509,6 +531,7 @@ class TableCommit:
         watermark: int | None,
         identifier: int,
         compact_manifests: bool = False,
+        properties: Mapping[str, str] | None = None,
     ) -> int | None:
         """Write this attempt's metadata and try to take the next snapshot id; None if taken.
         ``compact_manifests``: merge the base fully, and raise ``_ManifestsUnchanged`` when that
@@ -570,6 +593,7 @@ class TableCommit:
                 changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
                 watermark=_later(watermark, None if latest is None else latest.watermark),
                 next_row_id=0 if latest is None or latest.next_row_id is None else latest.next_row_id,
+                properties=dict(properties) if properties else None,
             )
             if table.snapshots.try_commit(snapshot):
                 self.landed.append(snapshot.id)

@@ -47,7 +47,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 )
 
 from lakehouse import Table
-from lakehouse.dagster.factory import commit_user
+from lakehouse.dagster.factory import materialization_user
 from lakehouse.dagster.publish import Publish, audit_branch, publish
 from lakehouse.dagster.resources import LakehouseResource
 from lakehouse.dagster.spec import PARTITION_COLUMN, TableSpec
@@ -98,10 +98,11 @@ def primary_key_result(
     return _result({"primary_key": table.verify_primary_key(partitions=partitions)})
 
 
-def _run_commit_user(context: AssetCheckExecutionContext) -> str | None:
-    """The commit user of the run the check executes in (None when invoked outside a run)."""
+def _run_commit_user(context: AssetCheckExecutionContext, spec: TableSpec) -> str | None:
+    """The commit user of ``spec``'s materialization in the run the check executes in (None when
+    invoked outside a run)."""
     try:
-        return commit_user(context.run.run_id)
+        return materialization_user(spec, context.run.run_id)
     except DagsterError:  # a direct invocation has no run
         return None
 
@@ -141,7 +142,7 @@ def _table_check(
         specs=list(specs.values()), name=f"{spec.name.replace('.', '_')}_{step}", can_subset=True
     )
     def _check(context: AssetCheckExecutionContext, lakehouse: LakehouseResource) -> Iterator:
-        table, user = lakehouse.table(spec.name), _run_commit_user(context)
+        table, user = lakehouse.table(spec.name), _run_commit_user(context, spec)
         branch = audit_branch(context.run.run_id) if audited else None
         checked = table.on_branch(branch) if branch else table
         days = context.op_execution_context.partition_keys if spec.daily else [None]
@@ -150,7 +151,7 @@ def _table_check(
                    for c in selected for day in days]  # fmt: skip
         published = {}
         if branch and all(r.passed for _, _, r in results):
-            publish(table, branch, user)
+            publish(table, branch)
             published = {"published_from": MetadataValue.text(branch)}
         elif branch:  # left for inspection: its name goes with every evaluation
             published = {"unpublished_branch": MetadataValue.text(branch)}

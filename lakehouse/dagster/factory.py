@@ -2,7 +2,9 @@
 reads the upstream tables through the ``paimon`` data source and writes through the engine's
 Spark write path (one commit; a compaction may follow as its own snapshot)."""
 
+import json
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from dagster import (
     AssetExecutionContext,
@@ -16,11 +18,15 @@ from dagster import (
     asset,
 )
 
+from lakehouse.dagster.incremental import Increment, incremental_user, plan_increment, record_consumers
 from lakehouse.dagster.metadata import TABLE_NAME, definition_metadata, partition_metadata, run_metadata
 from lakehouse.dagster.publish import Publish, audit_branch, open_audit
 from lakehouse.dagster.resources import LakehouseResource, SparkResource
 from lakehouse.dagster.spark_logs import spark_logs
-from lakehouse.dagster.spec import Inputs, TableSpec, asset_key
+from lakehouse.dagster.spec import PARTITION_COLUMN, Inputs, TableSpec, asset_key
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 BRANCH = "branch"  # metadata: the audit branch a materialization wrote
 COMMIT_USER_PREFIX = "dagster"  # snapshots Dagster commits; the snapshot sensors skip them
@@ -30,6 +36,12 @@ FRESH_WINDOW = timedelta(days=1)
 
 def commit_user(run_id: str) -> str:
     return f"{COMMIT_USER_PREFIX}-{run_id}"
+
+
+def materialization_user(spec: TableSpec, run_id: str) -> str:
+    """Who commits a spec's materialization: the run, or for an incremental table the one commit
+    user of all its incremental commits (their identifiers then make each commit land once)."""
+    return incremental_user(spec.name) if spec.incremental else commit_user(run_id)
 
 
 def automation_condition(spec: TableSpec) -> AutomationCondition:
@@ -67,9 +79,13 @@ def table_asset(spec: TableSpec, partitions: DailyPartitionsDefinition) -> Asset
     def _asset(context: AssetExecutionContext, lakehouse: LakehouseResource, spark: SparkResource):
         from lakehouse.spark import write
 
-        table = spec.ensure(lakehouse.catalog())
+        catalog = lakehouse.catalog()
+        table = spec.ensure(catalog)
         days = tuple(context.partition_keys) if spec.daily else None
         storage = lakehouse.storage()
+        increment = (
+            plan_increment(catalog, table, spec.upstream, PARTITION_COLUMN) if spec.incremental else None
+        )
         target, audit = spec.name, {}
         if spec.publish is Publish.AUDITED:  # written to the run's branch; its checks publish it
             branch = audit_branch(context.run.run_id)
@@ -77,15 +93,58 @@ def table_asset(spec: TableSpec, partitions: DailyPartitionsDefinition) -> Asset
             target = f"{spec.name}$branch_{branch}"
             audit = {BRANCH: MetadataValue.text(branch), TABLE_NAME: MetadataValue.text(spec.name)}
         before = table.latest_snapshot_id() or 0
-        mode = "overwrite" if spec.write == "overwrite" else "append"
-        user = commit_user(context.run.run_id)
+        user = materialization_user(spec, context.run.run_id)
+        inputs = Inputs(spark.spark_session, days, lakehouse.warehouse, storage, spec.name, increment)
         with spark_logs(context.log, spark.spark_session):
-            frame = spec.transform(Inputs(spark.spark_session, days, lakehouse.warehouse, storage))
-            write(frame, target, mode=mode, warehouse=lakehouse.warehouse,
-                  options={**storage, "commit.user": user})  # fmt: skip
+            frame = spec.transform(inputs)
+            if increment is None:
+                mode = "overwrite" if spec.write == "overwrite" else "append"
+                write(frame, target, mode=mode, warehouse=lakehouse.warehouse,
+                      options={**storage, "commit.user": user})  # fmt: skip
+            else:
+                for part, mode, options in _incremental_writes(frame, increment, context.run.run_id):
+                    write(
+                        part, target, mode=mode, warehouse=lakehouse.warehouse, options={**storage, **options}
+                    )
+                record_consumers(catalog, increment)
         table = table.refresh()
         for day, metadata in partition_metadata(table, days or (), user, before).items():
             context.add_asset_metadata(metadata, partition_key=day)
-        return MaterializeResult(metadata={**run_metadata(table, user, before), **audit})
+        progress = _increment_metadata(increment) if increment is not None else {}
+        return MaterializeResult(metadata={**run_metadata(table, user, before), **audit, **progress})
 
     return _asset
+
+
+def _incremental_writes(
+    frame: "DataFrame", increment: Increment, run_id: str
+) -> list[tuple["DataFrame", str, dict[str, str]]]:
+    """The writes of an incremental run, in order: in a full run the frame replacing the table;
+    else the frame's rows of replaced days replacing those days (as the run), then its other
+    rows upserted - the commit that records the positions, exactly once."""
+    from lakehouse.options import DYNAMIC_PARTITION_OVERWRITE
+    from lakehouse.spark.kinds import functions_for
+    from lakehouse.spark.writer import COMMIT_USER, OVERWRITE_PARTITIONS
+
+    if increment.full:
+        return [(frame, "overwrite", {**increment.write_options(), DYNAMIC_PARTITION_OVERWRITE: "false"})]
+    replaced = list(increment.replaced)
+    if not replaced:
+        return [(frame, "append", increment.write_options())]
+    days = functions_for(frame).col(PARTITION_COLUMN).isin(replaced)
+    partitions = json.dumps([{PARTITION_COLUMN: d} for d in replaced])
+    replace = {COMMIT_USER: commit_user(run_id), OVERWRITE_PARTITIONS: partitions}
+    return [
+        (frame.where(days), "overwrite", replace),
+        (frame.where(~days), "append", increment.write_options()),
+    ]
+
+
+def _increment_metadata(increment: Increment) -> dict[str, MetadataValue]:
+    """What an incremental run read: full or changes, and from which snapshot of each upstream."""
+    out = {"incremental": MetadataValue.text("full" if increment.full else "changes")}
+    for name, p in increment.positions.items():
+        out[f"{name} snapshots"] = MetadataValue.text(f"{p.start or 0}..{p.end}")
+    if increment.replaced:
+        out["replaced_days"] = MetadataValue.text(", ".join(increment.replaced))
+    return out

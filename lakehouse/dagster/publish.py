@@ -37,19 +37,19 @@ def open_audit(table: Table, branch: str) -> Table:
     return table.on_branch(branch)
 
 
-def audit_base(audit: Table, user: str) -> int | None:
-    """The main snapshot the audit branch started from: its earliest snapshot unless that is one
-    the run committed (the branch then started empty)."""
+def audit_base(table: Table, audit: Table) -> int | None:
+    """The main snapshot the audit branch started from: its earliest snapshot if main holds that
+    very snapshot, else None (the branch started empty, its earliest snapshot is the run's)."""
     earliest = audit.snapshots.earliest_id()
-    if earliest is None or audit.snapshot(earliest).commit_user == user:
+    if earliest is None or not table.snapshots.exists(earliest):
         return None
-    return earliest
+    return earliest if table.snapshot(earliest) == audit.snapshot(earliest) else None
 
 
-def publish(table: Table, branch: str, user: str) -> int | None:
+def publish(table: Table, branch: str) -> int | None:
     """Fast-forward main to the audit branch and delete the branch; main's new latest snapshot."""
     audit = table.on_branch(branch)
-    base, latest = audit_base(audit, user), table.latest_snapshot_id()
+    base, latest = audit_base(table, audit), table.latest_snapshot_id()
     if latest != base:
         raise CommitConflictError(
             f"table {table.name}: main moved from snapshot {base} to {latest} while branch {branch} was "

@@ -11,7 +11,9 @@ import pyarrow as pa
 from dagster import AssetKey
 
 from lakehouse import Catalog, Table
+from lakehouse.dagster.incremental import Increment
 from lakehouse.dagster.publish import Publish
+from lakehouse.errors import InvalidArgumentError
 from lakehouse.schema import TableSchema, new_schema
 
 if TYPE_CHECKING:
@@ -24,25 +26,93 @@ PARTITION_COLUMN = "dt"  # daily partitions of the assets map to this table part
 class Inputs:
     """What a transformation gets: the Spark session, the run's days (one, or the range of a
     backfill run; None when unpartitioned) and its upstream tables as DataFrames, read by
-    :func:`lakehouse.spark.read`."""
+    :func:`lakehouse.spark.read`; for an incremental table (``increment``) also what they changed
+    since its last materialization (:mod:`lakehouse.dagster.incremental`)."""
 
     spark: SparkSession
     days: tuple[str, ...] | None
     warehouse: str
     storage: Mapping[str, str] = field(default_factory=dict)  # how to reach the warehouse's store
+    table: str | None = None  # the table being materialized
+    increment: Increment | None = None
 
     def read(self, table: str, columns: Sequence[str] | None = None) -> DataFrame:
         """An upstream table - ``columns`` of it (default all), the only ones read - in the run's
         ``dt`` partitions when the run has days (pruned when the read is planned: the other
-        partitions' files are not read)."""
+        partitions' files are not read). An incremental run reads all of it, as of the snapshot
+        its changes end at."""
+        if self.increment is None:
+            return self._read(table, columns, self.days)
+        return self._read(table, columns, None, self.increment.position(table).end)
+
+    def changes(self, table: str) -> DataFrame:
+        """What an upstream table changed since this table's last materialization, with a
+        ``_row_kind`` column (``+I``, ``-U``, ``+U``, ``-D``): its changes, but the rows of days
+        it replaced (and in a full run, :attr:`full`, all of its rows) whole, as ``+I``."""
+        from lakehouse.options import INCREMENTAL_BETWEEN, READ_CHANGELOG, STREAMING_READ_OVERWRITE
+        from lakehouse.rowkind import ROW_KIND
+        from lakehouse.spark.kinds import functions_for
+
+        if self.increment is None:
+            raise InvalidArgumentError(
+                f"table {self.table}: Inputs.changes({table!r}) reads changes since the last "
+                f"materialization, which only incremental tables have; declare the spec incremental=True"
+            )
+        f = functions_for(self.spark)
+        position = self.increment.position(table)
+        if position.start is None:
+            return self.read(table).withColumn(ROW_KIND, f.lit("+I"))
+        options = {
+            **self.storage,
+            "warehouse": self.warehouse,
+            INCREMENTAL_BETWEEN: f"{position.start},{position.end}",
+            READ_CHANGELOG: "true",
+            STREAMING_READ_OVERWRITE: "true",
+        }
+        changes = self.spark.read.format("paimon").options(**options).load(table)
+        if not position.replaced:
+            return changes
+        whole = self._read(table, None, position.replaced, position.end).withColumn(ROW_KIND, f.lit("+I"))
+        return changes.where(~f.col(PARTITION_COLUMN).isin(list(position.replaced))).unionByName(whole)
+
+    @property
+    def full(self) -> bool:
+        """Whether this incremental run reads its upstream tables whole and replaces its table."""
+        return self.increment is not None and self.increment.full
+
+    def previous(self) -> DataFrame:
+        """This table's rows before the run, but none of the days the run replaces (none at all in
+        a full run): for transformations that fold changes into the current state."""
+        from lakehouse.spark.kinds import functions_for
+
+        frame = self._read(self.table, None, None)
+        if self.full:
+            return frame.limit(0)
+        replaced = self.increment.replaced if self.increment is not None else ()
+        return (
+            frame.where(~functions_for(self.spark).col(PARTITION_COLUMN).isin(list(replaced)))
+            if replaced
+            else frame
+        )
+
+    def _read(
+        self,
+        table: str,
+        columns: Sequence[str] | None,
+        days: Sequence[str] | None,
+        snapshot: int | None = None,
+    ) -> DataFrame:
+        """``columns`` of ``table`` in ``days`` (None: all) as of ``snapshot`` (None: the latest;
+        0: before its first, no rows)."""
+        from lakehouse.options import SCAN_SNAPSHOT_ID
         from lakehouse.spark import read
         from lakehouse.spark.kinds import functions_for
 
-        where = None
-        if self.days is not None:
-            where = functions_for(self.spark).col(PARTITION_COLUMN).isin(list(self.days))
-        return read(self.spark, table, columns=columns, where=where, warehouse=self.warehouse,
-                    options=self.storage)  # fmt: skip
+        where = None if days is None else functions_for(self.spark).col(PARTITION_COLUMN).isin(list(days))
+        options = {**self.storage, **({SCAN_SNAPSHOT_ID: str(snapshot)} if snapshot else {})}
+        frame = read(self.spark, table, columns=columns, where=where, warehouse=self.warehouse,
+                     options=options)  # fmt: skip
+        return frame.limit(0) if snapshot == 0 else frame
 
 
 @dataclass(frozen=True)
@@ -53,7 +123,10 @@ class TableSpec:
     replaces the run's partitions (dynamic partition overwrite), which makes reruns idempotent
     for tables whose merge engine accumulates (aggregation). ``publish=Publish.AUDITED`` writes
     to a branch of the run that only reaches ``main`` once the table's checks pass on it
-    (:mod:`lakehouse.dagster.publish`; the checks are then blocking).
+    (:mod:`lakehouse.dagster.publish`; the checks are then blocking). ``incremental=True``: the
+    transformation reads :meth:`Inputs.changes` of its upstream tables and its rows are upserted
+    exactly once, or replace the table in a full run (:mod:`lakehouse.dagster.incremental`);
+    ``write`` does not apply.
     """
 
     name: str  # "db.table"
@@ -70,6 +143,7 @@ class TableSpec:
     index_checks: bool = False  # verify file indexes, deletion vectors, hash index after writes
     blocking_checks: bool = False  # a failed check stops downstream materializations
     publish: Publish = Publish.DIRECT  # AUDITED: write-audit-publish through a run branch
+    incremental: bool = False  # fed by the upstream changes since its last materialization
 
     @property
     def key(self) -> AssetKey:

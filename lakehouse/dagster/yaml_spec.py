@@ -20,7 +20,9 @@ The query names each upstream table as ``{db_table}``: the run's days of it (rea
 ``paimon`` data source, only the run's partitions), passed to ``spark.sql`` as a DataFrame, so
 concurrent runs sharing a Spark Connect session never share a temporary view. Optional keys:
 ``index_checks``, ``blocking_checks``, ``fresh_by`` (a cron), ``publish`` (``direct`` or
-``audited``: write-audit-publish), as on :class:`TableSpec`.
+``audited``: write-audit-publish), ``incremental`` (true: each ``{db_table}`` is what the
+table changed since the last materialization, with a ``_row_kind`` column, and ``{this}`` the
+table's own rows before the run - none in a full run), as on :class:`TableSpec`.
 """
 
 from __future__ import annotations
@@ -43,8 +45,9 @@ if TYPE_CHECKING:
 REQUIRED = ("name", "columns", "sql")
 OPTIONAL = {
     "description", "owners", "primary_keys", "partition_keys", "options", "upstream", "write",
-    "index_checks", "blocking_checks", "fresh_by", "publish",
+    "index_checks", "blocking_checks", "fresh_by", "publish", "incremental",
 }  # fmt: skip
+THIS = "this"  # how an incremental query names its own table
 WRITES = ("upsert", "overwrite")
 
 
@@ -53,10 +56,16 @@ def view_name(table: str) -> str:
     return table.replace(".", "_")
 
 
-def sql_transform(query: str, upstream: tuple[str, ...]) -> Callable[[Inputs], DataFrame]:
-    """A transformation running ``query`` over the run's days of the upstream tables."""
+def sql_transform(
+    query: str, upstream: tuple[str, ...], incremental: bool = False
+) -> Callable[[Inputs], DataFrame]:
+    """A transformation running ``query`` over the run's days of the upstream tables, or over
+    their changes and the table's previous rows when ``incremental``."""
 
     def transform(inputs: Inputs) -> DataFrame:
+        if incremental:
+            frames = {view_name(t): inputs.changes(t) for t in upstream}
+            return inputs.spark.sql(query, **frames, **{THIS: inputs.previous()})
         frames = {view_name(t): inputs.read(t) for t in upstream}
         return inputs.spark.sql(query, **frames)
 
@@ -86,7 +95,7 @@ def load_table_spec(path: str | Path) -> TableSpec:
     spec = TableSpec(
         name=doc["name"],
         schema=pa.schema([_field(where, c) for c in doc["columns"]]),
-        transform=sql_transform(doc["sql"], upstream),
+        transform=sql_transform(doc["sql"], upstream, bool(doc.get("incremental", False))),
         primary_keys=tuple(doc.get("primary_keys", ())),
         partition_keys=tuple(doc.get("partition_keys", (PARTITION_COLUMN,))),
         options={str(k): str(v) for k, v in (doc.get("options") or {}).items()},
@@ -98,6 +107,7 @@ def load_table_spec(path: str | Path) -> TableSpec:
         blocking_checks=bool(doc.get("blocking_checks", False)),
         fresh_by=doc.get("fresh_by"),
         publish=Publish(doc.get("publish", Publish.DIRECT.value)),
+        incremental=bool(doc.get("incremental", False)),
     )
     spec.table_schema  # noqa: B018 - validates keys, options and types now, naming the table
     return spec

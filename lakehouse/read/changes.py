@@ -4,9 +4,12 @@ As Paimon's ``incremental-between`` batch read in its default ``auto`` mode: a t
 ``changelog-producer`` is read from its snapshots' changelog files (``changelogManifestList``;
 snapshots without one, such as the APPEND snapshots of ``full-compaction`` and ``lookup``
 tables, contribute nothing); a table without one from the delta files of its APPEND snapshots,
-each row with the kind it was committed with. OVERWRITE snapshots are skipped in both modes,
-COMPACT snapshots change no rows but may carry changelog. A ``consumer_id`` records ``end + 1``
-as the consumer's next snapshot, which protects it from expiration.
+each row with the kind it was committed with. OVERWRITE snapshots are skipped in both modes
+unless ``streaming-read-overwrite`` is set: then the files they add are read as their changes
+(the rows they replace are not retracted, as in Paimon). COMPACT snapshots change no rows but may
+carry changelog. :func:`replaced_partitions` names the partitions whose changes a range does not
+express. A ``consumer_id`` records ``end + 1`` as the consumer's next snapshot, which protects
+it from expiration.
 
 The changes of one snapshot are :func:`changed_splits`, one file each, read by
 :func:`read_changed`: the batch read here and streaming reads (:mod:`lakehouse.read.stream`)
@@ -40,6 +43,7 @@ def read_changes(
     start_snapshot_id: int,
     end_snapshot_id: int | None = None,
     consumer_id: str | None = None,
+    overwrites: bool = False,
 ) -> pa.Table:
     """Rows changed after ``start_snapshot_id`` up to ``end_snapshot_id`` (default latest), with a
     ``_row_kind`` column (``+I``, ``-U``, ``+U``, ``-D``), in commit order."""
@@ -55,7 +59,7 @@ def read_changes(
             f"table {table.name}: start snapshot {start_snapshot_id} is after end snapshot {end}"
         )
     picked = [snapshots.snapshot(sid) for sid in range(start_snapshot_id + 1, end + 1)]
-    splits = [split for snap in picked for split in changed_splits(table, snap)]
+    splits = [split for snap in picked for split in changed_splits(table, snap, overwrites)]
     parts = map_parallel(lambda split: read_changed(table, split), splits)
     if parts:
         out = pa.concat_tables(parts)
@@ -66,13 +70,41 @@ def read_changes(
     return out
 
 
-def changed_splits(table: TableStore, snap: Snapshot) -> list[Split]:
+def changed_splits(table: TableStore, snap: Snapshot, overwrites: bool = False) -> list[Split]:
     """The files holding ``snap``'s changes, one split each: its changelog files when the table
-    has a changelog producer, else the new files of an APPEND snapshot."""
+    has a changelog producer, else the new files of an APPEND snapshot; ``overwrites``: the new
+    files of an OVERWRITE snapshot too (``streaming-read-overwrite``)."""
     return [
         Split(snap.id, e.partition, e.bucket, table.bucket_path(e.partition, e.bucket), (e.file,), True)
-        for e in _changed(table, snap)
+        for e in _changed(table, snap, overwrites)
     ]
+
+
+def replaced_partitions(table: TableStore, start_snapshot_id: int, end_snapshot_id: int) -> set[bytes] | None:
+    """The partitions (serialized) whose rows snapshots ``start+1 .. end`` replaced rather than
+    changed - a changelog does not express them, so a consumer recomputes them from the full
+    table - or None when the range is gone (a snapshot of it expired). Those are the partitions
+    of every OVERWRITE snapshot that removed files, and of every OVERWRITE of a primary-key table
+    (whose added files are no changelog); a dynamic overwrite of partitions that held nothing
+    only added rows, which ``changed_splits`` with ``overwrites`` reads as changes."""
+    if start_snapshot_id >= end_snapshot_id:
+        return set()
+    snapshots = table.snapshots
+    earliest = snapshots.earliest_id()
+    if earliest is None or earliest > start_snapshot_id + 1:
+        return None
+    store = table.manifests()
+    replaced: set[bytes] = set()
+    for sid in range(start_snapshot_id + 1, end_snapshot_id + 1):
+        snap = snapshots.snapshot(sid)
+        if snap.commit_kind != CommitKind.OVERWRITE:
+            continue
+        delta = [
+            e for m in store.read_list(snap.delta_manifest_list) for e in store.read_manifest(m.file_name)
+        ]
+        if table.schema.primary_keys or any(e.kind == FileKind.DELETE for e in delta):
+            replaced |= {e.partition for e in delta}
+    return replaced
 
 
 def read_changed(table: TableStore, split: Split) -> pa.Table:
@@ -90,9 +122,9 @@ def _with_kinds(data: pa.Table, kinds: pa.Array | pa.ChunkedArray) -> pa.Table:
     return data.append_column(ROW_KIND_FIELD, kinds)
 
 
-def _changed(table: TableStore, snap: Snapshot) -> list[ManifestEntry]:
+def _changed(table: TableStore, snap: Snapshot, overwrites: bool) -> list[ManifestEntry]:
     if snap.commit_kind == CommitKind.OVERWRITE:
-        return []
+        return table.added_entries(snap) if overwrites else []
     if ChangelogProducer.of(table.schema, table.name).kind == ChangelogProducerKind.NONE:
         return table.added_entries(snap) if snap.commit_kind == CommitKind.APPEND else []
     if not snap.changelog_manifest_list:

@@ -41,7 +41,7 @@ from lakehouse.deletionvectors.index_file import DeletionFile
 from lakehouse.errors import InvalidArgumentError, InvalidOptionError, UnsupportedFeatureError
 from lakehouse.format.parquet import VALUE_KIND
 from lakehouse.manifest.entries import DataFileMeta
-from lakehouse.options import READ_CHANGELOG
+from lakehouse.options import INCREMENTAL_BETWEEN, READ_CHANGELOG
 from lakehouse.predicate import Predicate
 from lakehouse.read.scan import Plan, Split, file_by_file
 from lakehouse.read.table_read import TableRead
@@ -126,10 +126,10 @@ def plan_read(
 ) -> NativeRead:
     """The read of ``columns`` of ``table`` under ``where``, planned: which files Spark reads
     natively, which input partitions the engine reads (sized for ``parallelism``)."""
-    if scan.changelog:
+    if scan.changelog or scan.incremental is not None:
         raise InvalidOptionError(
-            f"{READ_CHANGELOG} adds row kinds, which lakehouse.spark.read does not: read the table with "
-            f"spark.read.format('paimon').option('{READ_CHANGELOG}', 'true')"
+            f"{READ_CHANGELOG} and {INCREMENTAL_BETWEEN} read changes with their row kinds, which "
+            f"lakehouse.spark.read does not: read them with spark.read.format('paimon')"
         )
     view = scan.view(table)
     schema = view.schema

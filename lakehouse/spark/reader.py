@@ -8,6 +8,10 @@ Spark calls ``pushFilters`` then ``partitions`` on the driver and ``read`` in it
 pickled copy of the reader made *before* ``partitions`` runs: everything a task needs travels in
 the reader (table handle, filter, Spark schema) or in its :class:`SplitPartition`.
 
+``incremental-between`` ("start,end") reads the changes of snapshots ``start+1 .. end`` instead,
+as :func:`lakehouse.read.changes.read_changes` finds them, with their kinds under
+``read.changelog``; ``streaming-read-overwrite`` adds the files OVERWRITE snapshots added.
+
 Filter pushdown is opt-in per read (``option("filter-pushdown", "true")``). Spark 4.1 to 4.3 keep
 the read plan of the last pushdown on the data source instance that every query of one DataFrame
 shares, and a later query without pushable filters reuses it: with pushdown on, ``df.filter(c)``
@@ -27,15 +31,18 @@ from lakehouse.catalog import Catalog
 from lakehouse.errors import InvalidOptionError, SnapshotNotFoundError
 from lakehouse.io.fs import storage_options
 from lakehouse.options import (
+    INCREMENTAL_BETWEEN,
     READ_CHANGELOG,
     SCAN_SNAPSHOT_ID,
     SCAN_TAG_NAME,
     SCAN_TIMESTAMP_MILLIS,
     SOURCE_SPLIT_OPEN_FILE_COST,
     SOURCE_SPLIT_TARGET_SIZE,
+    STREAMING_READ_OVERWRITE,
     parse_bool,
 )
 from lakehouse.predicate import Predicate
+from lakehouse.read.changes import changed_splits, read_changed
 from lakehouse.read.scan import Plan, Split, file_by_file, pack_ordered
 from lakehouse.rowkind import ROW_KIND
 from lakehouse.spark.filters import to_predicate
@@ -48,14 +55,17 @@ FILTER_PUSHDOWN = "filter-pushdown"
 
 @dataclass(frozen=True)
 class ScanOptions:
-    """The snapshot a read addresses (all None: the latest), whether filters are pushed, and
-    whether rows come with their kind (``read.changelog``: a ``_row_kind`` column)."""
+    """The snapshot a read addresses (all None: the latest) or the snapshots whose changes it
+    reads (``incremental``: start, end), whether filters are pushed, and whether rows come with
+    their kind (``read.changelog``: a ``_row_kind`` column)."""
 
     snapshot_id: int | None = None
     timestamp_ms: int | None = None
     tag: str | None = None
     filter_pushdown: bool = False
     changelog: bool = False
+    incremental: tuple[int, int] | None = None
+    overwrites: bool = False  # streaming-read-overwrite: incremental reads read overwrites' new files
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ScanOptions:
@@ -72,16 +82,21 @@ class ScanOptions:
 
         pushdown = parse_bool(options.get(FILTER_PUSHDOWN, "false"), FILTER_PUSHDOWN)
         changelog = parse_bool(options.get(READ_CHANGELOG, "false"), READ_CHANGELOG)
+        overwrites = parse_bool(options.get(STREAMING_READ_OVERWRITE, "false"), STREAMING_READ_OVERWRITE)
         scan = cls(
             number(SCAN_SNAPSHOT_ID),
             number(SCAN_TIMESTAMP_MILLIS),
             options.get(SCAN_TAG_NAME),
             pushdown,
             changelog,
+            _snapshot_range(options.get(INCREMENTAL_BETWEEN)),
+            overwrites,
         )
-        if len([v for v in (scan.snapshot_id, scan.timestamp_ms, scan.tag) if v is not None]) > 1:
+        addressed = (scan.snapshot_id, scan.timestamp_ms, scan.tag, scan.incremental)
+        if len([v for v in addressed if v is not None]) > 1:
             raise InvalidOptionError(
-                f"set at most one of {SCAN_SNAPSHOT_ID}, {SCAN_TIMESTAMP_MILLIS} and {SCAN_TAG_NAME}"
+                f"set at most one of {SCAN_SNAPSHOT_ID}, {SCAN_TIMESTAMP_MILLIS}, {SCAN_TAG_NAME} and "
+                f"{INCREMENTAL_BETWEEN}"
             )
         return scan
 
@@ -103,13 +118,45 @@ class ScanOptions:
     def plan(self, table: Table, filter: Predicate | None) -> Plan:
         return table.plan(filter, self.snapshot_id, self.timestamp_ms, self.tag)
 
+    def changed_splits(self, table: Table) -> list[Split]:
+        """The changed files of an ``incremental`` read, one split each, in commit order."""
+        assert self.incremental is not None
+        start, end = self.incremental
+        latest = table.latest_snapshot_id() or 0
+        if end > latest or start > end:
+            raise SnapshotNotFoundError(
+                f"table {table.name}: {INCREMENTAL_BETWEEN} {start},{end} is not a range of its snapshots "
+                f"(latest: {latest}); give start <= end <= the latest snapshot id"
+            )
+        snapshots = table.store.snapshots
+        return [
+            split
+            for sid in range(start + 1, end + 1)
+            for split in changed_splits(table.store, snapshots.snapshot(sid), self.overwrites)
+        ]
+
+
+def _snapshot_range(value: str | None) -> tuple[int, int] | None:
+    """``"start,end"`` as two snapshot ids."""
+    if value is None:
+        return None
+    try:
+        start, end = (int(part) for part in value.split(","))
+    except ValueError:
+        raise InvalidOptionError(
+            f"read option {INCREMENTAL_BETWEEN}={value!r} must be two snapshot ids, 'start,end'"
+        ) from None
+    return start, end
+
 
 @dataclass(frozen=True)
 class SplitPartition(InputPartition):
-    """Splits one task reads one after the other, and the schema version their plan was made with."""
+    """Splits one task reads one after the other, and the schema version their plan was made with;
+    ``changes``: the splits are changed files, read as written (:func:`read_changed`)."""
 
     splits: tuple[Split, ...]
     schema_id: int
+    changes: bool = False
 
 
 class PaimonReader(DataSourceReader):
@@ -132,12 +179,24 @@ class PaimonReader(DataSourceReader):
         return self.scan.plan(self.table, self.filter)
 
     def partitions(self) -> Sequence[InputPartition]:
+        if self.scan.incremental is not None:
+            splits = self.scan.changed_splits(self.table)
+            schema_id = self.table.schema.id
+            groups = (
+                packed(self.table, splits, self.parallelism) if self.parallelism else [[s] for s in splits]
+            )
+            return [SplitPartition(tuple(g), schema_id, changes=True) for g in groups]
         plan = self.plan()
         return input_partitions(self.table, plan.splits, plan.schema_id, self.parallelism)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, SplitPartition):
             return  # an empty table: Spark reads one placeholder partition
+        if partition.changes:
+            names = self.layout.names
+            for split in partition.splits:
+                yield from to_spark_batches(read_changed(self.table.store, split).select(names), self.layout)
+            return
         yield from read_partition(self.table, partition, self.layout, self.filter, row_kinds=self.row_kinds)
 
 
@@ -188,8 +247,8 @@ class PushdownReader(PaimonReader):
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:  # noqa: N802 (Spark's name)
         """Keep the filters the engine evaluates exactly; hand the others back to Spark."""
-        if not self.scan.filter_pushdown:
-            return iter(filters)
+        if not self.scan.filter_pushdown or self.scan.incremental is not None:
+            return iter(filters)  # changed files are read whole: Spark filters their rows
         types = self.scan.view(self.table).schema.arrow_types()
         self.filter, rejected = to_predicate(filters, types, self.table.name)
         return iter(rejected)

@@ -56,6 +56,10 @@ from lakehouse.write.scope import Lease, WriteScope, committed_since, finish_wri
 from lakehouse.write.table_write import TableWrite
 
 COMMIT_USER = "commit.user"  # write option: the snapshot's commitUser (default: a fresh UUID)
+# write option: the snapshot's properties, a JSON object of strings; a write with them always commits
+COMMIT_PROPERTIES = "commit.properties"
+# write option: the commit's identifier; a commit user's identifier commits once (a replay is dropped)
+COMMIT_IDENTIFIER = "commit.identifier"
 # write option: the partitions mode("overwrite") replaces, a JSON list such as [{"dt": "2024-01-01"}]
 OVERWRITE_PARTITIONS = "overwrite.partitions"
 log = logging.getLogger(__name__)
@@ -95,6 +99,7 @@ class TableWriter:
         self.table = table
         self.mode = mode
         self.commit_user = options.get(COMMIT_USER)
+        self.properties = commit_properties(options)
         self.assigners = assigner_parallelism(table, options) if table.schema.dynamic_buckets else None
         self.scope = WriteScope.leased_from({**table.options, **options})
         self.base_snapshot = table.latest_snapshot_id()  # an abort keeps what later snapshots reference
@@ -182,7 +187,7 @@ class TableWriter:
             return
         try:
             check_one_writer_per_bucket(self.table, tasks, self.helper)
-            committer.commit(found, overwrite=self.mode, identifier=identifier)
+            committer.commit(found, overwrite=self.mode, identifier=identifier, properties=self.properties)
         except BaseException:
             committer.abort(found, scope)
             raise
@@ -203,14 +208,46 @@ class PaimonWriter(TableWriter, DataSourceArrowWriter):
 
     def __init__(self, table: Table, schema: StructType, overwrite: bool, options: Mapping[str, str]) -> None:
         super().__init__(table, schema, overwrite_mode(table, options) if overwrite else None, options)
+        self.identifier = commit_identifier(options)
 
     def commit(self, messages: list[TaskCommit | None]) -> None:
         """Commit every task's files as one snapshot (see :meth:`TableWriter._commit`)."""
-        self._commit(messages, BATCH_COMMIT_IDENTIFIER)
+        self._commit(messages, self.identifier)
 
     def abort(self, messages: list[TaskCommit | None]) -> None:
         """Delete every file of the write (see :meth:`TableWriter._abort`)."""
         self._abort(messages)
+
+
+def commit_identifier(options: Mapping[str, str]) -> int:
+    """The ``commit.identifier`` write option (default: a batch commit, never deduplicated); it
+    needs a ``commit.user`` to be committed once per user."""
+    value = options.get(COMMIT_IDENTIFIER)
+    if value is None:
+        return BATCH_COMMIT_IDENTIFIER
+    if not value.isdigit() or COMMIT_USER not in options:
+        raise InvalidOptionError(
+            f"write option {COMMIT_IDENTIFIER}={value!r} must be a non-negative integer, given with "
+            f"{COMMIT_USER}: the identifier commits once per commit user"
+        )
+    return int(value)
+
+
+def commit_properties(options: Mapping[str, str]) -> dict[str, str] | None:
+    """The ``commit.properties`` write option: a JSON object whose values are strings."""
+    value = options.get(COMMIT_PROPERTIES)
+    if value is None:
+        return None
+    try:
+        properties = json.loads(value)
+    except ValueError:
+        properties = None
+    if not isinstance(properties, dict) or not all(isinstance(v, str) for v in properties.values()):
+        raise InvalidOptionError(
+            f"write option {COMMIT_PROPERTIES}={value!r} must be a JSON object of strings, "
+            f'such as {{"source.snapshot": "42"}}'
+        )
+    return properties
 
 
 def overwrite_mode(table: Table, options: Mapping[str, str]) -> Overwrite:

@@ -86,7 +86,7 @@ def test_a_commit_to_main_during_the_audit_refuses_the_publish(catalog):
     )
     table.write(pa.table({"id": [3], "dt": [DAY], "v": ["meanwhile"]}, schema=SCHEMA))
     with pytest.raises(CommitConflictError, match="main moved from snapshot 1 to 2"):
-        publish(table, "audit-run", "dagster-run")
+        publish(table, "audit-run")
     assert sorted(table.refresh().read().column("id").to_pylist()) == [1, 3]
     assert table.branches() == ["audit-run"]
 
@@ -95,10 +95,10 @@ def test_an_audit_of_an_empty_table_and_of_nothing_written(catalog):
     table = catalog.create_table("db.t", SCHEMA, primary_keys=["id", "dt"], options={"bucket": "1"})
     audit = open_audit(table, "audit-a")
     audit.write(pa.table({"id": [1], "dt": [DAY], "v": ["x"]}, schema=SCHEMA), commit_user="dagster-a")
-    assert publish(table, "audit-a", "dagster-a") == 1
+    assert publish(table, "audit-a") == 1
     assert table.refresh().read().column("v").to_pylist() == ["x"]
     open_audit(table, "audit-b")  # a run that wrote nothing publishes nothing
-    assert publish(table, "audit-b", "dagster-b") == 1 and table.branches() == []
+    assert publish(table, "audit-b") == 1 and table.branches() == []
 
 
 def test_an_audited_table_needs_checks():
