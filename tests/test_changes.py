@@ -6,7 +6,9 @@ import pyarrow as pa
 import pytest
 
 from lakehouse.errors import InvalidArgumentError, SnapshotNotFoundError
+from lakehouse.read.changes import replaced_partitions
 from lakehouse.store import consumers
+from lakehouse.store.partitions import partition_values
 
 from .conftest import ORDERS, orders, pk_orders_table
 
@@ -66,3 +68,24 @@ def test_overwrites_are_skipped_as_in_paimon_delta_reads(catalog):
     t.write(orders([4], price=3.0))
     assert t.snapshots.snapshot(2).commit_kind == "OVERWRITE"
     assert changes(t, 1) == [(4, 3.0, "+I")]
+
+
+def test_replaced_partitions_are_those_overwrites_removed_rows_from(catalog):
+    """A dynamic overwrite of an empty partition only adds (its files are changes under
+    ``streaming-read-overwrite``); one that removes files, and any overwrite of a primary-key
+    table, replaces its partitions; expired snapshots make the range unknowable."""
+    a = catalog.create_table("db.a", ORDERS, partition_keys=["dt"])
+    a.write(orders([1], dt="d1"))
+    a.write(orders([2, 3], dt="d2"), overwrite={"dt": "d2"})  # d2 held nothing
+    assert replaced_partitions(a.store, 0, 2) == set()
+    assert changes(a, 1, 2) == []  # Paimon's default: overwrites are skipped
+    assert changes(a, 1, 2, overwrites=True) == [(2, 1.0, "+I"), (3, 1.0, "+I")]
+    a.write(orders([4], dt="d1"), overwrite={"dt": "d1"})  # d1 replaced
+    assert {partition_values(a.schema, p)["dt"] for p in replaced_partitions(a.store, 1, 3)} == {"d1"}
+    t = pk_orders_table(catalog)
+    t.write(orders([1], dt="d1"))
+    t.write(orders([2], dt="d2"), overwrite={"dt": "d2"})
+    assert {partition_values(t.schema, p)["dt"] for p in replaced_partitions(t.store, 1, 2)} == {"d2"}
+    a.expire_snapshots(retain_min=1, retain_max=1)
+    assert replaced_partitions(a.store, 1, 3) is None
+    assert replaced_partitions(a.store, 3, 3) == set()

@@ -35,7 +35,7 @@ from lakehouse.ops.partition_expire import (
 )
 from lakehouse.ops.rollback import Rollback, rollback_to, rollback_to_timestamp
 from lakehouse.ops.verify import verify_buckets, verify_deletion_vectors, verify_primary_key
-from lakehouse.options import CONSUMER_ID, SNAPSHOT_EXPIRE_AFTER_COMMIT, WRITE_ONLY
+from lakehouse.options import CONSUMER_ID, SNAPSHOT_EXPIRE_AFTER_COMMIT, STREAMING_READ_OVERWRITE, WRITE_ONLY
 from lakehouse.paths import MAIN_BRANCH, FileNamer, TablePaths
 from lakehouse.predicate import Predicate
 from lakehouse.read import scan
@@ -406,13 +406,23 @@ class Table:
         return remove_orphan_files(self.store, older_than_ms, dry_run)
 
     def read_changes(
-        self, start_snapshot_id: int, end_snapshot_id: int | None = None, consumer_id: str | None = None
+        self,
+        start_snapshot_id: int,
+        end_snapshot_id: int | None = None,
+        consumer_id: str | None = None,
+        *,
+        overwrites: bool | None = None,
     ) -> pa.Table:
         """Rows changed after ``start_snapshot_id`` up to ``end_snapshot_id`` (default latest) with
         a ``_row_kind`` column; ``consumer_id`` (default: the ``consumer-id`` option) records the
-        progress so expiration keeps the snapshots the consumer reads next."""
-        consumer_id = consumer_id or self.schema.core_options.get(CONSUMER_ID)
-        return read_changes(self.store, start_snapshot_id, end_snapshot_id, consumer_id)
+        progress so expiration keeps the snapshots the consumer reads next. ``overwrites``
+        (default: the ``streaming-read-overwrite`` option): the files overwrites added count as
+        changes."""
+        options = self.schema.core_options
+        consumer_id = consumer_id or options.get(CONSUMER_ID)
+        if overwrites is None:
+            overwrites = options.get_bool(STREAMING_READ_OVERWRITE)
+        return read_changes(self.store, start_snapshot_id, end_snapshot_id, consumer_id, overwrites)
 
     # ---- branches ------------------------------------------------------------------------
 

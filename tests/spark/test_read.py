@@ -11,6 +11,7 @@ from pyspark.sql import datasource as sf
 
 import lakehouse
 from lakehouse import col
+from lakehouse.errors import InvalidOptionError
 from lakehouse.spark.reader import PaimonReader, ScanOptions, file_by_file
 from lakehouse.spark.source import PaimonDataSource
 from lakehouse.spark.types import spark_schema
@@ -236,3 +237,39 @@ def test_spark_finds_the_installed_source_by_name(connect_server, catalog, wareh
         assert rows(got) == rows(t.read())
     finally:
         fresh.stop()
+
+
+def test_incremental_between_reads_the_changes_of_a_range(spark, catalog, warehouse):
+    """``incremental-between``: changelog files of a table with a producer (updates as -U/+U,
+    deletes as -D under ``read.changelog``), the new files of an append table - with
+    ``streaming-read-overwrite`` also those a dynamic overwrite of an empty partition added."""
+    t = catalog.create_table("db.t", ORDERS, primary_keys=["order_id", "dt"], partition_keys=["dt"],
+                             options={"bucket": "1", "changelog-producer": "lookup"})  # fmt: skip
+    t.write(orders(range(3), price=1.0))
+    first = t.latest_snapshot_id()  # the write's APPEND snapshot, then the COMPACT one with its changelog
+    t.write(orders([1], price=2.0).append_column("_row_kind", pa.array(["+U"])))
+    t.write(orders([2]).append_column("_row_kind", pa.array(["-D"])))
+
+    def read(name, between, **options):
+        df = spark.read.format("paimon").options(
+            warehouse=warehouse, **{"incremental-between": between}, **options
+        )
+        return df.load(name)
+
+    got = read("db.t", f"{first},{t.latest_snapshot_id()}", **{"read.changelog": "true"})
+    assert sorted((r.order_id, r.price, r._row_kind) for r in got.collect()) == [
+        (1, 1.0, "-U"), (1, 2.0, "+U"), (2, 1.0, "-D"),
+    ]  # fmt: skip
+    assert read("db.t", f"0,{t.latest_snapshot_id()}").columns == ORDERS.names
+    a = catalog.create_table("db.a", ORDERS, partition_keys=["dt"])
+    a.write(orders([1], dt="d1"))
+    a.write(orders([2, 3], dt="d2"), overwrite={"dt": "d2"})
+    assert [r.order_id for r in read("db.a", "1,2").collect()] == []
+    got = read("db.a", "0,2", **{"streaming-read-overwrite": "true"}).where("order_id > 1")
+    assert sorted(r.order_id for r in got.collect()) == [2, 3]
+    with pytest.raises(Exception, match="incremental-between"):
+        read("db.a", "1,9").collect()
+    with pytest.raises(Exception, match="incremental-between"):
+        read("db.a", "two").collect()
+    with pytest.raises(InvalidOptionError, match="incremental-between"):
+        lakehouse.spark.read(spark, "db.a", warehouse=warehouse, options={"incremental-between": "0,2"})

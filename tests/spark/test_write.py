@@ -229,3 +229,41 @@ def test_spark_writes_reads_and_compacts_a_table_on_s3(any_spark, s3_warehouse):
     assert rows(got) == rows(t.read()) == rows(oracle.read(uri, "db.t", s3))
     assert got.num_rows == 45  # ids 1, 3, .. 9 of the first day are new keys
     assert [r["order_id"] for r in rows(t.read()) if r["price"] == 3.0] == list(range(10))
+
+
+def test_a_commit_identifier_commits_once_per_user_with_its_properties(spark, catalog, warehouse):
+    """``commit.identifier`` with ``commit.user``: a replayed write of an identifier the user
+    committed is dropped without a trace; ``commit.properties`` land on the snapshots, and a
+    write with properties commits even when it has no rows (the properties are the point)."""
+    t = pk_orders_table(catalog, **{"changelog-producer": "lookup"})
+    user = {"commit.user": "feeder"}
+
+    def once(ids, identifier: int, source: str) -> None:
+        options = {
+            **user,
+            "commit.identifier": str(identifier),
+            "commit.properties": f'{{"source": "{source}"}}',
+        }
+        write(spark.createDataFrame(orders(ids, dt=DAYS[0])), "db.t", warehouse=warehouse, options=options)
+
+    once(range(3), 1, "5")
+    files = sorted(data_files(warehouse))
+    once(range(3, 6), 1, "6")  # a replay of identifier 1: its rows are not committed, its files gone
+    assert [r["order_id"] for r in rows(t.read())] == [0, 1, 2] and sorted(data_files(warehouse)) == files
+    assert {t.snapshot(i).properties["source"] for i in t.snapshots.snapshot_ids()} == {
+        "5"
+    }  # data, compaction
+    once([], 2, "7")
+    latest = t.snapshots.latest()
+    assert (latest.commit_kind, latest.commit_identifier, latest.properties) == (
+        CommitKind.APPEND,
+        2,
+        {"source": "7"},
+    )
+    with pytest.raises(Exception, match="InvalidOptionError.*commit.identifier"):
+        write(spark.createDataFrame(orders([9], dt=DAYS[0])), "db.t", warehouse=warehouse,
+              options={"commit.identifier": "3"})  # fmt: skip
+    with pytest.raises(Exception, match="InvalidOptionError.*JSON object of strings"):
+        write(spark.createDataFrame(orders([9], dt=DAYS[0])), "db.t", warehouse=warehouse,
+              options={"commit.properties": '{"n": 1}'})  # fmt: skip
+    assert t.refresh().latest_snapshot_id() == latest.id
