@@ -9,7 +9,7 @@ MARIADB := /usr/sbin/mariadbd
 export LAKEHOUSE_WAREHOUSE ?= $(CURDIR)/warehouse
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: demo dev cluster-demo test e2e lint bench clean
+.PHONY: demo stream dev cluster-demo test e2e lint bench clean
 
 # compat editable mode: the checkout on sys.path, so Spark's lookup of installed data sources
 # (pkgutil over sys.path) finds pyspark_paimon in every Python worker of this venv
@@ -21,6 +21,11 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(PY) -m assets.demo
+
+# The example run continuously: rounds of late events through the incremental tables, with the
+# end-to-end freshness of each (after make demo)
+stream: $(STAMP)
+	$(PY) -m assets.streaming
 
 # The example on a Spark standalone cluster (master + 2 workers) with its warehouse on S3 (moto),
 # all on loopback

@@ -32,7 +32,7 @@ MAINTENANCE = ("compact_job", "rewrite_index_job", "expire_job")
 INSTANCE = Path(__file__).resolve().parents[1] / "dagster.yaml"  # the instance settings make dev uses
 
 
-def _instance() -> DagsterInstance:
+def dagster_instance() -> DagsterInstance:
     home = Path(os.environ.setdefault("DAGSTER_HOME", str(Path(".dagster_home").resolve())))
     home.mkdir(parents=True, exist_ok=True)
     settings = home / "dagster.yaml"
@@ -51,7 +51,7 @@ def _timed(label: str, run: Callable[[], ExecuteInProcessResult]) -> ExecuteInPr
     return result
 
 
-def _logs(level: str) -> dict:
+def log_config(level: str) -> dict:
     """Run config of Dagster's console logger (its DEBUG events are in the UI either way)."""
     return {"loggers": {"console": {"config": {"log_level": level}}}}
 
@@ -61,10 +61,10 @@ def main(days: int = DAYS, log_level: str = "WARNING") -> None:
     catalog = Catalog(warehouse)
     for spec in TABLES:
         catalog.drop_table(spec.name, ignore_if_not_exists=True)
-    instance = _instance()
+    instance = dagster_instance()
     where = warehouse if "://" in warehouse else os.path.abspath(warehouse)
     print(f"warehouse {where}, DAGSTER_HOME {os.environ['DAGSTER_HOME']}")
-    pipeline, logs = defs.resolve_job_def(PIPELINE), _logs(log_level)
+    pipeline, logs = defs.resolve_job_def(PIPELINE), log_config(log_level)
     checks: dict[str, bool] = {}
     for day in recent_days(days):
         run = _timed(

@@ -16,6 +16,7 @@ ORDERS_PER_DAY = int(os.environ.get("LAKEHOUSE_EXAMPLE_ORDERS_PER_DAY", "400")) 
 USERS = 50
 START = "2026-01-01"  # the example's first day (its daily partitions start here)
 EPOCH = dt.date(2020, 1, 1)  # day numbers seed the generator: a day's events never depend on START
+LATE_IDS = 10**15  # late events' ids start here (a day's own events number below 10**7 per day)
 
 
 def recent_days(count: int) -> list[str]:
@@ -95,19 +96,19 @@ def order_events(day: str, orders: int = ORDERS_PER_DAY) -> pa.Table:
 
 
 def late_events(day: str, batch: int, share: float = 0.01, orders: int = ORDERS_PER_DAY) -> pa.Table:
-    """Events that reach ``day``'s partition after its run (late batch number ``batch``, the same
-    every time for the same day and batch): a ``share`` of the day's orders repriced, a tenth of
-    those cancelled, all timed after the day's own events."""
+    """Events that reach ``day``'s partition after its run (late batch number ``batch`` < 10,000,
+    the same every time for the same day and batch): a ``share`` of the day's orders repriced, a
+    tenth of those cancelled, timed after the day's own events and earlier batches."""
     index = (dt.date.fromisoformat(day) - EPOCH).days
     rng = np.random.default_rng([index, batch])
     chosen = np.sort(rng.choice(orders, max(1, int(orders * share)), replace=False))
     n = len(chosen)
     user_id = np.random.default_rng(index).integers(0, USERS, orders, dtype=np.int64)[chosen]
     cancel = rng.random(n) < 0.1
-    late = np.datetime64(day, "us") + np.timedelta64(1 + batch, "D")
+    late = np.datetime64(day, "us") + np.timedelta64(1, "D") + np.timedelta64(batch, "h")
     events = pa.table(
         {
-            "event_id": index * 10_000_000 + 5_000_000 + batch * 100_000 + np.arange(n, dtype=np.int64),
+            "event_id": LATE_IDS + index * 10**9 + batch * 10**5 + np.arange(n, dtype=np.int64),
             "order_id": index * 1_000_000 + chosen.astype(np.int64),
             "user_id": user_id,
             "event_type": pa.array(np.where(cancel, "cancel", "update")),

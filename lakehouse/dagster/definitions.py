@@ -28,6 +28,7 @@ from lakehouse.dagster.sensors import compaction_sensor, snapshot_sensor
 from lakehouse.dagster.spec import TableSpec
 
 PIPELINE = "lakehouse_pipeline"
+INCREMENTAL = "lakehouse_incremental"  # the incremental tables (and their checks): what changes feed
 AUTOMATION = "lakehouse_automation"
 
 
@@ -40,12 +41,16 @@ def build_definitions(
     (default: a ``LakehouseResource`` and a ``SparkResource``) under the keys ``lakehouse`` and
     ``spark``."""
     pipeline = define_asset_job(PIPELINE, selection=AssetSelection.all())
+    incremental = [s.key for s in specs if s.incremental]
+    streaming = (
+        [define_asset_job(INCREMENTAL, selection=AssetSelection.assets(*incremental))] if incremental else []
+    )
     maintenance = maintenance_jobs([s.name for s in specs])
     downstream = {s.name: [d.key for d in specs if s.name in d.upstream] for s in specs}
     return Definitions(
         assets=[table_asset(s, partitions) for s in specs],
         asset_checks=[c for s in specs for c in table_checks(s, partitions)],
-        jobs=[pipeline, *maintenance],
+        jobs=[pipeline, *streaming, *maintenance],
         schedules=[
             build_schedule_from_partitioned_job(pipeline, hour_of_day=1),
             ScheduleDefinition(name="nightly_expiration", job=maintenance.expire, cron_schedule="0 3 * * *"),
