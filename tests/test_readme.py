@@ -13,11 +13,20 @@ from lakehouse.store import consumers
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def test_quickstart_runs(tmp_path, monkeypatch):
-    code = re.search(r"## Quickstart\n\n```python\n(.*?)```", README.read_text(), re.S).group(1)
-    monkeypatch.chdir(tmp_path)
+def run_sections(*headings: str) -> dict:
+    """Run the first Python block under each README heading (``## Quickstart``...), in order, in
+    one scope (in the current directory); the scope."""
+    text = README.read_text()
     scope: dict = {}
-    exec(compile(code, str(README), "exec"), scope)
+    for heading in headings:
+        code = re.search(rf"{re.escape(heading)}\n\n.*?```python\n(.*?)```", text, re.S).group(1)
+        exec(compile(code, str(README), "exec"), scope)
+    return scope
+
+
+def test_quickstart_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    scope = run_sections("## Quickstart")
     rows = scope["orders"].read().to_pylist()
     assert rows == [{"order_id": 1, "dt": "2024-01-01", "status": "PAID", "price": 9.5, "remark": None}]
     assert scope["orders"].latest_snapshot_id() == 5  # the last one swaps in indexed file metadata
@@ -25,12 +34,8 @@ def test_quickstart_runs(tmp_path, monkeypatch):
 
 @pytest.mark.spark
 def test_spark_section_runs_after_the_quickstart(spark, tmp_path, monkeypatch):
-    text = README.read_text()
     monkeypatch.chdir(tmp_path)
-    scope: dict = {}
-    for section in ("Quickstart", "Spark"):
-        code = re.search(rf"## {section}\n\n.*?```python\n(.*?)```", text, re.S).group(1)
-        exec(compile(code, str(README), "exec"), scope)
+    scope = run_sections("## Quickstart", "## Spark")
     assert scope["spark"] is spark
     assert scope["orders"].snapshot(scope["orders"].latest_snapshot_id()).commit_kind.name == "COMPACT"
     assert scope["catalog"].get_table("shop.events").read().num_rows == 1
@@ -38,12 +43,8 @@ def test_spark_section_runs_after_the_quickstart(spark, tmp_path, monkeypatch):
 
 @pytest.mark.spark
 def test_streaming_writes_section_runs_after_the_spark_one(spark, tmp_path, monkeypatch):
-    text = README.read_text()
     monkeypatch.chdir(tmp_path)
-    scope: dict = {}
-    for section in ("## Quickstart", "## Spark", "### Streaming writes"):
-        code = re.search(rf"{section}\n\n.*?```python\n(.*?)```", text, re.S).group(1)
-        exec(compile(code, str(README), "exec"), scope)
+    scope = run_sections("## Quickstart", "## Spark", "### Streaming writes")
     latest = scope["orders"].snapshot()
     assert (latest.commit_user, latest.commit_identifier) == (scope["query"].id, 0)
     assert [r["order_id"] for r in scope["orders"].read().to_pylist() if r["dt"] == "2024-01-02"] == [7]
@@ -51,22 +52,16 @@ def test_streaming_writes_section_runs_after_the_spark_one(spark, tmp_path, monk
 
 @pytest.mark.spark
 def test_streaming_reads_section_runs_after_the_quickstart(spark, tmp_path, monkeypatch):
-    text = README.read_text()
     monkeypatch.chdir(tmp_path)
-    scope: dict = {}
-    for section in ("Quickstart", "Streaming reads"):
-        code = re.search(rf"## {section}\n\n.*?```python\n(.*?)```", text, re.S).group(1)
-        exec(compile(code, str(README), "exec"), scope)
+    scope = run_sections("## Quickstart", "## Streaming reads")
     got = spark.read.parquet(str(tmp_path / "order_changes")).collect()
     assert [(r.order_id, r.status, r._row_kind) for r in got] == [(1, "PAID", "+I")]
     assert list(consumers.consumers(scope["orders"].store)) == ["audit"]
 
 
 def test_io_manager_section_runs(tmp_path, monkeypatch):
-    code = re.search(r"### Plain assets: the IO manager\n\n.*?```python\n(.*?)```", README.read_text(), re.S)
     monkeypatch.chdir(tmp_path)
-    scope: dict = {}
-    exec(compile(code.group(1), str(README), "exec"), scope)
+    run_sections("### Plain assets: the IO manager")
     catalog = Catalog(str(tmp_path / "warehouse"))
     assert catalog.get_table("shop.low_stock").read().to_pylist() == [
         {"dt": "2026-01-02", "sku": "apple", "units": 3}
