@@ -32,6 +32,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lakehouse import Catalog, Table
+from lakehouse.errors import InvalidOptionError
+from lakehouse.options import ChangelogProducerKind
 from lakehouse.read.changes import replaced_partitions
 from lakehouse.store import consumers
 from lakehouse.store.partitions import partition_values
@@ -106,6 +108,7 @@ def plan_increment(catalog: Catalog, table: Table, upstream: tuple[str, ...], da
     positions = {}
     for name in upstream:
         source = catalog.get_table(name)
+        _check_changelog(source, table.name)
         end = source.latest_snapshot_id() or 0
         start = None
         if table.latest_snapshot_id() is not None:  # an empty table is filled whole
@@ -117,6 +120,18 @@ def plan_increment(catalog: Catalog, table: Table, upstream: tuple[str, ...], da
     if any(p.start is None for p in positions.values()):
         positions = {name: Position(name, None, p.end) for name, p in positions.items()}
     return Increment(table.name, positions, 1 if last is None else last.commit_identifier + 1)
+
+
+def _check_changelog(source: Table, downstream: str) -> None:
+    """Refuse a primary-key upstream without a changelog producer: its changes are upserts without
+    the rows they replace (no ``-U``), so what a downstream table derives would drift."""
+    if source.primary_keys and source.schema.core_options.changelog_producer == ChangelogProducerKind.NONE:
+        raise InvalidOptionError(
+            f"incremental table {downstream} reads the changes of {source.name}, a primary-key table "
+            f"without a changelog producer: its updates come without the rows they replace. Set "
+            f"{source.name}'s changelog-producer to input, lookup or full-compaction, or make "
+            f"{downstream} not incremental"
+        )
 
 
 def _start(source: Table, recorded: str | None, consumer: str) -> int | None:

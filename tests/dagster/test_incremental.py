@@ -20,6 +20,7 @@ from lakehouse.dagster.incremental import consumer_id, incremental_user, plan_in
 from lakehouse.dagster.resources import LakehouseResource, SparkResource
 from lakehouse.dagster.spec import TableSpec
 from lakehouse.dagster.yaml_spec import sql_transform
+from lakehouse.errors import InvalidOptionError
 from lakehouse.store import consumers
 
 pytestmark = pytest.mark.spark
@@ -303,3 +304,14 @@ def test_the_streaming_mode_keeps_dws_fresh(spark, warehouse, tmp_path, monkeypa
         rounds[-1].freshness
         == (Catalog(warehouse).get_table("dws.user_daily").snapshot().time_millis - landed) / 1000
     )
+
+
+def test_a_primary_key_upstream_needs_a_changelog_producer(warehouse):
+    catalog = Catalog(warehouse)
+    catalog.create_database("src")
+    catalog.create_table(
+        SRC, ITEMS, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "1"}
+    )
+    target = SUMS.ensure(catalog)
+    with pytest.raises(InvalidOptionError, match="changelog-producer to input, lookup or full-compaction"):
+        plan_increment(catalog, target, (SRC,), "dt")
