@@ -84,7 +84,7 @@ def table_asset(spec: TableSpec, partitions: DailyPartitionsDefinition) -> Asset
         days = tuple(context.partition_keys) if spec.daily else None
         storage = lakehouse.storage()
         increment = (
-            plan_increment(catalog, table, spec.upstream, PARTITION_COLUMN) if spec.incremental else None
+            plan_increment(catalog, spec.name, spec.upstream, PARTITION_COLUMN) if spec.incremental else None
         )
         target, audit = spec.name, {}
         if spec.publish is Publish.AUDITED:  # written to the run's branch; its checks publish it

@@ -28,8 +28,11 @@ expiration keeps the snapshots the next run reads.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
 
 from lakehouse import Catalog, Table
 from lakehouse.errors import InvalidOptionError
@@ -37,6 +40,9 @@ from lakehouse.options import ChangelogProducerKind
 from lakehouse.read.changes import replaced_partitions
 from lakehouse.store import consumers
 from lakehouse.store.partitions import partition_values
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 PROPERTY_PREFIX = "incremental."  # snapshot property: incremental.<upstream> -> its snapshot read up to
 
@@ -86,40 +92,47 @@ class Increment:
     def position(self, upstream: str) -> Position:
         return self.positions[upstream]
 
+    @property
+    def properties(self) -> dict[str, str]:
+        """The snapshot properties recording the positions."""
+        return {PROPERTY_PREFIX + name: str(p.end) for name, p in self.positions.items()}
+
     def write_options(self) -> dict[str, str]:
         """The Spark write options that commit this increment exactly once, with its positions."""
         from lakehouse.spark.writer import COMMIT_IDENTIFIER, COMMIT_PROPERTIES, COMMIT_USER
 
-        properties = {PROPERTY_PREFIX + name: str(p.end) for name, p in self.positions.items()}
         return {
             COMMIT_USER: incremental_user(self.table),
             COMMIT_IDENTIFIER: str(self.identifier),
-            COMMIT_PROPERTIES: json.dumps(properties),
+            COMMIT_PROPERTIES: json.dumps(self.properties),
         }
 
 
-def plan_increment(catalog: Catalog, table: Table, upstream: tuple[str, ...], day_column: str) -> Increment:
-    """What the next materialization of ``table`` reads of each of ``upstream``: every upstream
-    from its recorded position through its latest snapshot, or all of them whole when any one
-    cannot be read incrementally (the table is then replaced, so all must be whole).
-    ``day_column``: the partition column of days, the unit replaced days are recomputed in."""
-    last = table.store.snapshots.latest_of_user(incremental_user(table.name))
+def plan_increment(catalog: Catalog, name: str, upstream: Sequence[str], day_column: str | None) -> Increment:
+    """What the next materialization of table ``name`` reads of each of ``upstream``: every
+    upstream from its recorded position through its latest snapshot, or all of them whole when any
+    one cannot be read incrementally (the table is then replaced, so all must be whole).
+    ``day_column``: the partition column of days, the unit replaced days are recomputed in (None:
+    a replaced partition makes the run full)."""
+    sources = {u: catalog.get_table(u) for u in upstream}
+    for source in sources.values():
+        _check_changelog(source, name)
+    table = catalog.get_table(name) if catalog.table_exists(name) else None
+    last = table.store.snapshots.latest_of_user(incremental_user(name)) if table is not None else None
     recorded = dict(last.properties or {}) if last is not None else {}
     positions = {}
-    for name in upstream:
-        source = catalog.get_table(name)
-        _check_changelog(source, table.name)
+    for upstream_name, source in sources.items():
         end = source.latest_snapshot_id() or 0
         start = None
-        if table.latest_snapshot_id() is not None:  # an empty table is filled whole
-            start = _start(source, recorded.get(PROPERTY_PREFIX + name), consumer_id(table.name))
+        if table is not None and table.latest_snapshot_id() is not None:  # an empty table is filled whole
+            start = _start(source, recorded.get(PROPERTY_PREFIX + upstream_name), consumer_id(name))
         replaced = None if start is None or start > end else _replaced_days(source, start, end, day_column)
         if replaced is None or (replaced and table.partition_keys != [day_column]):
             start, replaced = None, ()
-        positions[name] = Position(name, start, end, replaced)
+        positions[upstream_name] = Position(upstream_name, start, end, replaced)
     if any(p.start is None for p in positions.values()):
-        positions = {name: Position(name, None, p.end) for name, p in positions.items()}
-    return Increment(table.name, positions, 1 if last is None else last.commit_identifier + 1)
+        positions = {u: Position(u, None, p.end) for u, p in positions.items()}
+    return Increment(name, positions, 1 if last is None else last.commit_identifier + 1)
 
 
 def _check_changelog(source: Table, downstream: str) -> None:
@@ -143,7 +156,7 @@ def _start(source: Table, recorded: str | None, consumer: str) -> int | None:
     return None if following is None else following - 1
 
 
-def _replaced_days(source: Table, start: int, end: int, day_column: str) -> tuple[str, ...] | None:
+def _replaced_days(source: Table, start: int, end: int, day_column: str | None) -> tuple[str, ...] | None:
     """The days ``source`` replaced in snapshots ``start+1 .. end``; None when they cannot be
     told (snapshots expired, or replaced partitions that are not days)."""
     replaced = replaced_partitions(source.store, start, end)
@@ -157,3 +170,66 @@ def record_consumers(catalog: Catalog, increment: Increment) -> None:
     expiration keeps every snapshot after them."""
     for name, p in increment.positions.items():
         consumers.record(catalog.get_table(name).store, consumer_id(increment.table), p.end + 1)
+
+
+def spark_changes(
+    spark: SparkSession,
+    table: str,
+    position: Position,
+    warehouse: str,
+    storage: Mapping[str, str],
+    day_column: str,
+) -> DataFrame:
+    """``position`` of ``table`` as a DataFrame with ``_row_kind``: its changes, but the rows of the
+    days it replaced - or with no ``start``, all of its rows - whole, as ``+I``, as of ``end``."""
+    from lakehouse.options import INCREMENTAL_BETWEEN, READ_CHANGELOG, STREAMING_READ_OVERWRITE
+    from lakehouse.rowkind import ROW_KIND
+    from lakehouse.spark.kinds import functions_for
+
+    f = functions_for(spark)
+    if position.start is None:
+        whole = snapshot_frame(spark, table, position.end, warehouse, storage)
+        return whole.withColumn(ROW_KIND, f.lit("+I"))
+    options = {
+        **storage,
+        "warehouse": warehouse,
+        INCREMENTAL_BETWEEN: f"{position.start},{position.end}",
+        READ_CHANGELOG: "true",
+        STREAMING_READ_OVERWRITE: "true",
+    }
+    changes = spark.read.format("paimon").options(**options).load(table)
+    if not position.replaced:
+        return changes
+    days = f.col(day_column).isin(list(position.replaced))
+    whole = snapshot_frame(spark, table, position.end, warehouse, storage, where=days)
+    return changes.where(~days).unionByName(whole.withColumn(ROW_KIND, f.lit("+I")))
+
+
+def snapshot_frame(
+    spark: SparkSession,
+    table: str,
+    snapshot: int | None,
+    warehouse: str,
+    storage: Mapping[str, str],
+    columns: Sequence[str] | None = None,
+    where=None,
+) -> DataFrame:
+    """``columns`` of ``table`` matching ``where`` as of ``snapshot`` (None: the latest; 0: before
+    its first, no rows), read by :func:`lakehouse.spark.read`."""
+    from lakehouse.options import SCAN_SNAPSHOT_ID
+    from lakehouse.spark import read
+
+    options = {**storage, **({SCAN_SNAPSHOT_ID: str(snapshot)} if snapshot else {})}
+    frame = read(spark, table, columns=columns, where=where, warehouse=warehouse, options=options)
+    return frame.limit(0) if snapshot == 0 else frame
+
+
+def arrow_changes(table: Table, position: Position) -> pa.Table:
+    """``position`` of ``table`` as Arrow with ``_row_kind`` (no replaced days: those make the
+    position whole)."""
+    from lakehouse.rowkind import ROW_KIND
+
+    if position.start is None:
+        rows = table.read(snapshot_id=position.end) if position.end else table.arrow_schema.empty_table()
+        return rows.append_column(ROW_KIND, pa.array(["+I"] * rows.num_rows, pa.string()))
+    return table.read_changes(position.start, position.end, overwrites=True)

@@ -21,6 +21,13 @@ Input metadata ``columns`` reads only those columns. A partitioned upstream asse
 the partitions the input maps to, pruned when the read is planned. Every write is one snapshot
 committed as the run (``dagster-<run id>``), after which the output gets the table's metadata
 (:func:`~lakehouse.dagster.metadata.run_metadata`).
+
+Definition metadata ``incremental=True`` makes an asset incremental
+(:mod:`lakehouse.dagster.incremental`): each input is what its upstream table changed since the
+asset's last materialization, with a ``_row_kind`` column (all of its partitions; every row,
+as ``+I``, on the first run or when a change has no changelog - an overwrite that replaced rows,
+expired snapshots), and the output is upserted exactly once - or replaces the table when the
+inputs were read whole. The positions are planned once per step, when the first input loads.
 """
 
 from __future__ import annotations
@@ -45,6 +52,15 @@ from dagster import (
 from lakehouse import Catalog, Table, col
 from lakehouse.commit.table_commit import Overwrite
 from lakehouse.dagster.factory import commit_user
+from lakehouse.dagster.incremental import (
+    Increment,
+    Position,
+    arrow_changes,
+    incremental_user,
+    plan_increment,
+    record_consumers,
+    spark_changes,
+)
 from lakehouse.dagster.metadata import TABLE_NAME, run_metadata
 from lakehouse.dagster.resources import LakehouseResource, SparkResource
 from lakehouse.dagster.spark_logs import spark_logs
@@ -66,6 +82,7 @@ PARTITION_EXPR = "partition_expr"
 PRIMARY_KEYS = "primary_keys"
 PARTITION_KEYS = "partition_keys"
 OPTIONS = "options"
+INCREMENTAL = "incremental"
 # metadata of an input
 COLUMNS = "columns"
 
@@ -88,17 +105,21 @@ class SchemaMode(Enum):
 
 @dataclass(frozen=True)
 class Selection:
-    """The rows of a table an input reads: some columns, some partitions."""
+    """The rows of a table an input reads: some columns, some partitions - or ``rows`` read
+    already (the changes of an incremental input)."""
 
     table: Table
     columns: list[str] | None
     filter: Predicate | None
+    rows: pa.Table | None = None
 
     def arrow(self) -> pa.Table:
-        return self.table.read(self.columns, self.filter)
+        return self.rows if self.rows is not None else self.table.read(self.columns, self.filter)
 
     def stream(self) -> pa.RecordBatchReader:
         """The rows split by split: at most one split's rows in memory."""
+        if self.rows is not None:
+            return pa.RecordBatchReader.from_batches(self.rows.schema, self.rows.to_batches())
         splits = self.table.plan(self.filter).splits
         reader = self.table.new_read(self.columns, self.filter)
         batches = (b for split in splits for b in reader.read_split(split).to_batches())
@@ -200,16 +221,30 @@ class PaimonIOManager(ConfigurableIOManager):
         for f in merge.added:
             table.add_column(f.name, f.type)
         overwrite = _overwrite(mode, partitions, metadata, table, asset)
-        user = commit_user(context.run_id)
+        user, commit = commit_user(context.run_id), {}
+        increment = _planned(context, catalog, table.name) if metadata.get(INCREMENTAL) else None
+        if increment is not None:
+            if mode not in (WriteMode.UPSERT, WriteMode.APPEND):
+                raise InvalidArgumentError(
+                    f"asset {asset} is incremental: its output is upserted (or replaces the table when its "
+                    f"inputs were read whole); remove write_mode {mode.value}"
+                )
+            user, overwrite = incremental_user(table.name), True if increment.full else None
+            commit = {"identifier": increment.identifier, "properties": increment.properties}
         before = table.latest_snapshot_id() or 0
         if frame is not None:
+            from lakehouse.spark.writer import COMMIT_USER
+
+            options = increment.write_options() if increment is not None else {COMMIT_USER: user}
             with spark_logs(context.log, frame.sparkSession):
-                self._write_spark(frame, table, merge.missing, mode, overwrite, user)
+                self._write_spark(frame, table, merge.missing, mode, overwrite, options)
         else:
             if mode is WriteMode.DELETE:
                 kind = pa.field(ROW_KIND, pa.int8())
                 data = with_columns(data, [(kind, pa.scalar(int(RowKind.DELETE), kind.type))])
-            table.write(fill_missing(data, table.schema), overwrite, commit_user=user)
+            table.write(fill_missing(data, table.schema), overwrite, commit_user=user, **commit)
+        if increment is not None:
+            record_consumers(catalog, increment)
         context.add_output_metadata(run_metadata(table.refresh(), user, before))
 
     def _write_spark(
@@ -219,20 +254,21 @@ class PaimonIOManager(ConfigurableIOManager):
         missing: tuple[str, ...],
         mode: WriteMode,
         overwrite: Overwrite,
-        user: str,
+        commit: Mapping[str, str],
     ) -> None:
-        """Write through the ``paimon`` data source: the frame's tasks write, the driver commits."""
+        """Write through the ``paimon`` data source: the frame's tasks write, the driver commits
+        with the ``commit`` write options (its commit user...)."""
         from lakehouse.options import DYNAMIC_PARTITION_OVERWRITE
         from lakehouse.spark import write
         from lakehouse.spark.kinds import functions_for
         from lakehouse.spark.types import spark_type
-        from lakehouse.spark.writer import COMMIT_USER, OVERWRITE_PARTITIONS
+        from lakehouse.spark.writer import OVERWRITE_PARTITIONS
 
         f = functions_for(frame)
         added = {n: f.lit(None).cast(spark_type(table.schema.field(n).type)) for n in missing}
         if mode is WriteMode.DELETE:
             added[ROW_KIND] = f.lit(int(RowKind.DELETE)).cast("byte")
-        options = {**self.lakehouse.storage(), COMMIT_USER: user}
+        options = {**self.lakehouse.storage(), **commit}
         if isinstance(overwrite, list):
             options[OVERWRITE_PARTITIONS] = json.dumps(overwrite)
         elif overwrite is True:
@@ -258,7 +294,10 @@ class PaimonIOManager(ConfigurableIOManager):
         partitions = _run_partitions(context, asset)
         column = _partition_column(upstream, table, asset) if partitions is not None else None
         wanted = context.dagster_type.typing_type
+        position = self._incremental_position(context, table.name)
         if SPARK.covers(wanted):
+            if position is not None:
+                return self._changes_spark(table.name, columns, position)
             return self._read_spark(table.name, columns, column, partitions)
         if wanted in (Any, object, None):
             wanted = pa.Table
@@ -268,8 +307,36 @@ class PaimonIOManager(ConfigurableIOManager):
                 f"input {context.name!r} from asset {asset} is annotated {wanted}; PaimonIOManager loads "
                 f"{_supported()}"
             )
+        if position is not None:
+            changes = arrow_changes(table, position)
+            return handler.load(
+                Selection(table, columns, None, changes.select([*columns, ROW_KIND]) if columns else changes)
+            )
         where = col(column).isin(partitions) if column is not None else None
         return handler.load(Selection(table, columns, where))
+
+    def _incremental_position(self, context: InputContext, upstream: str) -> Position | None:
+        """What an input of an incremental asset reads of ``upstream`` (None: not incremental)."""
+        assets_def = context.step_context.assets_def if context.step_context.is_sda_step else None
+        if assets_def is None or len(assets_def.keys) != 1:
+            return None
+        key = assets_def.key
+        metadata = _plain(assets_def.metadata_by_key.get(key))
+        if not metadata.get(INCREMENTAL):
+            return None
+        catalog = self.lakehouse.catalog()
+        name = self.table_name(key, metadata)
+        inputs = [self.table_name(k, {}) for k in assets_def.keys_by_input_name.values()]
+        upstream_tables = [t for t in inputs if t == upstream or catalog.table_exists(t)]
+        increment = _plan_once(context.step_context.run_id, context.step_context.step.key,
+                               lambda: plan_increment(catalog, name, upstream_tables, None))  # fmt: skip
+        return increment.position(upstream)
+
+    def _changes_spark(self, name: str, columns: list[str] | None, position: Position) -> DataFrame:
+        """The changes of an incremental Spark input (see :func:`spark_changes`)."""
+        frame = spark_changes(self._spark(name), name, position, self.lakehouse.warehouse,
+                              self.lakehouse.storage(), None)  # fmt: skip
+        return frame.select(*columns, ROW_KIND) if columns else frame
 
     def _read_spark(
         self, name: str, columns: list[str] | None, column: str | None, partitions: list[str] | None
@@ -281,15 +348,18 @@ class PaimonIOManager(ConfigurableIOManager):
         from lakehouse.spark import read
         from lakehouse.spark.kinds import functions_for
 
+        spark = self._spark(name)
+        where = None if column is None else functions_for(spark).col(column).isin(partitions)
+        return read(spark, name, columns=columns, where=where, warehouse=self.lakehouse.warehouse,
+                    options=self.lakehouse.storage())  # fmt: skip
+
+    def _spark(self, name: str):
         if self.spark is None:
             raise InvalidArgumentError(
                 f"table {name} is loaded as a PySpark DataFrame but PaimonIOManager has no Spark session; "
                 f"give it spark=SparkResource(...)"
             )
-        spark = self.spark.spark_session
-        where = None if column is None else functions_for(spark).col(column).isin(partitions)
-        return read(spark, name, columns=columns, where=where, warehouse=self.lakehouse.warehouse,
-                    options=self.lakehouse.storage())  # fmt: skip
+        return self.spark.spark_session
 
     # ---- names ---------------------------------------------------------------------------
 
@@ -306,6 +376,27 @@ class PaimonIOManager(ConfigurableIOManager):
             f"asset {key.to_user_string()}: a Paimon table is named db.table, its key has {len(key.path)} "
             f"parts; give the asset definition metadata table='db.table'"
         )
+
+
+_PLANS: dict[tuple[str, str], Increment] = {}  # (run id, step key) -> the step's incremental plan
+MAX_PLANS = 256  # steps that failed before their output leave their plan; the oldest are dropped
+
+
+def _plan_once(run_id: str, step: str, plan: Callable[[], Increment]) -> Increment:
+    """The increment of a step, planned by its first input: every input and the output then agree
+    on the positions."""
+    if (run_id, step) not in _PLANS:
+        while len(_PLANS) >= MAX_PLANS:
+            del _PLANS[next(iter(_PLANS))]
+        _PLANS[run_id, step] = plan()
+    return _PLANS[run_id, step]
+
+
+def _planned(context: OutputContext, catalog: Catalog, table: str) -> Increment:
+    """The increment the step's inputs were read with (taken: the step is done with it), or one
+    planned now for an incremental asset without Paimon inputs."""
+    planned = _PLANS.pop((context.run_id, context.step_key), None)
+    return planned if planned is not None else plan_increment(catalog, table, (), None)
 
 
 def _output_value(obj: Any, asset: str) -> tuple[DataFrame | None, pa.Table | pa.RecordBatchReader | None]:

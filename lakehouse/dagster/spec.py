@@ -11,7 +11,7 @@ import pyarrow as pa
 from dagster import AssetKey
 
 from lakehouse import Catalog, Table
-from lakehouse.dagster.incremental import Increment
+from lakehouse.dagster.incremental import Increment, snapshot_frame, spark_changes
 from lakehouse.dagster.publish import Publish
 from lakehouse.errors import InvalidArgumentError
 from lakehouse.schema import TableSchema, new_schema
@@ -49,31 +49,13 @@ class Inputs:
         """What an upstream table changed since this table's last materialization, with a
         ``_row_kind`` column (``+I``, ``-U``, ``+U``, ``-D``): its changes, but the rows of days
         it replaced (and in a full run, :attr:`full`, all of its rows) whole, as ``+I``."""
-        from lakehouse.options import INCREMENTAL_BETWEEN, READ_CHANGELOG, STREAMING_READ_OVERWRITE
-        from lakehouse.rowkind import ROW_KIND
-        from lakehouse.spark.kinds import functions_for
-
         if self.increment is None:
             raise InvalidArgumentError(
                 f"table {self.table}: Inputs.changes({table!r}) reads changes since the last "
                 f"materialization, which only incremental tables have; declare the spec incremental=True"
             )
-        f = functions_for(self.spark)
         position = self.increment.position(table)
-        if position.start is None:
-            return self.read(table).withColumn(ROW_KIND, f.lit("+I"))
-        options = {
-            **self.storage,
-            "warehouse": self.warehouse,
-            INCREMENTAL_BETWEEN: f"{position.start},{position.end}",
-            READ_CHANGELOG: "true",
-            STREAMING_READ_OVERWRITE: "true",
-        }
-        changes = self.spark.read.format("paimon").options(**options).load(table)
-        if not position.replaced:
-            return changes
-        whole = self._read(table, None, position.replaced, position.end).withColumn(ROW_KIND, f.lit("+I"))
-        return changes.where(~f.col(PARTITION_COLUMN).isin(list(position.replaced))).unionByName(whole)
+        return spark_changes(self.spark, table, position, self.warehouse, self.storage, PARTITION_COLUMN)
 
     @property
     def full(self) -> bool:
@@ -102,17 +84,11 @@ class Inputs:
         days: Sequence[str] | None,
         snapshot: int | None = None,
     ) -> DataFrame:
-        """``columns`` of ``table`` in ``days`` (None: all) as of ``snapshot`` (None: the latest;
-        0: before its first, no rows)."""
-        from lakehouse.options import SCAN_SNAPSHOT_ID
-        from lakehouse.spark import read
+        """``columns`` of ``table`` in ``days`` (None: all) as of ``snapshot`` (None: the latest)."""
         from lakehouse.spark.kinds import functions_for
 
         where = None if days is None else functions_for(self.spark).col(PARTITION_COLUMN).isin(list(days))
-        options = {**self.storage, **({SCAN_SNAPSHOT_ID: str(snapshot)} if snapshot else {})}
-        frame = read(self.spark, table, columns=columns, where=where, warehouse=self.warehouse,
-                     options=options)  # fmt: skip
-        return frame.limit(0) if snapshot == 0 else frame
+        return snapshot_frame(self.spark, table, snapshot, self.warehouse, self.storage, columns, where)
 
 
 @dataclass(frozen=True)

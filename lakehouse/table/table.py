@@ -51,6 +51,10 @@ from lakehouse.write.scope import WriteScope
 from lakehouse.write.table_write import TableWrite
 
 
+class _Replayed(Exception):
+    """A write whose commit identifier its commit user committed while it was writing."""
+
+
 class Table:
     """A Paimon table in a warehouse: the public face of a :class:`TableStore`."""
 
@@ -181,23 +185,38 @@ class Table:
         overwrite: Overwrite = None,
         *,
         commit_user: str | None = None,
+        identifier: int | None = None,
+        properties: Mapping[str, str] | None = None,
     ) -> int | None:
         """Write ``data`` as exactly one new snapshot and return its id (None if ``data`` is empty).
 
         ``overwrite=True`` replaces the whole table, ``overwrite={"dt": ...}`` one partition, a list
         of such dicts those partitions (even the ones ``data`` has no rows for),
         ``overwrite="dynamic"`` the partitions present in ``data``; ``commit_user``: the snapshot's
-        commit user (default a fresh one), which tells a writer's snapshots apart.
+        commit user (default a fresh one), which tells a writer's snapshots apart. ``identifier``:
+        the commit's identifier, committed once per commit user - a write of one the user
+        committed already writes nothing and returns None; ``properties``: the snapshot's
+        properties (with them a snapshot is committed even for no rows).
         """
         committer = self.new_commit(commit_user)
         committer.check_overwrite(overwrite)
+        if identifier is not None and committer.committed(identifier):
+            return None  # a replay
         scope = WriteScope()
         writer = self.new_write(overwrite=bool(overwrite), names=scope.namer())
         messages = []
         try:
             writer.write(data)
             messages = writer.prepare_commit()
-            snapshot_id = committer.commit(messages, overwrite=overwrite)
+            snapshot_id = committer.commit(
+                messages, overwrite=overwrite, properties=properties,
+                **({"identifier": identifier} if identifier is not None else {}),
+            )  # fmt: skip
+            if snapshot_id is None and identifier is not None and committer.committed(identifier):
+                raise _Replayed  # another writer committed the identifier meanwhile
+        except _Replayed:
+            committer.abort(messages, scope if writer.names.used else None)
+            return None
         except BaseException:
             writer.abort()
             committer.abort(messages, scope if writer.names.used else None)

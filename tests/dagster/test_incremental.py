@@ -205,14 +205,12 @@ def test_a_replayed_commit_is_dropped_and_its_changes_read_again(spark, warehous
     upsert(table, model, [("upsert", i, DAYS[0], 0, 1) for i in range(4)])
     run(warehouse)
     catalog = Catalog(warehouse)
-    stale = {
-        s.name: plan_increment(catalog, catalog.get_table(s.name), s.upstream, "dt") for s in (SUMS, COPY)
-    }
+    stale = {s.name: plan_increment(catalog, s.name, s.upstream, "dt") for s in (SUMS, COPY)}
     upsert(table, model, [("upsert", 0, DAYS[0], 1, 5)])
     run(warehouse)  # the first of the two runs
     before = {s.name: catalog.get_table(s.name).latest_snapshot_id() for s in (SUMS, COPY)}
     upsert(table, model, [("delete", 1, DAYS[0], 0, 0)])
-    monkeypatch.setattr(factory, "plan_increment", lambda _c, t, *_: stale[t.name])
+    monkeypatch.setattr(factory, "plan_increment", lambda _c, name, *_: stale[name])
     run(warehouse)  # the second: planned like the first, its commit is a replay
     assert {s.name: catalog.get_table(s.name).latest_snapshot_id() for s in (SUMS, COPY)} == before
     monkeypatch.undo()
@@ -312,6 +310,6 @@ def test_a_primary_key_upstream_needs_a_changelog_producer(warehouse):
     catalog.create_table(
         SRC, ITEMS, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "1"}
     )
-    target = SUMS.ensure(catalog)
+    SUMS.ensure(catalog)
     with pytest.raises(InvalidOptionError, match="changelog-producer to input, lookup or full-compaction"):
-        plan_increment(catalog, target, (SRC,), "dt")
+        plan_increment(catalog, SUMS.name, (SRC,), "dt")
