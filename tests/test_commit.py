@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from lakehouse import Catalog
+from lakehouse.commit.table_commit import TableCommit
 from lakehouse.errors import CommitConflictError, InvalidArgumentError
 from lakehouse.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, SnapshotManager
 from lakehouse.write.message import CommitMessage
@@ -234,3 +235,32 @@ def test_messages_of_another_table_are_refused(catalog):
     with pytest.raises(InvalidArgumentError, match="written for another table"):
         again.new_commit().commit(messages)
     assert again.latest_snapshot_id() is None
+
+
+def test_a_commit_identifier_lands_once_per_commit_user_with_its_properties(catalog, warehouse, monkeypatch):
+    """``write(identifier=...)``: a user's identifier commits once - a replay writes nothing, and
+    a writer that loses the identifier to another while writing deletes its files; ``properties``
+    are the snapshot's, and commit a snapshot even without rows."""
+    t = catalog.create_table("db.t", ORDERS, primary_keys=["order_id", "dt"], options={"bucket": "1"})
+    assert t.write(orders([1]), commit_user="u", identifier=1, properties={"pos": "7"}) == 1
+    assert t.write(orders([2]), commit_user="u", identifier=1) is None
+    assert [r["order_id"] for r in rows(t.read())] == [1] and t.snapshot().properties == {"pos": "7"}
+    t.write(orders([3]), commit_user="u", identifier=2)
+    before = data_files(warehouse)
+    truth, stale = TableCommit.committed, [True]
+
+    def late(self, identifier):  # the first check ran before the other writer committed
+        return False if stale and stale.pop() else truth(self, identifier)
+
+    monkeypatch.setattr(TableCommit, "committed", late)
+    assert t.write(orders([4]), commit_user="u", identifier=2) is None
+    monkeypatch.undo()
+    assert [r["order_id"] for r in rows(t.read())] == [1, 3] and data_files(warehouse) == before
+    assert (
+        t.write(orders([]), commit_user="u", identifier=3, properties={"pos": "9"}) == t.latest_snapshot_id()
+    )
+    assert (t.snapshot().commit_kind, t.snapshot().properties) == (CommitKind.APPEND, {"pos": "9"})
+
+
+def data_files(warehouse: str) -> list[str]:
+    return sorted(f for _, _, files in os.walk(warehouse) for f in files if f.startswith("data-"))
