@@ -29,7 +29,7 @@ sql: SELECT id, dt, amount FROM {db_source}
 def test_the_example_declares_a_table_in_yaml():
     (spec,) = load_table_specs(EXAMPLE)
     assert spec.name == "dws.user_daily" and spec.name in {t.name for t in TABLES}
-    assert spec.primary_keys == ("user_id", "dt") and spec.write == "overwrite"
+    assert spec.primary_keys == ("user_id", "dt") and spec.incremental
     assert spec.options["merge-engine"] == "aggregation" and spec.options["bucket"] == "2"
     assert spec.schema.field("total_amount").type == pa.decimal128(18, 2)
     assert not spec.schema.field("user_id").nullable
@@ -43,7 +43,7 @@ def test_a_spec_loads_with_defaults(tmp_path):
     assert spec.partition_keys == ("dt",) and spec.write == "upsert" and spec.upstream == ("db.source",)
     assert spec.options == {"bucket": "2"} and spec.publish is Publish.DIRECT
     path.write_text(GOOD + "publish: audited\n")
-    assert load_table_spec(path).publish is Publish.AUDITED
+    assert load_table_spec(path).publish is Publish.AUDITED and not spec.incremental
 
 
 @pytest.mark.parametrize(
