@@ -25,7 +25,7 @@ from lakehouse.errors import ArgumentTypeError, InvalidOptionError, SchemaMismat
 from lakehouse.format import parquet
 from lakehouse.io.pool import map_parallel
 from lakehouse.mergetree.changelog import input_rows
-from lakehouse.mergetree.compactor import ROW_GROUP_BYTES, BucketCompactor, gathered
+from lakehouse.mergetree.compactor import BucketCompactor, gathered
 from lakehouse.mergetree.spill import SpillDir
 from lakehouse.options import FULL_COMPACTION_DELTA_COMMITS, ChangelogProducerKind
 from lakehouse.paths import FileNamer, index_file_namer
@@ -45,7 +45,7 @@ from lakehouse.write.sorted_runs import buffered_run, merged_runs
 if TYPE_CHECKING:
     from lakehouse.store.table_store import TableStore
 
-SLICE_BYTES = 32 << 20  # buffered rows copied and merged at a time
+SLICE_BYTES = 16 << 20  # buffered rows copied and merged at a time, and rows per write of a run
 
 
 class TableWrite:
@@ -284,6 +284,7 @@ class TableWrite:
     def _append_jobs(self, data: pa.Table, groups: np.ndarray, targets: list[BucketWrite]) -> list:
         """Append-table rows of each group, numbered in arrival order."""
         order = np.argsort(groups, kind="stable")
+        step = max(1024, SLICE_BYTES * data.num_rows // max(1, data.nbytes))
         jobs = []
         for g, start, end in _runs(groups[order]):
             target = targets[g]
@@ -291,8 +292,12 @@ class TableWrite:
             rows = None if end - start == len(order) else order[start:end]
 
             def job(writer=writer, rows=rows, base=base):
-                part = data if rows is None else data.take(pa.array(rows))
-                writer.write(part, pa.array(np.arange(base, base + part.num_rows)), None)
+                if rows is None:
+                    writer.write(data, pa.array(np.arange(base, base + data.num_rows)), None)
+                    return
+                for start in range(0, len(rows), step):  # a slice copied at a time
+                    part = data.take(pa.array(rows[start : start + step]))
+                    writer.write(part, pa.array(np.arange(base + start, base + start + part.num_rows)), None)
 
             jobs.append(job)
         return jobs
@@ -356,7 +361,7 @@ class TableWrite:
 
 def _write_run(writer: BucketWriter, layout: FileLayout, run: Iterator[pa.Table]) -> None:
     """A sorted run's slices into a bucket's data files."""
-    for part in gathered(run, ROW_GROUP_BYTES):
+    for part in gathered(run, SLICE_BYTES):
         seq, kinds = part.column(parquet.SEQUENCE_NUMBER), part.column(parquet.VALUE_KIND)
         writer.write(layout.file_rows(part), seq, kinds)
 
