@@ -46,6 +46,25 @@ def test_full_buffers_spill_and_the_write_is_one_sorted_run_per_bucket(catalog, 
     assert {r["price"] for r in rows(t.read())} == {5.0}
 
 
+def test_the_last_buffer_is_spilled_and_released_before_the_merges(catalog, monkeypatch):
+    t = pk_orders_table(catalog, **{"write-buffer-size": "1 kb"})
+    writer = t.new_write()
+    merged = []
+    write_spilled = TableWrite._write_spilled
+
+    def counting(self, target):
+        assert not self._pending  # the buffer is gone: the merges read only spilled runs
+        merged.append(len(target.spilled))
+        return write_spilled(self, target)
+
+    monkeypatch.setattr(TableWrite, "_write_spilled", counting)
+    writer.write(_versions(6))
+    spilled = writer._spill.spilled
+    t.new_commit().commit(writer.prepare_commit())
+    assert len(merged) == 2 and sum(merged) == spilled + 2  # the last buffer's runs, one per bucket
+    assert {r["price"] for r in rows(t.read())} == {5.0}
+
+
 def test_the_buffer_never_holds_more_than_write_buffer_size(catalog, monkeypatch):
     t = pk_orders_table(catalog, **{"write-buffer-size": "4 kb"})
     held = []

@@ -4,9 +4,9 @@ A flush turns one bucket's buffered rows into a sorted run: one row per key, mer
 table's merge engine in arrival order (``SortBufferWriteBuffer.forEach``). The run comes out as
 slices of complete keys of about ``slice_bytes``: the bucket's rows are ordered once by key
 alone, and only one slice of them is copied and merged at a time, so that a flush never copies
-the buffer whole. A bucket whose earlier buffers were spilled (``write-buffer-spillable``) merges
-its spilled runs and the last buffer's run as compaction merges level-0 runs, at most
-``sort-spill-threshold`` runs at once.
+the buffer whole. A bucket whose buffers were spilled (``write-buffer-spillable``, the last one
+too once the bucket has spilled) merges its spilled runs as compaction merges level-0 runs, at
+most ``sort-spill-threshold`` runs at once, each read a batch at a time.
 """
 
 from __future__ import annotations

@@ -169,14 +169,20 @@ class TableWrite:
     def _flush(self, final: bool) -> None:
         """Turn the buffer into one sorted run per bucket: level-0 files, or a spilled run when
         the buffer is spillable, this is not the ``final`` flush and the disk allows
-        (``write-buffer-spill.max-disk-size``). A flush to files merges in the bucket's spilled
-        runs."""
+        (``write-buffer-spill.max-disk-size``). A flush to files first spills the runs of the
+        buckets that spilled before, releases the buffer, then merges each such bucket's spilled
+        runs into its files: the merges never hold the buffer."""
         spilling = self.primary_key and not final and self.settings.spill.spillable
         if spilling and self._spill is not None and self._spill.bytes >= self.settings.spill.max_disk:
             spilling = False
+        self._flush_buffer(spilling)
+        if self.primary_key and not spilling:
+            self._merge_spilled()
+
+    def _flush_buffer(self, spilling: bool) -> None:
+        """Write the buffer's rows: append files, or one run per primary-key bucket, spilled if
+        ``spilling`` or if the bucket has spilled runs."""
         if not self._pending:
-            if not spilling and self._spill is not None:
-                self._merge_spilled([])
             return
         data = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
         self._pending, self._pending_bytes = [], 0
@@ -198,25 +204,20 @@ class TableWrite:
                 inputs = (data, kinds)
             data, kinds = self.engine.stored(data, kinds)
         if data.num_rows == 0:
-            if self.primary_key and not spilling and self._spill is not None:
-                self._merge_spilled([])
             return
         groups, locations = self._group_ids(data, buckets)
         targets = [self.buckets.get(*key) for key in locations]
-        if not self.primary_key:
-            map_parallel(lambda job: job(), self._append_jobs(data, groups, targets))
-        elif spilling:
-            jobs = self._run_jobs(data, kinds, groups, targets, inputs, True)
-            map_parallel(lambda job: job(), [job for _, job in jobs])
+        if self.primary_key:
+            jobs = self._run_jobs(data, kinds, groups, targets, inputs, spilling)
         else:
-            self._merge_spilled(self._run_jobs(data, kinds, groups, targets, inputs, False))
+            jobs = self._append_jobs(data, groups, targets)
+        map_parallel(lambda job: job(), jobs)
 
-    def _merge_spilled(self, jobs: list[tuple[BucketWrite, Callable[[], None]]]) -> None:
-        """Run the jobs writing the buffer's runs, merge the spilled runs of the other buckets
-        into their files, then finish the files as level-0 runs."""
-        fresh = {w.key for w, _ in jobs}
-        rest = [w for w in self.buckets.writes.values() if w.spilled and w.key not in fresh]
-        map_parallel(lambda job: job(), [job for _, job in jobs] + [self._spilled_job(w, None) for w in rest])
+    def _merge_spilled(self) -> None:
+        """Merge the spilled runs of every bucket into its files, then finish the files of the
+        flush as level-0 runs."""
+        spilled = [w for w in self.buckets.writes.values() if w.spilled]
+        map_parallel(self._write_spilled, spilled)
         self._finish_runs()
 
     def _spill_dir(self) -> SpillDir:
@@ -225,18 +226,14 @@ class TableWrite:
             self._spill = SpillDir(spill.buffer_size // spill.threshold)
         return self._spill
 
-    def _spilled_job(self, target: BucketWrite, run: Iterator[pa.Table] | None) -> Callable[[], None]:
-        """Write the merge of ``target``'s spilled runs and ``run`` (the last buffer's) as files."""
-
-        def job() -> None:
-            runs = [r.batches() for r in target.spilled] + ([run] if run is not None else [])
-            merged = merged_runs(self.engine, runs, self.settings.spill.threshold, self._spill_dir)
-            _write_run(target.data_writer(self.settings.layout), self.settings.layout, merged)
-            for r in target.spilled:
-                self._spill.remove(r)
-            target.spilled = []
-
-        return job
+    def _write_spilled(self, target: BucketWrite) -> None:
+        """Write the merge of ``target``'s spilled runs as files, and delete the runs."""
+        runs = [r.batches() for r in target.spilled]
+        merged = merged_runs(self.engine, runs, self.settings.spill.threshold, self._spill_dir)
+        _write_run(target.data_writer(self.settings.layout), self.settings.layout, merged)
+        for r in target.spilled:
+            self._spill.remove(r)
+        target.spilled = []
 
     def _finish_runs(self) -> None:
         """A flush is one sorted run per bucket: finish its files (level 0) and hand them to the
@@ -281,7 +278,9 @@ class TableWrite:
 
     # ---- jobs: one per (partition, bucket), run in worker threads --------------------------
 
-    def _append_jobs(self, data: pa.Table, groups: np.ndarray, targets: list[BucketWrite]) -> list:
+    def _append_jobs(
+        self, data: pa.Table, groups: np.ndarray, targets: list[BucketWrite]
+    ) -> list[Callable[[], None]]:
         """Append-table rows of each group, numbered in arrival order."""
         order = np.argsort(groups, kind="stable")
         step = max(1024, SLICE_BYTES * data.num_rows // max(1, data.nbytes))
@@ -310,10 +309,10 @@ class TableWrite:
         targets: list[BucketWrite],
         inputs: tuple[pa.Table, pa.Array] | None,
         spill: bool,
-    ) -> list[tuple[BucketWrite, Callable[[], None]]]:
+    ) -> list[Callable[[], None]]:
         """One sorted, key-unique run per primary-key bucket (see :mod:`.sorted_runs`), spilled
-        if ``spill``, else written with the bucket's spilled runs merged in. ``inputs``: the rows
-        as given, written to changelog files too."""
+        if ``spill`` or if the bucket has spilled runs (merged into its files later), else
+        written as files. ``inputs``: the rows as given, written to changelog files too."""
         settings = self.settings
         order = np.argsort(groups, kind="stable")
         jobs = []
@@ -323,22 +322,24 @@ class TableWrite:
             changelog = None if inputs is None else target.changelog_file_writer(settings.changelog_layout)
             rows = order[start:end]
             run = buffered_run(self.engine, data, kinds, rows, base, SLICE_BYTES)
-            if spill:
 
-                def job(target=target, run=run, changelog=changelog, rows=rows, base=base):
+            def job(
+                target=target,
+                run=run,
+                spill=spill or bool(target.spilled),
+                changelog=changelog,
+                rows=rows,
+                base=base,
+            ):
+                if spill:
                     spilled = self._spill_dir().write(run)
                     if spilled is not None:
                         target.spilled.append(spilled)
-                    self._write_inputs(changelog, inputs, rows, base)
+                else:
+                    _write_run(target.data_writer(settings.layout), settings.layout, run)
+                self._write_inputs(changelog, inputs, rows, base)
 
-            else:
-                write = self._spilled_job(target, run)
-
-                def job(write=write, changelog=changelog, rows=rows, base=base):
-                    write()
-                    self._write_inputs(changelog, inputs, rows, base)
-
-            jobs.append((target, job))
+            jobs.append(job)
         return jobs
 
     def _write_inputs(
