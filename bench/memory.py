@@ -13,6 +13,9 @@ the seconds the write took; the parent prints them with the budget the engine ai
 
     .venv/bin/python bench/memory.py [--rows 4M,12M,24M] [--buckets 4,16] [--only pk,append]
         [--option write-buffer-spillable=false]
+
+Arrow's allocator is the children's too: ``ARROW_DEFAULT_MEMORY_POOL=jemalloc .venv/bin/python
+bench/memory.py`` measures a write under jemalloc.
 """
 
 from __future__ import annotations
@@ -146,7 +149,8 @@ def main() -> None:
     if "write-buffer-size" in options:
         buffer_mb = int(options["write-buffer-size"].lower().removesuffix("mb").strip())
     budget = 2 * buffer_mb + 300
-    print(f"budget: 2 x write-buffer-size + 300 MB = {budget} MB; options {options or 'default'}\n")
+    pool = pa.default_memory_pool().backend_name  # ARROW_DEFAULT_MEMORY_POOL, as the children see it
+    print(f"budget: 2 x write-buffer-size + 300 MB = {budget} MB; options {options or 'default'}; {pool}\n")
     print(f"{'scenario':<10}{'rows':>12}{'buckets':>9}{'seconds':>10}{'peak RSS MB':>13}  within budget")
     for scenario in args.only.split(","):
         for rows in map(count, args.rows.split(",")):
