@@ -158,6 +158,8 @@ SOURCE_SPLIT_OPEN_FILE_COST = "source.split.open-file-cost"
 SOURCE_SPLIT_TARGET_SIZE = "source.split.target-size"
 TAG_AUTOMATIC_COMPLETION = "tag.automatic-completion"
 TAG_AUTOMATIC_CREATION = "tag.automatic-creation"
+SORT_SPILL_BUFFER_SIZE = "sort-spill-buffer-size"
+SORT_SPILL_THRESHOLD = "sort-spill-threshold"
 TAG_CREATION_DELAY = "tag.creation-delay"
 TAG_CREATION_PERIOD = "tag.creation-period"
 TAG_CREATION_PERIOD_DURATION = "tag.creation-period-duration"
@@ -169,6 +171,7 @@ TYPE = "type"
 STREAMING_READ_OVERWRITE = "streaming-read-overwrite"  # changes of overwrites: their new files
 WRITE_BUFFER_SIZE = "write-buffer-size"
 WRITE_BUFFER_SPILLABLE = "write-buffer-spillable"
+WRITE_BUFFER_MAX_DISK_SIZE = "write-buffer-spill.max-disk-size"
 WRITE_HEARTBEAT_INTERVAL = "write.heartbeat-interval"
 WRITE_HEARTBEAT_TIMEOUT = "write.heartbeat-timeout"
 WRITE_ONLY = "write-only"
@@ -214,6 +217,8 @@ DEFAULTS: dict[str, str] = {
     COMPACTION_SMALL_FILE_RATIO: "0.7",
     ZORDER_VAR_LENGTH_CONTRIBUTION: "8",
     WRITE_ONLY: "false",
+    WRITE_BUFFER_SPILLABLE: "true",
+    SORT_SPILL_BUFFER_SIZE: "64 mb",
     DELETION_VECTORS_ENABLED: "false",
     SNAPSHOT_NUM_RETAINED_MIN: "10",
     SNAPSHOT_NUM_RETAINED_MAX: str(2**31 - 1),
@@ -321,6 +326,7 @@ VALUE_CHECKS: dict[str, Callable[[str, str], object]] = {
               DYNAMIC_BUCKET_INITIAL_BUCKETS, DYNAMIC_BUCKET_ASSIGNER_PARALLELISM,
               MANIFEST_MERGE_MIN_COUNT, PARTITION_EXPIRATION_MAX_NUM,
               COMPACTION_MIN_FILE_NUM, ZORDER_VAR_LENGTH_CONTRIBUTION),
+    **_counts(2, SORT_SPILL_THRESHOLD),
     **_counts(0, COMMIT_MAX_RETRIES, COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT, COMPACTION_SIZE_RATIO),
     **_counts(-1, BUCKET),
     **_counts(-131072, FILE_COMPRESSION_ZSTD_LEVEL),
@@ -331,7 +337,8 @@ VALUE_CHECKS: dict[str, Callable[[str, str], object]] = {
             WRITE_HEARTBEAT_INTERVAL, WRITE_HEARTBEAT_TIMEOUT),
     **_kind(parse_memory_size, TARGET_FILE_SIZE, WRITE_BUFFER_SIZE, MANIFEST_TARGET_FILE_SIZE,
             MANIFEST_FULL_COMPACTION_THRESHOLD_SIZE, SOURCE_SPLIT_TARGET_SIZE, SOURCE_SPLIT_OPEN_FILE_COST,
-            "file-index.in-manifest-threshold", PAGE_SIZE),
+            "file-index.in-manifest-threshold", PAGE_SIZE, SORT_SPILL_BUFFER_SIZE,
+            WRITE_BUFFER_MAX_DISK_SIZE),
     **_kind(parse_bool, WRITE_ONLY, DELETION_VECTORS_ENABLED, DELETION_VECTORS_BITMAP64, DATA_FILE_THIN_MODE,
             DYNAMIC_PARTITION_OVERWRITE, PRIMARY_KEY_NULLABLE, CHANGELOG_PRODUCER_ROW_DEDUPLICATE,
             SNAPSHOT_EXPIRE_AFTER_COMMIT, TAG_AUTOMATIC_COMPLETION, METADATA_STATS_DENSE_STORE,
@@ -406,6 +413,14 @@ class CoreOptions:
         if self.get(NUM_SORTED_RUN_STOP_TRIGGER) is not None:
             return self.get_int(NUM_SORTED_RUN_STOP_TRIGGER)
         return self.get_int(NUM_SORTED_RUN_COMPACTION_TRIGGER) + 3
+
+    @property
+    def sort_spill_threshold(self) -> int:
+        """``sort-spill-threshold``: the most sorted runs merged at once (default: one more than the
+        stop trigger); more are first merged into spilled runs (``CoreOptions.sortSpillThreshold``)."""
+        if self.get(SORT_SPILL_THRESHOLD) is not None:
+            return self.get_int(SORT_SPILL_THRESHOLD)
+        return self.stop_trigger + 1
 
     @property
     def merge_engine(self) -> MergeEngineKind:

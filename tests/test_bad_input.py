@@ -38,7 +38,8 @@ def _unchanged(table, before_files, before_rows):
 
 
 def test_a_failure_after_some_files_were_written_removes_them(table):
-    table.set_options({"write-buffer-size": "1 b"})  # every batch flushes: files exist before the failure
+    # every batch flushes to files: they exist before the failure
+    table.set_options({"write-buffer-size": "1 b", "write-buffer-spillable": "false"})
     before_files, before_rows = _files(table.paths.root), rows(table.read())
     nullable = ORDERS.set(0, pa.field("order_id", pa.int64()))
     good = orders(range(10, 20)).cast(nullable).to_batches(max_chunksize=3)

@@ -154,6 +154,32 @@ def test_compaction_writes_file_indexes(catalog):
     assert plan.stats["files_selected"] < len(files)
 
 
+@pytest.mark.parametrize("budget", ["64 mb", "64 kb"])
+def test_a_merge_reads_each_run_within_sort_spill_buffer_size(catalog, monkeypatch, budget):
+    from lakehouse.format import parquet
+
+    read = []
+    iter_batches = parquet.iter_batches
+
+    def counting(*args, **kwargs):
+        for batch in iter_batches(*args, **kwargs):
+            read.append(batch.num_rows)
+            yield batch
+
+    monkeypatch.setattr(parquet, "iter_batches", counting)
+    t = pk_orders_table(catalog, **{"write-only": "true", "sort-spill-buffer-size": budget, "bucket": "1"})
+    for i in range(4):
+        t.write(orders(range(i * 1000, i * 1000 + 20_000), price=float(i)))
+    before = rows(t.read())
+    read.clear()
+    t.compact(full=True)
+    assert rows(t.read()) == before
+    if budget == "64 kb":  # four runs of 16 kb each: less than the smallest batch a read takes
+        assert max(read) == parquet.MIN_BATCH_ROWS
+    else:
+        assert max(read) > parquet.MIN_BATCH_ROWS
+
+
 def test_streaming_merge_in_small_batches(catalog, monkeypatch):
     monkeypatch.setattr(compact_module, "BATCH_ROWS", 7)
     t = pk_orders_table(catalog, **{"write-only": "true"})

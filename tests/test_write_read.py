@@ -116,16 +116,35 @@ def test_thin_mode_drops_key_columns(catalog):
 
 @pytest.mark.parametrize("write_only", ["true", "false"])
 def test_write_buffer_flushes_make_several_sorted_runs(catalog, write_only):
-    t = pk_orders_table(catalog, **{"write-buffer-size": "1 kb", "write-only": write_only})
-    reader = pa.RecordBatchReader.from_batches(
+    options = {"write-buffer-size": "1 kb", "write-buffer-spillable": "false", "write-only": write_only}
+    t = pk_orders_table(catalog, **options)
+    t.write(_six_versions())
+    files = t.live_entries()
+    if write_only == "true":  # at least one flush per batch: 6 or more runs in each of 2 buckets
+        assert len(files) >= 12 and {e.file.level for e in files} == {0}
+    else:  # past num-sorted-run.stop-trigger (8) a bucket compacts before it takes more
+        for bucket in (0, 1):
+            levels = [e.file.level for e in files if e.bucket == bucket]
+            assert levels.count(0) + len(set(levels) - {0}) <= 8
+            assert max(levels) > 0
+    _check_six_versions(t)
+
+
+def test_spilled_write_buffer_makes_one_sorted_run_per_bucket(catalog):
+    t = pk_orders_table(catalog, **{"write-buffer-size": "1 kb", "write-only": "true"})
+    t.write(_six_versions())
+    files = t.live_entries()
+    assert len(files) == 2 and {e.file.level for e in files} == {0}
+    _check_six_versions(t)
+
+
+def _six_versions() -> pa.RecordBatchReader:
+    return pa.RecordBatchReader.from_batches(
         ORDERS, [b for i in range(6) for b in orders(range(i, i + 50), price=float(i)).to_batches()]
     )
-    t.write(reader)
-    files = t.live_entries()
-    if write_only == "true":
-        assert len(files) == 12 and {e.file.level for e in files} == {0}  # 6 runs x 2 buckets
-    else:  # 6 runs reach the compaction trigger (5): each bucket is compacted after the write
-        assert len(files) == 2 and {e.file.level for e in files} == {5}
+
+
+def _check_six_versions(t) -> None:
     got = rows(t.read())
     assert len(got) == 55
     assert [r["price"] for r in got[:6]] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]

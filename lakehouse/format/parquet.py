@@ -38,6 +38,7 @@ VALUE_KIND = "_VALUE_KIND"
 KEY_PREFIX = "_KEY_"
 SEQUENCE_NUMBER_ID = 2**31 - 2
 VALUE_KIND_ID = 2**31 - 3
+MIN_BATCH_ROWS = 1024  # the smallest batch a byte budget makes a read take
 
 
 def _with_id(f: pa.Field, field_id: int) -> pa.Field:
@@ -204,10 +205,19 @@ def read_columns(io: FileIO, path: str, columns: list[str], rows: np.ndarray | N
     return table.take(pa.array(rows - group_starts[owner] + decoded_starts[owner]))
 
 
-def iter_batches(io: FileIO, path: str, columns: list[str], batch_rows: int) -> Iterator[pa.Table]:
-    """The named columns (those present) of a data file, ``batch_rows`` rows at a time."""
+def iter_batches(
+    io: FileIO, path: str, columns: list[str], batch_rows: int, batch_bytes: int | None = None
+) -> Iterator[pa.Table]:
+    """The named columns (those present) of a data file, ``batch_rows`` rows at a time, fewer if
+    ``batch_bytes`` (uncompressed, as the file's row groups record it) holds fewer (at least
+    ``MIN_BATCH_ROWS``)."""
     pf = open_file(io, path)
     present = set(pf.schema_arrow.names)
     names = [c for c in columns if c in present]
+    meta = pf.metadata
+    if batch_bytes is not None and meta.num_rows:
+        size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        fit = batch_bytes * meta.num_rows // max(1, size)
+        batch_rows = min(batch_rows, max(MIN_BATCH_ROWS, fit))
     for batch in pf.iter_batches(batch_size=batch_rows, columns=names, use_threads=True):
         yield pa.Table.from_batches([batch])

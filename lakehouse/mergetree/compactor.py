@@ -39,7 +39,7 @@ from lakehouse.mergetree.step import StepMerge, merges_old_values
 from lakehouse.mergetree.stream import merge_steps
 from lakehouse.mergetree.universal import CompactUnit, UniversalCompaction, pick_full
 from lakehouse.mergetree.versions import lookup_merge, with_level
-from lakehouse.options import ChangelogProducerKind, MergeEngineKind
+from lakehouse.options import SORT_SPILL_BUFFER_SIZE, ChangelogProducerKind, MergeEngineKind
 from lakehouse.store.data_reader import iter_data_file
 from lakehouse.store.data_writer import BucketWriter, FileLayout, file_metas
 
@@ -110,6 +110,7 @@ class BucketCompactor(BucketFiles):
         self.producer = changelog or ChangelogProducer(ChangelogProducerKind.NONE)  # none while overwriting
         self.changelog_layout = changelog_layout(layout, options)
         self.min_file_size = options.compaction_file_size(True)
+        self.merge_bytes = options.memory(SORT_SPILL_BUFFER_SIZE)  # what a merge's reads hold
         self.ranges = KeyRanges([f.type for f in layout.key_fields])
         self.before: list[DataFileMeta] = []  # committed files this compactor removed
         self.after: list[DataFileMeta] = []  # files it added that are still live
@@ -312,7 +313,8 @@ class CompactTask:
         """The merged rows of the candidate sections in key order (their changelog written on the
         side), without deletes when they go to the top level."""
         for section in candidate:
-            runs = [(batch for f in run.files for batch in self._read(f, levels)) for run in section]
+            budget = self.bucket.merge_bytes // len(section)  # per run: sort-spill-buffer-size in all
+            runs = [(batch for f in run.files for batch in self._read(f, levels, budget)) for run in section]
             for versions in merge_steps(runs, self.bucket.engine.key):
                 merged, changes = self.step.merge(versions, changelog)
                 self._write_changelog(changes)
@@ -336,16 +338,16 @@ class CompactTask:
         seq, kinds = changes.column(parquet.SEQUENCE_NUMBER), changes.column(parquet.VALUE_KIND)
         self.changelog.write(bucket.changelog_layout.file_rows(changes), seq, kinds)
 
-    def _read(self, f: DataFileMeta, level: bool) -> Iterator[pa.Table]:
-        """Batches of one input file (without the rows its deletion vector deletes), tagged with
-        its level if ``level``."""
+    def _read(self, f: DataFileMeta, level: bool, batch_bytes: int | None = None) -> Iterator[pa.Table]:
+        """Batches of one input file (without the rows its deletion vector deletes) of at most
+        ``BATCH_ROWS`` rows and about ``batch_bytes``, tagged with its level if ``level``."""
         bucket = self.bucket
         fields = list(bucket.table.schema.fields)
         system = [parquet.SEQUENCE_NUMBER, parquet.VALUE_KIND]
         vectors = bucket.deletion_vectors
         deletion = None if vectors is None else vectors.get(f.file_name)
         for batch in iter_data_file(
-            bucket.table, bucket.bucket_path, f, fields, system, BATCH_ROWS, deletion
+            bucket.table, bucket.bucket_path, f, fields, system, BATCH_ROWS, deletion, batch_bytes=batch_bytes
         ):
             yield with_level(batch, f.level) if level else batch
 

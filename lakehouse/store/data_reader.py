@@ -50,8 +50,10 @@ def iter_data_file(
     rows: int,
     deletion: DeletionVector | None = None,
     position: str | None = None,
+    batch_bytes: int | None = None,
 ) -> Iterator[pa.Table]:
-    """:func:`read_data_file` in batches of ``rows`` rows (bounded memory for compaction).
+    """:func:`read_data_file` in batches of ``rows`` rows, fewer if ``batch_bytes`` holds fewer
+    (bounded memory for compaction).
 
     ``deletion``: rows it marks are left out; ``position``: name of an added int64 column with
     each row's position in the file.
@@ -60,7 +62,7 @@ def iter_data_file(
     deleted = None if deletion is None else deletion.deleted_mask(meta.row_count)
     start = 0
     with _reading(table, path):
-        for raw in parquet.iter_batches(table.io, path, wanted, rows):
+        for raw in parquet.iter_batches(table.io, path, wanted, rows, batch_bytes):
             batch = _evolve(raw, fields, old_by_id, list(system), f"table {table.name}: data file {path}")
             n = batch.num_rows
             if position is not None:

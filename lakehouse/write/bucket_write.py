@@ -16,6 +16,7 @@ from lakehouse.errors import InvalidArgumentError, UnsupportedFeatureError
 from lakehouse.manifest.entries import DataFileMeta, IndexFileMeta, IndexManifestEntry
 from lakehouse.manifest.index_manifest import by_bucket
 from lakehouse.mergetree.compactor import BucketCompactor
+from lakehouse.mergetree.spill import SpilledRun
 from lakehouse.paths import index_file_namer
 from lakehouse.snapshot import Snapshot
 from lakehouse.store.data_writer import BucketWriter, FileLayout, file_metas
@@ -80,6 +81,7 @@ class BucketWrite:
     closed: list[BucketWriter] = field(default_factory=list)  # finished writers
     new_files: list[DataFileMeta] = field(default_factory=list)
     new_changelog: list[DataFileMeta] = field(default_factory=list)
+    spilled: list[SpilledRun] = field(default_factory=list)  # buffers spilled to local disk, oldest first
 
     @property
     def key(self) -> BucketKey:

@@ -21,9 +21,13 @@ from lakehouse.options import (
     DELETION_VECTORS_ENABLED,
     FILE_COMPRESSION,
     FILE_COMPRESSION_ZSTD_LEVEL,
+    SORT_SPILL_BUFFER_SIZE,
+    WRITE_BUFFER_MAX_DISK_SIZE,
     WRITE_BUFFER_SIZE,
+    WRITE_BUFFER_SPILLABLE,
     WRITE_ONLY,
     ChangelogProducerKind,
+    CoreOptions,
     parse_memory_size,
 )
 from lakehouse.paths import FileNamer
@@ -35,6 +39,28 @@ if TYPE_CHECKING:
     from lakehouse.store.table_store import TableStore
 
 DEFAULT_WRITE_BUFFER = "256 mb"
+
+
+@dataclass(frozen=True)
+class SpillSettings:
+    """How a write buffer and merges use local disk: ``write-buffer-spillable``,
+    ``write-buffer-spill.max-disk-size``, ``sort-spill-threshold`` (runs merged at once) and
+    ``sort-spill-buffer-size`` (what such a merge holds)."""
+
+    spillable: bool
+    max_disk: int
+    threshold: int
+    buffer_size: int
+
+    @classmethod
+    def of(cls, options: CoreOptions) -> SpillSettings:
+        max_disk = options.get(WRITE_BUFFER_MAX_DISK_SIZE)
+        return cls(
+            spillable=options.get_bool(WRITE_BUFFER_SPILLABLE),
+            max_disk=parse_memory_size(max_disk, WRITE_BUFFER_MAX_DISK_SIZE) if max_disk else 2**63 - 1,
+            threshold=options.sort_spill_threshold,
+            buffer_size=options.memory(SORT_SPILL_BUFFER_SIZE),
+        )
 
 
 @dataclass(frozen=True)
@@ -53,6 +79,7 @@ class WriteSettings:
     layout: FileLayout
     changelog_layout: FileLayout
     buffer_size: int
+    spill: SpillSettings
     write_only: bool
     stop_trigger: int
     deletion_vectors: bool
@@ -103,6 +130,7 @@ class WriteSettings:
             layout=layout,
             changelog_layout=changelog_layout(layout, options),
             buffer_size=parse_memory_size(options.get(WRITE_BUFFER_SIZE) or DEFAULT_WRITE_BUFFER),
+            spill=SpillSettings.of(options),
             write_only=options.get_bool(WRITE_ONLY),
             stop_trigger=options.stop_trigger,
             deletion_vectors=keyed and options.get_bool(DELETION_VECTORS_ENABLED),

@@ -12,7 +12,7 @@ producers' changelog files come from the buckets' compactors.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,11 +25,13 @@ from lakehouse.errors import ArgumentTypeError, InvalidOptionError, SchemaMismat
 from lakehouse.format import parquet
 from lakehouse.io.pool import map_parallel
 from lakehouse.mergetree.changelog import input_rows
-from lakehouse.mergetree.compactor import BucketCompactor
+from lakehouse.mergetree.compactor import BucketCompactor, gathered
+from lakehouse.mergetree.spill import SpillDir
 from lakehouse.options import FULL_COMPACTION_DELTA_COMMITS, ChangelogProducerKind
 from lakehouse.paths import FileNamer, index_file_namer
 from lakehouse.rowkind import RowKind
 from lakehouse.snapshot import CommitKind
+from lakehouse.store.data_writer import BucketWriter, FileLayout
 from lakehouse.store.partitions import row_partitions
 from lakehouse.write.bucket_assigner import DynamicBuckets
 from lakehouse.write.bucket_write import BucketKey, Buckets, BucketWrite
@@ -38,9 +40,12 @@ from lakehouse.write.cross_partition import KeyLocations
 from lakehouse.write.message import CommitMessage
 from lakehouse.write.scope import WriteScope
 from lakehouse.write.settings import WriteSettings
+from lakehouse.write.sorted_runs import buffered_run, merged_runs
 
 if TYPE_CHECKING:
     from lakehouse.store.table_store import TableStore
+
+SLICE_BYTES = 16 << 20  # buffered rows copied and merged at a time, and rows per write of a run
 
 
 class TableWrite:
@@ -77,18 +82,24 @@ class TableWrite:
         self._locations: KeyLocations | None = None
         self._pending: list[pa.Table] = []
         self._pending_bytes = 0
+        self._spill: SpillDir | None = None  # the buffer's spilled runs (write-buffer-spillable)
 
     # ---- public --------------------------------------------------------------------------
 
     def write(self, data: pa.Table | pa.RecordBatch | pa.RecordBatchReader) -> None:
-        """Write rows; for primary-key tables they are upserts (see ``_row_kind``)."""
+        """Write rows; for primary-key tables they are upserts (see ``_row_kind``).
+
+        Rows wait in one buffer of ``write-buffer-size`` shared by all buckets; input larger than
+        what the buffer has left is taken a slice at a time."""
         for batch in _batches(data, self.table.name):
-            if batch.num_rows == 0:
-                continue
-            self._pending.append(batch)
-            self._pending_bytes += batch.nbytes
-            if self._pending_bytes >= self.settings.buffer_size:
-                self._flush()
+            while batch.num_rows:
+                room = self.settings.buffer_size - self._pending_bytes
+                rows = max(1, room * batch.num_rows // max(1, batch.nbytes))
+                piece, batch = batch.slice(0, rows), batch.slice(rows)
+                self._pending.append(piece)
+                self._pending_bytes += piece.nbytes
+                if self._pending_bytes >= self.settings.buffer_size:
+                    self._flush(final=False)
 
     def prepare_commit(self) -> list[CommitMessage]:
         """Finish every file and return one commit message per (partition, bucket) written.
@@ -97,7 +108,10 @@ class TableWrite:
         ``write-only``): universal compaction, or full compaction every
         ``full-compaction.delta-commits`` commits; its changes ride along in the messages.
         """
-        self._flush()
+        try:
+            self._flush(final=True)
+        finally:
+            self._close_spill()
         if not self.primary_key:
             self.buckets.finish_files(list(self.buckets.writes.values()))
             return self.buckets.messages()
@@ -118,7 +132,13 @@ class TableWrite:
         """Delete every file this writer produced (nothing of it was committed), and the
         directories it created for them that are now empty."""
         self.buckets.abort()
-        self._pending = []
+        self._pending, self._pending_bytes = [], 0
+        self._close_spill()
+
+    def _close_spill(self) -> None:
+        if self._spill is not None:
+            self._spill.close()
+            self._spill = None
 
     def compactor(self, partition: bytes, bucket: int) -> BucketCompactor:
         """The LSM tree of a bucket as this writer sees it."""
@@ -146,7 +166,22 @@ class TableWrite:
 
     # ---- buffering -----------------------------------------------------------------------
 
-    def _flush(self) -> None:
+    def _flush(self, final: bool) -> None:
+        """Turn the buffer into one sorted run per bucket: level-0 files, or a spilled run when
+        the buffer is spillable, this is not the ``final`` flush and the disk allows
+        (``write-buffer-spill.max-disk-size``). A flush to files first spills the runs of the
+        buckets that spilled before, releases the buffer, then merges each such bucket's spilled
+        runs into its files: the merges never hold the buffer."""
+        spilling = self.primary_key and not final and self.settings.spill.spillable
+        if spilling and self._spill is not None and self._spill.bytes >= self.settings.spill.max_disk:
+            spilling = False
+        self._flush_buffer(spilling)
+        if self.primary_key and not spilling:
+            self._merge_spilled()
+
+    def _flush_buffer(self, spilling: bool) -> None:
+        """Write the buffer's rows: append files, or one run per primary-key bucket, spilled if
+        ``spilling`` or if the bucket has spilled runs."""
         if not self._pending:
             return
         data = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
@@ -163,25 +198,42 @@ class TableWrite:
             if kinds is None:
                 kinds = pa.array(np.zeros(data.num_rows, dtype=np.int8))
             data, kinds = self.engine.accept(data, kinds)
-            if data.num_rows == 0:
-                return
             if self.schema.cross_partition_update:
                 data, kinds, buckets = self._key_locations().route(data, kinds)
-                if data.num_rows == 0:
-                    return
             if self.settings.produces(ChangelogProducerKind.INPUT):
                 inputs = (data, kinds)
             data, kinds = self.engine.stored(data, kinds)
+        if data.num_rows == 0:
+            return
         groups, locations = self._group_ids(data, buckets)
         targets = [self.buckets.get(*key) for key in locations]
-        jobs = (
-            self._run_jobs(data, kinds, groups, targets, inputs)
-            if self.primary_key
-            else self._append_jobs(data, groups, targets)
-        )
-        map_parallel(lambda job: job(), jobs)
         if self.primary_key:
-            self._finish_runs()
+            jobs = self._run_jobs(data, kinds, groups, targets, inputs, spilling)
+        else:
+            jobs = self._append_jobs(data, groups, targets)
+        map_parallel(lambda job: job(), jobs)
+
+    def _merge_spilled(self) -> None:
+        """Merge the spilled runs of every bucket into its files, then finish the files of the
+        flush as level-0 runs."""
+        spilled = [w for w in self.buckets.writes.values() if w.spilled]
+        map_parallel(self._write_spilled, spilled)
+        self._finish_runs()
+
+    def _spill_dir(self) -> SpillDir:
+        if self._spill is None:
+            spill = self.settings.spill
+            self._spill = SpillDir(spill.buffer_size // spill.threshold)
+        return self._spill
+
+    def _write_spilled(self, target: BucketWrite) -> None:
+        """Write the merge of ``target``'s spilled runs as files, and delete the runs."""
+        runs = [r.batches() for r in target.spilled]
+        merged = merged_runs(self.engine, runs, self.settings.spill.threshold, self._spill_dir)
+        _write_run(target.data_writer(self.settings.layout), self.settings.layout, merged)
+        for r in target.spilled:
+            self._spill.remove(r)
+        target.spilled = []
 
     def _finish_runs(self) -> None:
         """A flush is one sorted run per bucket: finish its files (level 0) and hand them to the
@@ -226,9 +278,12 @@ class TableWrite:
 
     # ---- jobs: one per (partition, bucket), run in worker threads --------------------------
 
-    def _append_jobs(self, data: pa.Table, groups: np.ndarray, targets: list[BucketWrite]) -> list:
+    def _append_jobs(
+        self, data: pa.Table, groups: np.ndarray, targets: list[BucketWrite]
+    ) -> list[Callable[[], None]]:
         """Append-table rows of each group, numbered in arrival order."""
         order = np.argsort(groups, kind="stable")
+        step = max(1024, SLICE_BYTES * data.num_rows // max(1, data.nbytes))
         jobs = []
         for g, start, end in _runs(groups[order]):
             target = targets[g]
@@ -236,8 +291,12 @@ class TableWrite:
             rows = None if end - start == len(order) else order[start:end]
 
             def job(writer=writer, rows=rows, base=base):
-                part = data if rows is None else data.take(pa.array(rows))
-                writer.write(part, pa.array(np.arange(base, base + part.num_rows)), None)
+                if rows is None:
+                    writer.write(data, pa.array(np.arange(base, base + data.num_rows)), None)
+                    return
+                for start in range(0, len(rows), step):  # a slice copied at a time
+                    part = data.take(pa.array(rows[start : start + step]))
+                    writer.write(part, pa.array(np.arange(base + start, base + start + part.num_rows)), None)
 
             jobs.append(job)
         return jobs
@@ -249,36 +308,63 @@ class TableWrite:
         groups: np.ndarray,
         targets: list[BucketWrite],
         inputs: tuple[pa.Table, pa.Array] | None,
-    ) -> list:
-        """One sorted, key-unique run per primary-key bucket: the versions of a key in the buffer
-        are merged by the table's merge engine, numbered in arrival order. ``inputs``: the rows as
-        given, written to changelog files too."""
-        layout, changelog_layout = self.settings.layout, self.settings.changelog_layout
+        spill: bool,
+    ) -> list[Callable[[], None]]:
+        """One sorted, key-unique run per primary-key bucket (see :mod:`.sorted_runs`), spilled
+        if ``spill`` or if the bucket has spilled runs (merged into its files later), else
+        written as files. ``inputs``: the rows as given, written to changelog files too."""
+        settings = self.settings
         order = np.argsort(groups, kind="stable")
         jobs = []
         for g, start, end in _runs(groups[order]):
             target = targets[g]
-            writer, base = target.data_writer(layout), target.claim(data.num_rows)
-            changelog = None if inputs is None else target.changelog_file_writer(changelog_layout)
+            base = target.claim(data.num_rows)
+            changelog = None if inputs is None else target.changelog_file_writer(settings.changelog_layout)
             rows = order[start:end]
+            run = buffered_run(self.engine, data, kinds, rows, base, SLICE_BYTES)
 
-            def job(writer=writer, changelog=changelog, rows=rows, base=base):
-                take = pa.array(rows)
-                sequence = pa.array(rows + base)
-                versions = data.take(take).append_column(parquet.SEQUENCE_NUMBER, sequence)
-                versions = versions.append_column(parquet.VALUE_KIND, kinds.take(take))
-                run = self.engine.merge(versions, arrival_order=True)
-                seq, run_kinds = run.column(parquet.SEQUENCE_NUMBER), run.column(parquet.VALUE_KIND)
-                writer.write(layout.file_rows(run), seq, run_kinds)
-                if changelog is not None:
-                    given = inputs[0].take(take).append_column(parquet.SEQUENCE_NUMBER, sequence)
-                    given = given.append_column(parquet.VALUE_KIND, inputs[1].take(take))
-                    given = input_rows(given, self.primary_key, self.engine.sequence_fields)
-                    seq, given_kinds = given.column(parquet.SEQUENCE_NUMBER), given.column(parquet.VALUE_KIND)
-                    changelog.write(changelog_layout.file_rows(given), seq, given_kinds)
+            def job(
+                target=target,
+                run=run,
+                spill=spill or bool(target.spilled),
+                changelog=changelog,
+                rows=rows,
+                base=base,
+            ):
+                if spill:
+                    spilled = self._spill_dir().write(run)
+                    if spilled is not None:
+                        target.spilled.append(spilled)
+                else:
+                    _write_run(target.data_writer(settings.layout), settings.layout, run)
+                self._write_inputs(changelog, inputs, rows, base)
 
             jobs.append(job)
         return jobs
+
+    def _write_inputs(
+        self, changelog: BucketWriter | None, inputs: tuple[pa.Table, pa.Array] | None, rows, base: int
+    ) -> None:
+        """The rows ``rows`` of ``inputs`` as given, with their kinds, as changelog files."""
+        if changelog is None:
+            return
+        layout = self.settings.changelog_layout
+        step = max(1024, SLICE_BYTES * inputs[0].num_rows // max(1, inputs[0].nbytes))
+        for start in range(0, len(rows), step):
+            part = rows[start : start + step]
+            take = pa.array(part)
+            given = inputs[0].take(take).append_column(parquet.SEQUENCE_NUMBER, pa.array(part + base))
+            given = given.append_column(parquet.VALUE_KIND, inputs[1].take(take))
+            given = input_rows(given, self.primary_key, self.engine.sequence_fields)
+            seq, given_kinds = given.column(parquet.SEQUENCE_NUMBER), given.column(parquet.VALUE_KIND)
+            changelog.write(layout.file_rows(given), seq, given_kinds)
+
+
+def _write_run(writer: BucketWriter, layout: FileLayout, run: Iterator[pa.Table]) -> None:
+    """A sorted run's slices into a bucket's data files."""
+    for part in gathered(run, SLICE_BYTES):
+        seq, kinds = part.column(parquet.SEQUENCE_NUMBER), part.column(parquet.VALUE_KIND)
+        writer.write(layout.file_rows(part), seq, kinds)
 
 
 def _runs(sorted_ids: np.ndarray) -> Iterator[tuple[int, int, int]]:
