@@ -384,8 +384,8 @@ def _walker(node: _Node, sinks: dict, item_of: _ArraySink | None = None) -> Walk
         inner, branch = _walker(node.inner, sinks, item_of), node.branch
 
         def union(buf, pos, slot):
-            index, pos = _varints(buf, pos)
-            some = index == branch
+            some = buf[pos] == 2 * branch  # a branch index of two is one zigzag byte: 0 or 2
+            pos = pos + 1
             if some.all():
                 return inner(buf, pos, slot)
             if some.any():

@@ -258,5 +258,7 @@ def delete_files(io: FileIO, refs: FileRefs) -> Deleted:
 
 
 def delete_paths(io: FileIO, paths: Iterable[str]) -> int:
-    """Delete files (in parallel on remote storage); how many existed."""
-    return sum(map_reads(io.delete, sorted(paths), parallel=not io.is_local))
+    """Delete files in parallel; how many existed. On a local disk too: an unlink of a written
+    file waits on the filesystem (its journal, discards: about 1 ms on a VM disk), which threads
+    overlap, as they overlap an object store's round trips."""
+    return sum(map_reads(io.delete, sorted(paths)))
