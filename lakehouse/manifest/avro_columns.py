@@ -52,9 +52,14 @@ class Column:
 
     def bytes_of(self, data: bytes, rows: np.ndarray) -> list[bytes | None]:
         """The byte strings of ``rows`` (None where null)."""
-        starts, ends = self.starts[rows].tolist(), (self.starts[rows] + self.lengths[rows]).tolist()
-        present = self.present[rows].tolist()
-        return [data[s:e] if p else None for s, e, p in zip(starts, ends, present, strict=True)]
+        present = self.present[rows]
+        lengths = self.lengths[rows]
+        if present.all() and not lengths.any():  # e.g. the empty keys of append tables
+            return [b""] * len(rows)
+        starts, ends = self.starts[rows].tolist(), (self.starts[rows] + lengths).tolist()
+        if present.all():
+            return [data[s:e] for s, e in zip(starts, ends, strict=True)]
+        return [data[s:e] if p else None for s, e, p in zip(starts, ends, present.tolist(), strict=True)]
 
 
 @dataclass(frozen=True)
