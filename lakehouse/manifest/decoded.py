@@ -9,6 +9,7 @@ entries of the partitions asked for. Once every entry is built, the columns are 
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -36,6 +37,7 @@ class DecodedManifest:
         self._columns = columns
         self._built = built
         self._missing = sum(e is None for e in built)
+        self._lock = threading.Lock()  # cached manifests are shared by the threads of a process
 
     @classmethod
     def of_entries(cls, entries: list[ManifestEntry]) -> DecodedManifest:
@@ -74,7 +76,8 @@ class DecodedManifest:
             accepted = np.fromiter(map(partitions, self.partitions), bool, len(self.partitions))
             rows = np.flatnonzero(accepted[self.codes])
         if self._missing:
-            self._build(rows)
+            with self._lock:
+                self._build(rows)
         built = self._built
         return [built[r] for r in rows.tolist()]
 
