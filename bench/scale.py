@@ -410,11 +410,11 @@ def run(op: str, directory: Path, size: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def label(kind: str, size: int) -> str:
+def scale(name: str, kind: str, size: int) -> int:
+    """What a size means for an operation: rows, or files or snapshots of a metadata step."""
     if kind == "rows":
-        return f"{size / 1e6:g}M rows"
-    count = PLAN_FILES[size] if kind == "meta" else size
-    return f"{count / 1000:g}k"
+        return size
+    return (EXPIRE_SNAPSHOTS if name.startswith("expire") else PLAN_FILES)[size]
 
 
 def report(results: dict[tuple[str, int], dict], sizes: dict[str, list[int]]) -> None:
@@ -424,15 +424,10 @@ def report(results: dict[tuple[str, int], dict], sizes: dict[str, list[int]]) ->
             r = results.get((name, size))
             if r is None:
                 continue
-            count = {"plan": PLAN_FILES, "pypaimon": PLAN_FILES, "expire": EXPIRE_SNAPSHOTS}
-            scale = (
-                next((v[size] for k, v in count.items() if name.startswith(k)), size)
-                if kind == "meta"
-                else size
-            )
             speed = f"{r['items'] / r['seconds']:,.0f} {unit}/s" if r["seconds"] and r["items"] else ""
             print(
-                f"{name:<25}{scale:>12,}{r['seconds']:>10.3f}{speed:>22}{r['peak_rss'] / 2**20:>8.0f} MiB"
+                f"{name:<25}{scale(name, kind, size):>12,}{r['seconds']:>10.3f}{speed:>22}"
+                f"{r['peak_rss'] / 2**20:>8.0f} MiB"
                 f"  {r.get('note', '')}"
             )
     print("\ngrowth from the previous size to the largest (10x more: linear is about 10)")
@@ -489,7 +484,8 @@ def main() -> None:
                         continue
                     start = time.perf_counter()
                     results[(name, size)] = run(name, directory, size)
-                    print(f"  {name} at {label(kind, size)}: {time.perf_counter() - start:.1f} s", flush=True)
+                    took = time.perf_counter() - start
+                    print(f"  {name} at {scale(name, kind, size):,}: {took:.1f} s", flush=True)
                 shutil.rmtree(directory, ignore_errors=True)
         report(results, sizes)
     finally:

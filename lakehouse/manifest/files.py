@@ -129,10 +129,11 @@ class ManifestStore:
         return self.read_manifests([name])[0]
 
     def read_manifests(
-        self, names: Sequence[str], partitions: Callable[[bytes], bool] | None = None
+        self, names: Sequence[str], partitions: Callable[[bytes], bool] | None = None, cache: bool = True
     ) -> list[list[ManifestEntry]]:
         """The entries of each manifest, of the partitions ``partitions`` accepts (default all);
-        the manifests not cached are read (in parallel on remote storage) and decoded together."""
+        the manifests not cached are read (in parallel on remote storage) and decoded together,
+        and cached unless ``cache`` is False (a walk over history reads each once)."""
         paths = [self.paths.manifest(n) for n in names]
         found = [_CACHE.get(p) for p in paths]
         missing = [p for p, d in zip(paths, found, strict=True) if d is None]
@@ -141,7 +142,8 @@ class ManifestStore:
         for path, d in zip(paths, found, strict=True):
             d = d or decoded[path]
             out.append(d.entries(partitions))
-            _CACHE.put(path, d)  # re-weighed: entries were built
+            if cache or path not in decoded:
+                _CACHE.put(path, d)  # re-weighed: entries were built
         return out
 
     def _decode_manifests(self, paths: list[str]) -> list[DecodedManifest]:
@@ -207,8 +209,8 @@ class ManifestStore:
             self._list_names, avro.MANIFEST_LIST_SCHEMA, avro.manifest_meta_record, metas
         )
 
-    def read_list(self, name: str) -> list[ManifestFileMeta]:
-        return self._read_records(name, "manifest list", avro.manifest_meta_from)
+    def read_list(self, name: str, cache: bool = True) -> list[ManifestFileMeta]:
+        return self._read_records(name, "manifest list", avro.manifest_meta_from, cache)
 
     # ---- index manifests -----------------------------------------------------------------
 
@@ -234,14 +236,15 @@ class ManifestStore:
         _CACHE.put(path, list(items))
         return name, len(data)
 
-    def _read_records(self, name: str, what: str, decode: Callable) -> list:
-        """Decoded records of an immutable metadata file (cached by path)."""
+    def _read_records(self, name: str, what: str, decode: Callable, cache: bool = True) -> list:
+        """Decoded records of an immutable metadata file (cached by path unless ``cache`` is False)."""
         path = self.paths.manifest(name)
         cached = _CACHE.get(path)
         if cached is not None:
             return cached
         records = self._decode_records(path, self._read_file(path, what), what, decode)
-        _CACHE.put(path, records)
+        if cache:
+            _CACHE.put(path, records)
         return records
 
     def _read_file(self, path: str, what: str) -> bytes:
