@@ -54,7 +54,7 @@ def main() -> None:
         )
 
         def cold_plan():
-            manifest_files._CACHE._items.clear()
+            manifest_files._CACHE.clear()
             return t.plan()
 
         plan = t.plan()
@@ -73,7 +73,7 @@ def main() -> None:
 
         t.write(batch(args.commits, args.partitions), overwrite=True)
         snapshots = len(t.snapshots.snapshot_ids())
-        manifest_files._CACHE._items.clear()
+        manifest_files._CACHE.clear()
         start = time.perf_counter()
         result = t.expire_snapshots(retain_min=1, older_than_ms=2**62, max_deletes=snapshots)
         took = time.perf_counter() - start

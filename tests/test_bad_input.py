@@ -69,7 +69,7 @@ def _manifest_of_latest(table) -> str:
 def test_corrupt_metadata_and_data_files_are_typed_errors(table, what, damage):
     from lakehouse.manifest import files as manifest_files
 
-    manifest_files._CACHE._items.clear()
+    manifest_files._CACHE.clear()
     table.write(orders([7]))
     snap = table.snapshots.latest()
     if what == "manifest":
@@ -79,7 +79,7 @@ def test_corrupt_metadata_and_data_files_are_typed_errors(table, what, damage):
     else:
         (e,) = table.manifests().read_manifest(os.path.basename(_manifest_of_latest(table)))
         path = f"{table.paths.root}/{table.bucket_path(e.partition, e.bucket)}/{e.file.file_name}"
-    manifest_files._CACHE._items.clear()
+    manifest_files._CACHE.clear()
     if damage == "delete":
         os.remove(path)
     else:

@@ -189,11 +189,13 @@ def test_manifests_outside_the_filtered_partitions_are_not_opened(catalog, monke
         pa.table({**{c: [None] for c in ORDERS.names}, "order_id": [9], "dt": [DTS[0]]}, schema=ORDERS),
         overwrite={"dt": DTS[0]},
     )
-    files._CACHE._items.clear()
+    files._CACHE.clear()
     opened = []
-    original = ManifestStore.read_manifest
+    original = ManifestStore.read_manifests
     monkeypatch.setattr(
-        ManifestStore, "read_manifest", lambda self, name: opened.append(name) or original(self, name)
+        ManifestStore,
+        "read_manifests",
+        lambda self, names, *a: opened.extend(names) or original(self, names, *a),
     )
     plan = t.plan(filter=col("dt") == DTS[1])
     assert len(opened) == 1

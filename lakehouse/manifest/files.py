@@ -1,18 +1,23 @@
 """Manifest files and manifest lists of one table: writing (rolled at the target size), reading.
 
-Manifest files are immutable and uniquely named, so decoded entries are cached by path; planning
-after many commits then only decodes the manifests it has not seen.
+Manifest files are immutable and uniquely named, so decoded files are cached by path (bounded by
+their estimated memory, as Paimon's manifest cache is by bytes); planning after many commits
+then only decodes the manifests it has not seen. Manifests are decoded column-wise, many at once
+(:mod:`lakehouse.manifest.avro_columns`), and their entries built for the partitions a plan needs
+(:mod:`lakehouse.manifest.decoded`).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from lakehouse.errors import CorruptFileError
 from lakehouse.io.fs import FileIO
-from lakehouse.manifest import avro, binary_row
+from lakehouse.io.pool import map_reads
+from lakehouse.manifest import avro, avro_columns, binary_row
+from lakehouse.manifest.decoded import DecodedManifest
 from lakehouse.manifest.entries import (
     FileKind,
     IndexManifestEntry,
@@ -27,32 +32,45 @@ from lakehouse.snapshot import Snapshot
 from lakehouse.types import DataType
 
 _ROLL_CHECK_RECORDS = 1000  # RollingFileWriter.CHECK_ROLLING_RECORD_CNT
+CACHE_BYTES = 256 * 2**20
+_RECORD_BYTES = 600  # memory of one decoded manifest-list or index-manifest record
 
 
-class _RecordCache:
-    """A small thread-safe LRU of decoded metadata files, keyed by path."""
+class _MetadataCache:
+    """A thread-safe LRU of decoded metadata files keyed by path, bounded by their memory."""
 
-    def __init__(self, capacity: int = 2048) -> None:
+    def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self._items: OrderedDict[str, list] = OrderedDict()
+        self._items: OrderedDict[str, tuple[object, int]] = OrderedDict()
+        self._held = 0
         self._lock = threading.Lock()
 
-    def get(self, key: str) -> list | None:
+    def get(self, key: str):
         with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
-
-    def put(self, key: str, value: list) -> None:
-        with self._lock:
-            self._items[key] = value
+            found = self._items.get(key)
+            if found is None:
+                return None
             self._items.move_to_end(key)
-            while len(self._items) > self.capacity:
-                self._items.popitem(last=False)
+            return found[0]
+
+    def put(self, key: str, value: DecodedManifest | list) -> None:
+        """Add or re-weigh ``value`` (a decoded manifest grows as its entries are built)."""
+        size = value.nbytes if isinstance(value, DecodedManifest) else _RECORD_BYTES * len(value)
+        with self._lock:
+            old = self._items.pop(key, None)
+            self._held += size - (old[1] if old else 0)
+            self._items[key] = (value, size)
+            while self._held > self.capacity and len(self._items) > 1:
+                _, (_, dropped) = self._items.popitem(last=False)
+                self._held -= dropped
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._held = 0
 
 
-_CACHE = _RecordCache()
+_CACHE = _MetadataCache(CACHE_BYTES)
 
 
 class ManifestStore:
@@ -92,7 +110,7 @@ class ManifestStore:
         name = self._manifest_names.next()
         path = self.paths.manifest(name)
         self.io.write_bytes(path, data)
-        _CACHE.put(path, list(entries))
+        _CACHE.put(path, DecodedManifest.of_entries(list(entries)))
         adds = sum(1 for e in entries if e.kind == FileKind.ADD)
         return ManifestFileMeta(
             file_name=name,
@@ -108,7 +126,38 @@ class ManifestStore:
         )
 
     def read_manifest(self, name: str) -> list[ManifestEntry]:
-        return self._read_records(name, "manifest", avro.entry_from)
+        return self.read_manifests([name])[0]
+
+    def read_manifests(
+        self, names: Sequence[str], partitions: Callable[[bytes], bool] | None = None, cache: bool = True
+    ) -> list[list[ManifestEntry]]:
+        """The entries of each manifest, of the partitions ``partitions`` accepts (default all);
+        the manifests not cached are read (in parallel on remote storage) and decoded together,
+        and cached unless ``cache`` is False (a walk over history reads each once)."""
+        paths = [self.paths.manifest(n) for n in names]
+        found = [_CACHE.get(p) for p in paths]
+        missing = [p for p, d in zip(paths, found, strict=True) if d is None]
+        decoded = dict(zip(missing, self._decode_manifests(missing), strict=True))
+        out = []
+        for path, d in zip(paths, found, strict=True):
+            d = d or decoded[path]
+            out.append(d.entries(partitions))
+            if cache or path not in decoded:
+                _CACHE.put(path, d)  # re-weighed: entries were built
+        return out
+
+    def _decode_manifests(self, paths: list[str]) -> list[DecodedManifest]:
+        raws = map_reads(lambda p: self._read_file(p, "manifest"), paths, parallel=not self.io.is_local)
+        try:
+            columns = avro_columns.decode(raws)
+        except Exception:  # damaged bytes: fastavro below names the file and what is wrong
+            columns = [None] * len(raws)
+        return [
+            DecodedManifest.of_entries(self._decode_records(p, raw, "manifest", avro.entry_from))
+            if c is None
+            else DecodedManifest.of_columns(c)
+            for p, raw, c in zip(paths, raws, columns, strict=True)
+        ]
 
     def partition_stats(self, partitions: Iterable[bytes]) -> SimpleStats:
         """Min, max and null counts of the partition values of a manifest's entries."""
@@ -132,13 +181,16 @@ class ManifestStore:
         """The manifests of ``snapshot``'s data files: its base list, then its delta list."""
         return self.read_list(snapshot.base_manifest_list) + self.read_list(snapshot.delta_manifest_list)
 
-    def live_entries(self, manifests: list[ManifestFileMeta]) -> list[ManifestEntry]:
+    def live_entries(
+        self, manifests: list[ManifestFileMeta], partitions: Callable[[bytes], bool] | None = None
+    ) -> list[ManifestEntry]:
         """ADD entries of ``manifests`` that no DELETE among them cancelled, in manifest order
-        (``AbstractFileStoreScan``)."""
+        (``AbstractFileStoreScan``); only of the partitions ``partitions`` accepts, if given (a
+        DELETE only ever cancels an ADD of its own partition)."""
         deleted: set[tuple] = set()
         adds: list[ManifestEntry] = []
-        for m in manifests:
-            for e in self.read_manifest(m.file_name):
+        for entries in self.read_manifests([m.file_name for m in manifests], partitions):
+            for e in entries:
                 if e.kind == FileKind.DELETE:
                     deleted.add(e.identifier)
                 else:
@@ -148,8 +200,8 @@ class ManifestStore:
     def added_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
         """ADD entries of ``snapshot``'s delta: the files its commit added (new data or
         compaction output)."""
-        manifests = self.read_list(snapshot.delta_manifest_list)
-        return [e for m in manifests for e in self.read_manifest(m.file_name) if e.kind == FileKind.ADD]
+        names = [m.file_name for m in self.read_list(snapshot.delta_manifest_list)]
+        return [e for entries in self.read_manifests(names) for e in entries if e.kind == FileKind.ADD]
 
     def write_list(self, metas: list[ManifestFileMeta]) -> tuple[str, int]:
         """Write a manifest list; returns its name and size."""
@@ -157,8 +209,8 @@ class ManifestStore:
             self._list_names, avro.MANIFEST_LIST_SCHEMA, avro.manifest_meta_record, metas
         )
 
-    def read_list(self, name: str) -> list[ManifestFileMeta]:
-        return self._read_records(name, "manifest list", avro.manifest_meta_from)
+    def read_list(self, name: str, cache: bool = True) -> list[ManifestFileMeta]:
+        return self._read_records(name, "manifest list", avro.manifest_meta_from, cache)
 
     # ---- index manifests -----------------------------------------------------------------
 
@@ -184,28 +236,34 @@ class ManifestStore:
         _CACHE.put(path, list(items))
         return name, len(data)
 
-    def _read_records(self, name: str, what: str, decode: Callable) -> list:
-        """Decoded records of an immutable metadata file (cached by path)."""
+    def _read_records(self, name: str, what: str, decode: Callable, cache: bool = True) -> list:
+        """Decoded records of an immutable metadata file (cached by path unless ``cache`` is False)."""
         path = self.paths.manifest(name)
         cached = _CACHE.get(path)
         if cached is not None:
             return cached
+        records = self._decode_records(path, self._read_file(path, what), what, decode)
+        if cache:
+            _CACHE.put(path, records)
+        return records
+
+    def _read_file(self, path: str, what: str) -> bytes:
         try:
-            data = self.io.read_bytes(path)
+            return self.io.read_bytes(path)
         except FileNotFoundError:
             raise CorruptFileError(
                 f"table {self.table}: {what} {path} is missing; the snapshot referencing it cannot be "
                 f"read - roll back to an earlier snapshot"
             ) from None
+
+    def _decode_records(self, path: str, data: bytes, what: str, decode: Callable) -> list:
         try:
-            records = [decode(r) for r in avro.read_container(data)]
+            return [decode(r) for r in avro.read_container(data)]
         except Exception as e:  # fastavro raises many types on corrupt input
             raise CorruptFileError(
                 f"table {self.table}: {what} {path} is corrupt or truncated ({type(e).__name__}: {e}); "
                 f"roll back to an earlier snapshot or restore the file"
             ) from None
-        _CACHE.put(path, records)
-        return records
 
     def delete(self, names: Iterable[str]) -> None:
         self.io.delete_quietly([self.paths.manifest(n) for n in names])

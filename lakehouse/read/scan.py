@@ -105,7 +105,8 @@ def plan(table: TableStore, snapshot: Snapshot | None, filter: Predicate | None 
     merge_free = level0_invisible(schema)
     pruner = _Pruner(table, filter, merge_free)
     opened = [m for m in manifests if pruner.manifest_matches(m)]
-    matching = [e for e in store.live_entries(opened) if pruner.partition_matches(e.partition)]
+    keep = pruner.partition_matches if pruner.partition_pred is not None else None
+    matching = store.live_entries(opened, keep)
     if merge_free:
         visible = [e for e in matching if e.file.level > 0]
         counts["files_total"] -= len(matching) - len(visible)

@@ -124,7 +124,7 @@ def run(case: Case, warehouse: str) -> Outcome:
     table = TABLES[case.table](catalog)
     if case.prepare is not None:
         case.prepare(table)
-    manifest_files._CACHE._items.clear()  # damage must be seen, not a cached copy
+    manifest_files._CACHE.clear()  # damage must be seen, not a cached copy
     around = os.path.dirname(os.path.abspath(warehouse))
     before = picture(around)
     error = None
