@@ -47,6 +47,23 @@ def read_changes(
 ) -> pa.Table:
     """Rows changed after ``start_snapshot_id`` up to ``end_snapshot_id`` (default latest), with a
     ``_row_kind`` column (``+I``, ``-U``, ``+U``, ``-D``), in commit order."""
+    end, splits = splits_between(table, start_snapshot_id, end_snapshot_id, overwrites)
+    parts = map_parallel(lambda split: read_changed(table, split), splits)
+    if parts:
+        out = pa.concat_tables(parts)
+    else:
+        out = _with_kinds(table.schema.arrow_schema.empty_table(), pa.array([], pa.string()))
+    if consumer_id is not None:
+        consumers.record(table, consumer_id, end + 1)
+    return out
+
+
+def splits_between(
+    table: TableStore, start_snapshot_id: int, end_snapshot_id: int | None, overwrites: bool = False
+) -> tuple[int, list[Split]]:
+    """The end snapshot (``end_snapshot_id``, default the latest) and the :func:`changed_splits`
+    of snapshots ``start+1 .. end``, in commit order; a range outside the table's snapshots is
+    refused."""
     snapshots = table.snapshots
     latest = snapshots.latest_id()
     end = latest if end_snapshot_id is None else end_snapshot_id
@@ -58,16 +75,8 @@ def read_changes(
         raise InvalidArgumentError(
             f"table {table.name}: start snapshot {start_snapshot_id} is after end snapshot {end}"
         )
-    picked = [snapshots.snapshot(sid) for sid in range(start_snapshot_id + 1, end + 1)]
-    splits = [split for snap in picked for split in changed_splits(table, snap, overwrites)]
-    parts = map_parallel(lambda split: read_changed(table, split), splits)
-    if parts:
-        out = pa.concat_tables(parts)
-    else:
-        out = _with_kinds(table.schema.arrow_schema.empty_table(), pa.array([], pa.string()))
-    if consumer_id is not None:
-        consumers.record(table, consumer_id, end + 1)
-    return out
+    snaps = (snapshots.snapshot(sid) for sid in range(start_snapshot_id + 1, end + 1))
+    return end, [split for snap in snaps for split in changed_splits(table, snap, overwrites)]
 
 
 def changed_splits(table: TableStore, snap: Snapshot, overwrites: bool = False) -> list[Split]:

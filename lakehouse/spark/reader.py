@@ -28,7 +28,7 @@ from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StringType, StructType
 
 from lakehouse.catalog import Catalog
-from lakehouse.errors import InvalidOptionError, SnapshotNotFoundError
+from lakehouse.errors import InvalidArgumentError, InvalidOptionError, SnapshotNotFoundError
 from lakehouse.io.fs import storage_options
 from lakehouse.options import (
     INCREMENTAL_BETWEEN,
@@ -42,7 +42,7 @@ from lakehouse.options import (
     parse_bool,
 )
 from lakehouse.predicate import Predicate
-from lakehouse.read.changes import changed_splits, read_changed
+from lakehouse.read.changes import read_changed, splits_between
 from lakehouse.read.scan import Plan, Split, file_by_file, pack_ordered
 from lakehouse.rowkind import ROW_KIND
 from lakehouse.spark.filters import to_predicate
@@ -122,18 +122,12 @@ class ScanOptions:
         """The changed files of an ``incremental`` read, one split each, in commit order."""
         assert self.incremental is not None
         start, end = self.incremental
-        latest = table.latest_snapshot_id() or 0
-        if end > latest or start > end:
-            raise SnapshotNotFoundError(
-                f"table {table.name}: {INCREMENTAL_BETWEEN} {start},{end} is not a range of its snapshots "
-                f"(latest: {latest}); give start <= end <= the latest snapshot id"
-            )
-        snapshots = table.store.snapshots
-        return [
-            split
-            for sid in range(start + 1, end + 1)
-            for split in changed_splits(table.store, snapshots.snapshot(sid), self.overwrites)
-        ]
+        try:
+            return splits_between(table.store, start, end, self.overwrites)[1]
+        except (SnapshotNotFoundError, InvalidArgumentError) as e:
+            raise type(e)(
+                f"{INCREMENTAL_BETWEEN} {start},{end}: {e}; give start <= end <= the latest"
+            ) from None
 
 
 def _snapshot_range(value: str | None) -> tuple[int, int] | None:

@@ -42,7 +42,7 @@ from lakehouse.read import scan
 from lakehouse.read.changes import read_changes
 from lakehouse.read.table_read import TableRead
 from lakehouse.schema import SchemaManager, TableSchema
-from lakehouse.snapshot import Snapshot, SnapshotManager
+from lakehouse.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
 from lakehouse.store.partitions import Partitions, partition_values
 from lakehouse.store.table_store import TableStore
 from lakehouse.store.tags import create_tag, delete_tag, list_tags
@@ -208,10 +208,10 @@ class Table:
         try:
             writer.write(data)
             messages = writer.prepare_commit()
+            commit_id = BATCH_COMMIT_IDENTIFIER if identifier is None else identifier
             snapshot_id = committer.commit(
-                messages, overwrite=overwrite, properties=properties,
-                **({"identifier": identifier} if identifier is not None else {}),
-            )  # fmt: skip
+                messages, overwrite=overwrite, identifier=commit_id, properties=properties
+            )
             if snapshot_id is None and identifier is not None and committer.committed(identifier):
                 raise _Replayed  # another writer committed the identifier meanwhile
         except _Replayed:
