@@ -207,6 +207,11 @@ class PaimonIOManager(ConfigurableIOManager):
                 f"asset {asset}: write_mode delete makes every row a deletion, but the output has a "
                 f"{ROW_KIND} column; drop it, or use write_mode upsert to apply its row kinds"
             )
+        if metadata.get(INCREMENTAL) and mode not in (None, WriteMode.UPSERT, WriteMode.APPEND):
+            raise InvalidArgumentError(
+                f"asset {asset} is incremental: its output is upserted (or replaces the table when its "
+                f"inputs were read whole); remove write_mode {mode.value}"
+            )
         partitions = _run_partitions(context, asset)
         catalog = self.lakehouse.catalog()
         table, mode = _table_for_output(
@@ -224,11 +229,6 @@ class PaimonIOManager(ConfigurableIOManager):
         user, commit = commit_user(context.run_id), {}
         increment = _planned(context, catalog, table.name) if metadata.get(INCREMENTAL) else None
         if increment is not None:
-            if mode not in (WriteMode.UPSERT, WriteMode.APPEND):
-                raise InvalidArgumentError(
-                    f"asset {asset} is incremental: its output is upserted (or replaces the table when its "
-                    f"inputs were read whole); remove write_mode {mode.value}"
-                )
             user, overwrite = incremental_user(table.name), True if increment.full else None
             commit = {"identifier": increment.identifier, "properties": increment.properties}
         before = table.latest_snapshot_id() or 0

@@ -310,6 +310,14 @@ def test_a_bad_write_mode_is_refused_before_anything_happens(warehouse):
         run([t], warehouse)
     assert not Catalog(warehouse).table_exists("db.t")
 
+    @asset(key=["db", "t"], metadata={"write_mode": "overwrite", "incremental": True})
+    def incremental() -> pa.Table:
+        return ROWS
+
+    with pytest.raises(InvalidArgumentError, match="is incremental: its output is upserted"):
+        run([incremental], warehouse)
+    assert not Catalog(warehouse).table_exists("db.t")
+
 
 # ---- tables ----------------------------------------------------------------------------------
 
