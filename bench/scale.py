@@ -135,6 +135,11 @@ def op_append_write(d: Path, rows: int) -> dict:
     t = cat.create_table(
         "bench.append", SCHEMA, partition_keys=["dt"], options={"file-index.bloom-filter.columns": "k"}
     )
+    return _timed_write(t, rows)
+
+
+def _timed_write(t, rows: int) -> dict:
+    """One write of ``rows`` generated rows, streamed."""
     data = stream(rows)
     start = time.perf_counter()
     t.write(data)
@@ -170,10 +175,7 @@ def op_pk_write(d: Path, rows: int) -> dict:
     t = _catalog(d).create_table(
         "bench.pk", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "4"}
     )
-    data = stream(rows)
-    start = time.perf_counter()
-    t.write(data)
-    return {"seconds": time.perf_counter() - start, "items": rows}
+    return _timed_write(t, rows)
 
 
 def op_upserts(d: Path, rows: int) -> dict:
