@@ -4,12 +4,14 @@ import multiprocessing
 import os
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow.fs as pafs
 import pytest
 
 from lakehouse.io.fs import FileIO
+from lakehouse.io.pool import map_reads
 
 
 def test_try_create_has_exactly_one_winner_among_threads(tmp_path):
@@ -103,6 +105,24 @@ def test_the_shared_pool_keeps_order_and_survives_fork():
     # child would inherit (and block on), which a Spark Python worker never has
     done = subprocess.run([sys.executable, "-c", _FORK_CHECK], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_failed_call_of_map_reads_leaves_nothing_running():
+    running, finished = [], []
+
+    def call(x: int) -> int:
+        if x == 0:
+            raise OSError("cannot delete")
+        running.append(x)
+        time.sleep(0.01)
+        finished.append(x)
+        return x
+
+    with pytest.raises(OSError, match="cannot delete"):
+        map_reads(call, range(200))
+    settled = len(finished)
+    time.sleep(0.05)
+    assert len(finished) == settled == len(running) and settled < 199
 
 
 def test_listings_do_not_follow_symbolic_links(tmp_path):

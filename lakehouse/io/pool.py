@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -42,11 +42,20 @@ def map_reads(fn: Callable[[T], R], items: Iterable[T], parallel: bool = True) -
 
     Callers pass ``parallel=False`` for a local disk, where reads are cache hits that threads
     only slow down (they contend for the GIL); remote stores pay latency, which threads hide.
+    When a call fails, the calls not started are cancelled and those running finish before the
+    error is raised: nothing this started still runs (deletes, say) once it has returned.
     """
     items = list(items)
     if not parallel or len(items) <= 1:
         return [fn(x) for x in items]
-    return list(_pool().map(fn, items))
+    futures = [_pool().submit(fn, x) for x in items]
+    try:
+        return [f.result() for f in futures]
+    except BaseException:
+        for f in futures:
+            f.cancel()
+        wait(futures)
+        raise
 
 
 def submit(fn: Callable[..., R], *args: object) -> Future:

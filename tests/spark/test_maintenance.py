@@ -156,6 +156,8 @@ def test_an_expiration_job_whose_tasks_fail_leaves_only_orphans(spark, catalog, 
     assert t.snapshots.snapshot_ids() == [4, 5] and t.snapshots.read_hint("EARLIEST") == 4
     assert rows(t.read(snapshot_id=4)) == rows(orders(range(10), price=3))
     shutil.rmtree(blocker)
+    with open(blocker, "wb") as f:  # the file the failed task could not delete
+        f.write(b"PAR1")
     two_days_ago = time.time() - 2 * 86400
     for st in candidate_files(t):
         os.utime(st.path, (two_days_ago, two_days_ago))
