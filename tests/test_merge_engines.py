@@ -174,6 +174,67 @@ def test_sequence_group_retract_nulls_the_group(catalog):
     assert _rows(t) == [(1, None, 2, 20, 1)]
 
 
+@pytest.mark.parametrize("compact", [False, True])
+def test_remove_record_on_sequence_group(catalog, compact):
+    """A -D that does not lose to its removing group's sequence removes the row; what follows
+    applies on top of the -D's values. A -D older than the group, or of another group, retracts."""
+    t = _table(
+        catalog,
+        "sg",
+        [(c, INTS) for c in ("k", "a", "g1", "b", "g2", "c")],
+        {
+            "bucket": "1",
+            "merge-engine": "partial-update",
+            "fields.g1.sequence-group": "a",
+            "fields.g2.sequence-group": "b",
+            "partial-update.remove-record-on-sequence-group": "g1",
+        },
+    )
+
+    def step(*rows, kinds):
+        _insert(t, *rows, kinds=kinds)
+        if compact:
+            t.compact(full=True)
+        return _rows(t)
+
+    first = [(1, 1, 1, 1, 1, 7), (2, 2, 1, 2, 1, 8)]
+    assert step(*first, kinds=["+I", "+I"]) == first
+    assert step((1, None, 2, None, None, None), kinds=["-D"]) == [(2, 2, 1, 2, 1, 8)]
+    # inserted again: nothing of the removed row comes back
+    assert step((1, 4, 3, 5, 3, None), kinds=["+I"]) == [(1, 4, 3, 5, 3, None), (2, 2, 1, 2, 1, 8)]
+    # older than group g1's sequence: no removal; group g2's -D retracts g2 only
+    assert step((1, 9, 1, None, None, None), (2, None, None, None, 2, None), kinds=["-D", "-D"]) == [
+        (1, 4, 3, 5, 3, None),
+        (2, 2, 1, None, 2, 8),
+    ]
+    # removed and inserted again within one write: the row starts as the -D's values
+    assert step((2, None, 5, None, None, 6), (2, 3, 6, None, None, None), kinds=["-D", "+I"]) == [
+        (1, 4, 3, 5, 3, None),
+        (2, 3, 6, None, None, 6),
+    ]
+
+
+def test_a_removal_through_one_group_resets_the_sequence_of_the_other(catalog):
+    """Two removing groups: a removal makes the row the -D's values, sequences included, so a later
+    -D of the other group removes the row again even though that group had seen a higher one."""
+    t = _table(
+        catalog,
+        "sg2",
+        [(c, INTS) for c in ("k", "a", "g1", "b", "g2")],
+        {
+            "bucket": "1",
+            "merge-engine": "partial-update",
+            "fields.g1.sequence-group": "a",
+            "fields.g2.sequence-group": "b",
+            "partial-update.remove-record-on-sequence-group": "g1,g2",
+        },
+    )
+    one = [(1, 1, 5, 1, 5), (1, None, 6, None, 1), (1, None, None, 8, 3)]
+    two = [(2, 1, 5, 1, 5), (2, None, 6, None, 1), (2, 4, 7, None, None)]
+    _insert(t, *one, *two, kinds=["+I", "-D", "-D", "+I", "-D", "+I"])
+    assert _rows(t) == [(2, 4, 7, None, 1)]
+
+
 def test_aggregation_functions(catalog):
     cols = [
         ("k", INTS),
@@ -342,6 +403,18 @@ def test_deduplicate_sequence_field_and_ignore_delete(catalog):
         {"merge-engine": "partial-update", "fields.k.sequence-group": "v"},
         {"merge-engine": "partial-update", "fields.g.sequence-group": "nope"},
         {"merge-engine": "first-row", "sequence.field": "g"},
+        {"merge-engine": "partial-update", "partial-update.remove-record-on-sequence-group": "g"},
+        {
+            "merge-engine": "partial-update",
+            "fields.g.sequence-group": "v",
+            "partial-update.remove-record-on-sequence-group": "v",
+        },
+        {
+            "merge-engine": "partial-update",
+            "fields.g.sequence-group": "v",
+            "partial-update.remove-record-on-sequence-group": "g",
+            "ignore-delete": "true",
+        },
     ],
 )
 def test_bad_engine_options(catalog, options):

@@ -132,3 +132,102 @@ def test_engine_matches_model(tmp_path, engine, steps, trigger):
         got = {r["k"]: (r["a"], r["b"], r["c"]) for r in rows}
         assert len(got) == len(rows), "a key is visible twice"
         assert got == model(engine.removesuffix("+dv"), events)
+
+
+# ---- partial update with sequence groups, one of which removes the row --------------------------
+
+VALUES = ("a", "s1", "b", "s2", "c")
+GROUPED = pa.schema([pa.field("k", pa.int32(), nullable=False), *[pa.field(c, pa.int64()) for c in VALUES]])
+GROUPS = (("s1", ("a",)), ("s2", ("b",)))  # (sequence field, its columns); s1's -D removes the row
+
+
+def grouped_model(events: list[tuple]) -> dict[int, tuple]:
+    """Paimon's partial-update merge function, one version at a time: a -D retracts the groups it
+    does not lose to, and removes the whole row through s1 (the row becomes the -D's values); the
+    key is deleted if the last version removed it or no insert came."""
+    out = {}
+    by_key: dict[int, list] = {}
+    for k, kind, *values in events:
+        by_key.setdefault(k, []).append((kind, dict(zip(VALUES, values, strict=True))))
+    for k, history in by_key.items():
+        row, filled, inserted, removed = dict.fromkeys(VALUES), False, False, False
+        for kind, v in history:
+            removed = False
+            if kind == "-D" and not filled:
+                row, filled = dict(v), True
+            for seq, fields in GROUPS:
+                if v[seq] is None or (row[seq] is not None and v[seq] < row[seq]):
+                    continue
+                if kind == "-D" and seq == "s1":
+                    row, removed = dict(v), True
+                    break
+                row[seq] = v[seq]
+                for f in fields:
+                    row[f] = v[f] if kind == "+I" else None
+            if kind == "+I":
+                if v["c"] is not None:
+                    row["c"] = v["c"]
+                inserted = filled = True
+        if inserted and not removed:
+            out[k] = tuple(row[f] for f in VALUES)
+    return out
+
+
+what = st.sampled_from(["+I", "+I", "remove", "retract"])
+grouped_row = st.tuples(st.integers(0, 4), what, value, value, value, st.booleans(), st.booleans())
+grouped_step = st.one_of(
+    st.tuples(st.just("write"), st.lists(grouped_row, min_size=1, max_size=8)),
+    st.tuples(st.just("compact"), st.booleans()),
+)
+
+
+@pytest.mark.parametrize("dv", [False, True])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(grouped_step, min_size=1, max_size=8), trigger=st.sampled_from(["2", "5"]))
+def test_remove_record_on_sequence_group_matches_model(tmp_path, dv, steps, trigger):
+    """Sequences rise with time (event times), as they do where rows are removed: a removal is
+    followed by an insert carrying s1, a group is retracted only from a live row, and -D rows
+    carry nothing that the compaction which drops a deleted key would have to remember."""
+    catalog = Catalog(str(tmp_path / f"wh{next(_counter)}"))
+    catalog.create_database("db")
+    t = catalog.create_table(
+        "db.t",
+        GROUPED,
+        primary_keys=["k"],
+        options={
+            "bucket": "2",
+            "num-sorted-run.compaction-trigger": trigger,
+            "merge-engine": "partial-update",
+            "fields.s1.sequence-group": "a",
+            "fields.s2.sequence-group": "b",
+            "partial-update.remove-record-on-sequence-group": "s1",
+            "deletion-vectors.enabled": str(dv).lower(),
+        },
+    )
+    events, clock, removed, live = [], itertools.count(1), set(), set()
+    for kind, arg in steps:
+        if kind == "compact":
+            t.compact(full=arg)
+            continue
+        batch = []
+        for k, what, a, b, c, has_s1, has_s2 in arg:
+            tick = next(clock)
+            if what == "+I" or k in removed or (what == "retract" and k not in live):
+                s1 = tick if has_s1 or k in removed else None
+                batch.append((k, "+I", a, s1, b, tick if has_s2 else None, c))
+                removed.discard(k)
+                live.add(k)
+            elif what == "remove":
+                batch.append((k, "-D", None, tick, None, None, None))
+                removed.add(k)
+                live.discard(k)
+            else:
+                batch.append((k, "-D", None, None, None, tick, None))
+        columns = ["k", "_row_kind", *VALUES]
+        data = pa.table({n: [r[i] for r in batch] for i, n in enumerate(columns)})
+        kinds = GROUPED.append(pa.field("_row_kind", pa.string()))
+        data = data.select(kinds.names).cast(kinds)
+        t.write(data)
+        events += batch
+        got = {r["k"]: tuple(r[f] for f in VALUES) for r in t.read().to_pylist()}
+        assert got == grouped_model(events)

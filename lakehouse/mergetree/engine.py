@@ -5,7 +5,10 @@
   makes columns follow their own sequence field(s) (null group sequence: the group is untouched;
   a retract nulls the group), optionally with aggregate functions inside a group.
   ``partial-update.remove-record-on-delete`` lets -D remove the row (a later version starts
-  from nothing); otherwise deletes must be ignored (``ignore-delete``) or are refused.
+  from nothing); otherwise deletes must be ignored (``ignore-delete``) or are refused. With
+  groups, ``partial-update.remove-record-on-sequence-group`` names sequence fields whose -D
+  removes the whole row when it does not lose to the group's sequence: the row becomes the -D's
+  values, deleted unless later versions follow (they apply on top of it).
 * ``aggregation``: every value column is reduced by ``fields.<f>.aggregate-function``
   (default ``fields.default-aggregate-function``, else ``last_non_null_value``).
 * ``first-row``: the first version wins; later versions and deletes are ignored.
@@ -25,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakehouse.errors import InvalidOptionError, SchemaMismatchError, UnsupportedFeatureError
+from lakehouse.errors import InvalidOptionError, SchemaMismatchError
 from lakehouse.format.parquet import SEQUENCE_NUMBER, VALUE_KIND
 from lakehouse.mergetree.aggregate import FieldAgg
 from lakehouse.mergetree.groups import KeyGroups, positions_of, take_or_null
@@ -43,8 +46,9 @@ from lakehouse.rowkind import RETRACT_KINDS, RowKind
 
 ORDINAL = "_FILE_ORDINAL"  # optional tiebreak column: files read later win ties
 _SEQUENCE_GROUP = ".sequence-group"
-# With remove-record-on-delete, a merged row whose history restarted after a delete is stored
-# as +U: it replaces older versions instead of updating them (written +U rows become +I).
+# With remove-record-on-delete (or on sequence group), a merged row whose history restarted
+# after a delete is stored as +U: it replaces older versions instead of updating them (written +U
+# rows become +I).
 COMPLETE = 2
 
 
@@ -74,6 +78,7 @@ class MergeEngine:
         self.groups: list[SequenceGroup] = []
         self.aggs: dict[str, FieldAgg] = {}
         self.remove_on_delete = False
+        self.removing: list[SequenceGroup] = []  # groups whose -D removes the row
         if self.kind == MergeEngineKind.FIRST_ROW and self.sequence_fields:
             raise InvalidOptionError(f"table {table}: merge-engine first-row does not support sequence.field")
         if self.kind == MergeEngineKind.PARTIAL_UPDATE:
@@ -91,6 +96,16 @@ class MergeEngine:
                 f"table {table}: ignore-delete and {self.kind}.remove-record-on-delete contradict "
                 f"each other; set only one"
             )
+        if self.removing and self.ignore_delete:
+            raise InvalidOptionError(
+                f"table {table}: ignore-delete and {PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP} "
+                f"contradict each other; set only one"
+            )
+
+    @property
+    def restarts(self) -> bool:
+        """Whether a delete can restart a key's history (merged rows may be stored complete)."""
+        return self.remove_on_delete or bool(self.removing)
 
     def _partial_update_options(self, schema, options: CoreOptions) -> None:
         names = set(schema.field_names)
@@ -120,11 +135,15 @@ class MergeEngine:
                 f"table {self.table}: sequence groups and partial-update.remove-record-on-delete contradict "
                 f"each other; use sequence groups to retract columns, or remove the groups"
             )
-        if options.get(PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP):
-            raise UnsupportedFeatureError(
-                f"table {self.table}: partial-update.remove-record-on-sequence-group is not supported; "
-                f"remove the option"
+        removing = set(options.names(PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP))
+        sequences = {s for g in self.groups for s in g.sequence}
+        if removing - sequences:
+            raise InvalidOptionError(
+                f"table {self.table}: {PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP} names "
+                f"{sorted(removing - sequences)}, which are not sequence fields of sequence groups; "
+                f"name fields <f> of 'fields.<f>.sequence-group' options"
             )
+        self.removing = [g for g in self.groups if removing & set(g.sequence)]
         default = options.get(FIELDS_DEFAULT_AGGREGATE_FUNCTION)
         for f in self.value_fields:
             function = options.get(f"fields.{f.name}.aggregate-function") or default
@@ -147,7 +166,7 @@ class MergeEngine:
 
     def stored(self, data: pa.Table, kinds: pa.Array) -> tuple[pa.Table, pa.Array]:
         """Accepted rows as the engine stores them: counts as ones, complete rows as +I."""
-        if self.remove_on_delete:
+        if self.restarts:
             kinds = pc.if_else(pc.equal(kinds, COMPLETE), pa.scalar(0, kinds.type), kinds)
         for name, agg in self.aggs.items():
             if agg.function == "count":
@@ -248,12 +267,20 @@ class MergeEngine:
                 )
             complete = _restarted(g, begin)[keep]
             return _assemble(g.rows(last_event[keep]), columns, deleted, complete)
+        # each key's history counts from its last base (a removing -D or a complete row), which
+        # stands in as a row of all its values; nothing but retracts in it: the key is deleted
+        last = self._last_base(g, retract)
+        sizes = g.ends - g.starts
+        active = np.arange(n) >= np.repeat(np.maximum(last, g.starts), sizes)
+        base = np.zeros(n, bool)
+        base[last[last >= 0]] = True
+        inserts = (~retract | base) & active
+        retract = retract & active & ~base
         columns = {}
         grouped = set()
         for group in self.groups:
-            columns.update(self._sequence_group(g, group, retract))
+            columns.update(self._sequence_group(g, group, retract, active, base))
             grouped |= set(group.sequence) | set(group.fields)
-        inserts = ~retract
         for f in self.value_fields:
             if f.name in grouped:
                 continue
@@ -263,16 +290,59 @@ class MergeEngine:
                 columns[f.name] = agg.reduce(values, g, inserts, np.zeros(n, bool))
             else:
                 columns[f.name] = take_or_null(values, g.last_where(inserts & np.asarray(values.is_valid())))
-        deleted = g.last_where(inserts) < 0  # nothing but retracts: the key is deleted
-        return _assemble(g.rows(g.ends - 1), columns, deleted)
+        removed = np.zeros(g.count, bool)
+        removed[last >= 0] = g.kinds[last[last >= 0]] == RowKind.DELETE
+        deleted = (last == g.ends - 1) & removed  # the last version removed the row
+        deleted |= g.last_where(np.isin(g.kinds, RETRACT_KINDS, invert=True)) < 0
+        return _assemble(g.rows(g.ends - 1), columns, deleted, ~deleted & (last >= 0))
 
-    def _sequence_group(self, g: KeyGroups, group: SequenceGroup, retract: np.ndarray) -> dict[str, pa.Array]:
+    def _last_base(self, g: KeyGroups, retract: np.ndarray) -> np.ndarray:
+        """Per key, the last row that replaced the whole row (-1: none): a complete row, or a -D
+        with a removing group of its own that does not lose to the row's sequence of that group
+        (Paimon's ``remove-record-on-sequence-group``). The row's sequence of a group is the
+        highest among the versions since the key's previous base, that base's own included, so
+        one pass finds every removing -D when one group removes; with several, a removal can
+        lower another group's sequence, and each round settles the next removal of every key."""
+        n = len(g.kinds)
+        bases = g.kinds == COMPLETE
+        last = g.last_where(bases)
+        if not self.removing or not n:
+            return last
+        ranks = [_sequence_rank(g, group) for group in self.removing]
+        candidates = (g.kinds == RowKind.DELETE) & np.any([r >= 0 for r in ranks], axis=0)
+        starts = np.zeros(n, bool)
+        starts[g.starts] = True
+        sizes = g.ends - g.starts
+        while True:
+            segment = np.cumsum(starts | bases)
+            wins = np.zeros(n, bool)
+            for rank in ranks:
+                # the highest rank before each row in its segment (< 0 at a segment's start)
+                running = np.maximum.accumulate(segment * (n + 2) + rank + 1)
+                before = np.full(n, -1, np.int64)
+                before[1:] = running[:-1] - segment[1:] * (n + 2) - 1
+                wins |= (rank >= 0) & (rank >= before)
+            hits = candidates & wins & (np.arange(n) > np.repeat(last, sizes))
+            if len(self.removing) == 1:
+                return np.maximum(last, g.last_where(hits))
+            first = g.first_where(hits)
+            found = first >= 0
+            if not found.any():
+                return last
+            bases[first[found]] = True
+            last[found] = first[found]
+
+    def _sequence_group(
+        self, g: KeyGroups, group: SequenceGroup, retract: np.ndarray, active: np.ndarray, base: np.ndarray
+    ) -> dict[str, pa.Array]:
         """The group's columns: taken from its latest row by its own sequence (retract: nulled),
-        aggregated columns folded over every row of the group in that order."""
+        aggregated columns folded over every row of the group in that order. Only ``active`` rows
+        count; a ``base`` row counts even with a null sequence (the row starts as its values)."""
         seq = [g.column(s) for s in group.sequence]
         eligible = np.zeros(len(g.kinds), bool)
         for s in seq:
             eligible |= np.asarray(s.is_valid())
+        eligible = (eligible & active) | base
         # order every key's eligible rows by the group's sequence (nulls first), then merge order
         ids = g.group_ids()
         columns = {"__g": ids, **{f"__s{i}": s for i, s in enumerate(seq)}, "__pos": np.arange(len(ids))}
@@ -304,6 +374,20 @@ MERGES: dict[MergeEngineKind, Callable[[MergeEngine, KeyGroups], pa.Table]] = {
     MergeEngineKind.PARTIAL_UPDATE: MergeEngine._partial_update,
     MergeEngineKind.AGGREGATION: MergeEngine._aggregation,
 }
+
+
+def _sequence_rank(g: KeyGroups, group: SequenceGroup) -> np.ndarray:
+    """Every row's dense rank by the group's sequence fields in order (nulls lowest), -1 where
+    they are all null (the row leaves the group alone)."""
+    ranks = [
+        pc.rank(g.column(s), null_placement="at_start", tiebreaker="dense").to_numpy().astype(np.int64)
+        for s in group.sequence
+    ]
+    rank = ranks[0] if len(ranks) == 1 else np.unique(np.stack(ranks, axis=1), axis=0, return_inverse=True)[1]
+    empty = np.ones(len(g.kinds), bool)
+    for s in group.sequence:
+        empty &= np.asarray(g.column(s).is_null())
+    return np.where(empty, -1, rank.reshape(-1))
 
 
 def _regroup(g: KeyGroups, positions: np.ndarray, owner: np.ndarray) -> tuple[KeyGroups, np.ndarray]:
