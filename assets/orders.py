@@ -14,11 +14,11 @@
   incremental on ``dwd.orders``' changelog;
 - ``dws.order_wide``: one wide row per order filled by two streams - order states from
   ``dwd.orders`` and payments from ``ods.orders`` - merged by partial update, each stream's
-  columns under its own sequence group. It is written without compaction (``write-only``), so
-  the compaction sensor keeps its LSM trees in shape. Each run recomputes its days rather than
-  apply changes: partial update with sequence groups retracts a deleted order's columns but
-  cannot remove its row (Paimon forbids ``partial-update.remove-record-on-delete`` with sequence
-  groups), so a cancelled order would linger.
+  columns under its own sequence group. It is incremental on both: state changes from
+  ``dwd.orders``' changelog, new payments from ``ods.orders``; an order deleted upstream (``-D``)
+  removes its row through ``partial-update.remove-record-on-sequence-group`` on the state group.
+  It is written without compaction (``write-only``), so the compaction sensor keeps its LSM trees
+  in shape.
 """
 
 from __future__ import annotations
@@ -91,23 +91,37 @@ def _dwd_orders(inputs: Inputs) -> DataFrame:
 
 def _dws_order_wide(inputs: Inputs) -> DataFrame:
     """Order states and the payments of live orders as two streams of partial rows; partial update
-    joins them."""
+    joins them. An order's state is its last change in ``dwd.orders`` (a ``-D`` removes the row);
+    payments are the new pay events of orders live upstream, and every pay event of an order that
+    (re)appeared there (``+I``: new, inserted again, or read whole), whose payments the table
+    does not hold."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     def nulls(*names: str) -> list:
         types = {f.name: f.type for f in ORDER_WIDE}
         return [F.lit(None).cast(_spark_type(types[n])).alias(n) for n in names]
 
-    orders = inputs.read("dwd.orders")
-    states = orders.select(*ORDERS.names, *nulls("pay_method", "amount_paid", "paid_at"))
-    paid = (
-        inputs.read("ods.orders")
-        .where("event_type = 'pay'")
-        .join(orders.select("order_id", "dt"), ["order_id", "dt"], "left_semi")
+    # a -D carries the state it deletes: it sorts after the change that made that state
+    newest_first = Window.partitionBy("order_id", "dt").orderBy(
+        F.desc("updated_at"), F.desc(F.col("_row_kind") == "-D")
     )
-    payments = paid.select(
-        "order_id", "dt", *nulls("user_id", "status", "price", "updated_at"), "pay_method",
+    changed = inputs.changes("dwd.orders").where("_row_kind != '-U'")
+    last = changed.withColumn("n", F.row_number().over(newest_first)).where("n = 1").drop("n")
+    kind = F.when(F.col("_row_kind") == "-D", "-D").otherwise("+I").alias("_row_kind")
+    states = last.select(*ORDERS.names, *nulls("pay_method", "amount_paid", "paid_at"), kind)
+    key, pays = ["order_id", "dt"], F.col("event_type") == "pay"
+    new_pays = inputs.changes("ods.orders").where(pays).drop("_row_kind")
+    new_pays = new_pays.join(inputs.read("dwd.orders", key), key, "left_semi")
+    appeared = last.where("_row_kind = '+I'").select(*key)
+    days = [r.dt for r in appeared.select("dt").distinct().collect()]  # read only their days of ods.orders
+    if days:
+        all_pays = inputs.read("ods.orders", where=F.col("dt").isin(days) & pays)
+        new_pays = new_pays.unionByName(all_pays.join(appeared, key, "left_semi"))
+    payments = new_pays.select(
+        *key, *nulls("user_id", "status", "price", "updated_at"), "pay_method",
         F.col("price").alias("amount_paid"), F.col("event_time").alias("paid_at"),
+        F.lit("+I").alias("_row_kind"),
     )  # fmt: skip
     return states.unionByName(payments)
 
@@ -161,13 +175,14 @@ TABLES = (
             "merge-engine": "partial-update",
             "fields.updated_at.sequence-group": "user_id,status,price",
             "fields.paid_at.sequence-group": "pay_method,amount_paid",
+            "partial-update.remove-record-on-sequence-group": "updated_at",  # a -D state removes the row
             "write-only": "true",
             "num-sorted-run.compaction-trigger": "3",
         },
         upstream=("dwd.orders", "ods.orders"),
-        write="overwrite",  # a rerun of a day recomputes it: orders deleted upstream leave it too
         description="One row per order: its state and its payment, joined by partial update",
         owners=("team:analytics",),
         fresh_by=FRESH_BY,
+        incremental=True,  # fed by dwd.orders' changelog and the pay events ods.orders gained
     ),
 )

@@ -2,10 +2,10 @@
 
 Rounds of late order events land in ``ods.orders`` (commits of the source system, as a CDC feed
 would make them); after each, the incremental job (``dwd.orders`` with its checks and publish,
-then ``dws.user_daily``) reads only what changed and commits. Each round prints the end-to-end
-freshness: seconds from the events' commit to ``ods.orders`` to ``dws.user_daily``'s commit
-holding them. In a deployment the snapshot sensor of ``ods.orders`` launches the same runs as
-foreign commits land (``make dev``, sensors on).
+then ``dws.user_daily`` and ``dws.order_wide``) reads only what changed and commits. Each round
+prints the end-to-end freshness: seconds from the events' commit to ``ods.orders`` to
+``dws.user_daily``'s commit holding them. In a deployment the snapshot sensor of ``ods.orders``
+launches the same runs as foreign commits land (``make dev``, sensors on).
 
 Runs on the embedded warehouse after ``make demo`` (it materializes yesterday first if the example
 tables are missing); runs are recorded in ``$DAGSTER_HOME``.

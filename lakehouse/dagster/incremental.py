@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -61,8 +61,9 @@ def consumer_id(table: str) -> str:
 @dataclass(frozen=True)
 class Position:
     """What a materialization reads of one upstream: the changes of snapshots ``start+1 .. end``
-    outside the ``replaced`` days, whose rows it reads whole; or (``start`` None) the whole table
-    as of ``end`` (0: the table had no snapshot)."""
+    outside the ``replaced`` days (those any upstream replaced: the run recomputes them), whose
+    rows it reads whole; or (``start`` None) the whole table as of ``end`` (0: the table had no
+    snapshot)."""
 
     table: str
     start: int | None
@@ -132,6 +133,9 @@ def plan_increment(catalog: Catalog, name: str, upstream: Sequence[str], day_col
         positions[upstream_name] = Position(upstream_name, start, end, replaced)
     if any(p.start is None for p in positions.values()):
         positions = {u: Position(u, None, p.end) for u, p in positions.items()}
+    else:  # a day one upstream replaced is recomputed from all of them: each is read whole there
+        days = tuple(sorted({d for p in positions.values() for d in p.replaced}))
+        positions = {u: replace(p, replaced=days) for u, p in positions.items()}
     return Increment(name, positions, 1 if last is None else last.commit_identifier + 1)
 
 

@@ -17,7 +17,7 @@ from lakehouse.errors import InvalidArgumentError
 from lakehouse.schema import TableSchema, new_schema
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 PARTITION_COLUMN = "dt"  # daily partitions of the assets map to this table partition
 
@@ -36,14 +36,16 @@ class Inputs:
     table: str | None = None  # the table being materialized
     increment: Increment | None = None
 
-    def read(self, table: str, columns: Sequence[str] | None = None) -> DataFrame:
+    def read(
+        self, table: str, columns: Sequence[str] | None = None, where: Column | None = None
+    ) -> DataFrame:
         """An upstream table - ``columns`` of it (default all), the only ones read - in the run's
-        ``dt`` partitions when the run has days (pruned when the read is planned: the other
-        partitions' files are not read). An incremental run reads all of it, as of the snapshot
-        its changes end at."""
+        ``dt`` partitions when the run has days, its rows matching ``where`` (both pruned when the
+        read is planned: the other partitions' files, and files the filter rules out, are not
+        read). An incremental run reads all of it, as of the snapshot its changes end at."""
         if self.increment is None:
-            return self._read(table, columns, self.days)
-        return self._read(table, columns, None, self.increment.position(table).end)
+            return self._read(table, columns, self.days, where=where)
+        return self._read(table, columns, None, self.increment.position(table).end, where)
 
     def changes(self, table: str) -> DataFrame:
         """What an upstream table changed since this table's last materialization, with a
@@ -83,11 +85,15 @@ class Inputs:
         columns: Sequence[str] | None,
         days: Sequence[str] | None,
         snapshot: int | None = None,
+        where: Column | None = None,
     ) -> DataFrame:
-        """``columns`` of ``table`` in ``days`` (None: all) as of ``snapshot`` (None: the latest)."""
+        """``columns`` of ``table`` matching ``where`` in ``days`` (None: all) as of ``snapshot``
+        (None: the latest)."""
         from lakehouse.spark.kinds import functions_for
 
-        where = None if days is None else functions_for(self.spark).col(PARTITION_COLUMN).isin(list(days))
+        if days is not None:
+            in_days = functions_for(self.spark).col(PARTITION_COLUMN).isin(list(days))
+            where = in_days if where is None else in_days & where
         return snapshot_frame(self.spark, table, snapshot, self.warehouse, self.storage, columns, where)
 
 

@@ -4,6 +4,7 @@ and keeps the snapshots it still needs from expiring - always equal to a full re
 
 from __future__ import annotations
 
+import datetime as dt
 import tempfile
 from collections import defaultdict
 
@@ -198,6 +199,44 @@ def test_a_rerun_day_is_recomputed_and_the_others_take_changes(spark, warehouse)
     assert_matches(warehouse, model)
 
 
+def _both(inputs):
+    one, two = (inputs.changes(n).selectExpr(f"'{n}' AS src", *ITEMS.names, "_row_kind") for n in (SRC, SRC2))
+    return one.unionByName(two).where("_row_kind != '-U'")
+
+
+SRC2 = "src.more"
+BOTH = TableSpec(
+    "inc.both",
+    pa.schema([pa.field("src", pa.string(), nullable=False), *ITEMS]),
+    _both,
+    primary_keys=("src", "id", "dt"),
+    options={"bucket": "1"},
+    upstream=(SRC, SRC2),
+    incremental=True,
+)  # fmt: skip
+
+
+def test_a_day_one_upstream_replaced_is_read_whole_from_every_upstream(spark, warehouse):
+    """The run replaces a day any upstream replaced, so it reads that day whole from all of them:
+    the other upstream's rows of the day, unchanged since the last run, stay."""
+    catalog, one, two = Catalog(warehouse), Model(), Model()
+    first = source(warehouse)
+    second = catalog.create_table(SRC2, ITEMS, primary_keys=["id", "dt"], partition_keys=["dt"],
+                                  options={"bucket": "1", "changelog-producer": "input"})  # fmt: skip
+    upsert(first, one, [("upsert", i, d, 0, i) for i in range(3) for d in DAYS])
+    upsert(second, two, [("upsert", i, d, 0, 10 + i) for i in range(3) for d in DAYS])
+    resources = {"lakehouse": LakehouseResource(warehouse=warehouse), "spark": SparkResource()}
+    assert materialize([table_asset(BOTH, PARTITIONS)], resources=resources, partition_key=DAYS[0]).success
+    replace_day(first, one, DAYS[1], [(7, 0, 70)])
+    upsert(second, two, [("upsert", 0, DAYS[0], 0, 99)])
+    done = materialize([table_asset(BOTH, PARTITIONS)], resources=resources, partition_key=DAYS[0])
+    metadata = done.get_asset_materialization_events()[0].materialization.metadata
+    assert metadata["incremental"].value == "changes" and metadata["replaced_days"].value == DAYS[1]
+    expected = [(SRC, i, d, g, a) for (i, d), (g, a) in one.rows.items()]
+    expected += [(SRC2, i, d, g, a) for (i, d), (g, a) in two.rows.items()]
+    assert tuples(catalog.get_table(BOTH.name).read(), "src", "id", "dt", "grp", "amount") == sorted(expected)
+
+
 def test_a_replayed_commit_is_dropped_and_its_changes_read_again(spark, warehouse, monkeypatch):
     """Two runs planned from the same commit: the second commits the same identifier, which its
     commit user committed already - nothing of it lands - and the next run applies what it missed."""
@@ -248,8 +287,9 @@ def test_consumers_keep_the_snapshots_the_next_run_reads(spark, warehouse):
 
 def test_late_events_reach_the_example_tables_as_changes(spark, warehouse):
     """The example: a day materialized, then late events land in its ods.orders partition; the
-    next run of dwd.orders reads only them, dws.user_daily only dwd.orders' changelog, and both
-    hold what recomputing them from every event gives."""
+    next run of dwd.orders reads only them, the dws tables only dwd.orders' changelog (and
+    dws.order_wide the new pay events), and all hold what recomputing them from every event gives:
+    cancelled orders leave dws.order_wide, paid or not, and one that comes back has its payment."""
     from assets.definitions import defs
     from assets.events import late_events
 
@@ -257,34 +297,55 @@ def test_late_events_reach_the_example_tables_as_changes(spark, warehouse):
     assert materialize([*defs.assets, *defs.asset_checks], resources=resources, partition_key=DAYS[0]).success
     catalog = Catalog(warehouse)
     ods = catalog.get_table("ods.orders")
-    late = late_events(DAYS[0], 1)
-    ods.write(late)
-    keys = {"dwd/orders", "dws/user_daily"}
+    keys = {"dwd/orders", "dws/user_daily", "dws/order_wide"}
     selected = [a for a in defs.assets if a.key.to_user_string() in keys]
     selected += [c for c in defs.asset_checks if {k.asset_key.to_user_string() for k in c.check_keys} & keys]
-    result = materialize(selected, resources=resources, partition_key=DAYS[0])
-    assert result.success and all(c.passed for c in result.get_asset_check_evaluations())
-    metadata = {e.materialization.asset_key.to_user_string(): e.materialization.metadata
-                for e in result.get_asset_materialization_events()}  # fmt: skip
-    assert {metadata[k]["incremental"].value for k in keys} == {"changes"}
-    dwd = metadata["dwd/orders"]
-    assert dwd["rows_written"].value == len(set(late.column("order_id").to_pylist()))
-    last: dict[int, dict] = {}
-    for event in sorted(ods.read().to_pylist(), key=lambda e: (e["event_time"], e["event_id"])):
-        last[event["order_id"]] = event
-    live = {o: e for o, e in last.items() if e["event_type"] != "cancel"}
-    orders = catalog.get_table("dwd.orders").read()
-    assert tuples(orders, "order_id", "status", "price") == sorted(
-        (o, e["status"], e["price"]) for o, e in live.items()
-    )
-    daily: dict[tuple, list] = defaultdict(lambda: [0, 0])
-    for e in live.values():
-        daily[e["user_id"], e["dt"]][0] += 1
-        daily[e["user_id"], e["dt"]][1] += e["price"]
-    got = catalog.get_table("dws.user_daily").read()
-    assert tuples(got, "user_id", "dt", "order_count", "total_amount") == sorted(
-        (*k, *v) for k, v in daily.items()
-    )
+
+    def propagate(late: pa.Table) -> tuple[dict, dict]:
+        """Land ``late``, run the incremental tables; check them against every event, and give
+        each order's last event and last payment."""
+        ods.write(late)
+        result = materialize(selected, resources=resources, partition_key=DAYS[0])
+        assert result.success and all(c.passed for c in result.get_asset_check_evaluations())
+        metadata = {e.materialization.asset_key.to_user_string(): e.materialization.metadata
+                    for e in result.get_asset_materialization_events()}  # fmt: skip
+        assert {metadata[k]["incremental"].value for k in keys} == {"changes"}
+        assert metadata["dwd/orders"]["rows_written"].value == len(set(late.column("order_id").to_pylist()))
+        last: dict[int, dict] = {}
+        paid: dict[int, dict] = {}
+        for event in sorted(ods.read().to_pylist(), key=lambda e: (e["event_time"], e["event_id"])):
+            last[event["order_id"]] = event
+            if event["event_type"] == "pay":
+                paid[event["order_id"]] = event
+        live = {o: e for o, e in last.items() if e["event_type"] != "cancel"}
+        orders = catalog.get_table("dwd.orders").read()
+        assert tuples(orders, "order_id", "status", "price") == sorted(
+            (o, e["status"], e["price"]) for o, e in live.items()
+        )
+        daily: dict[tuple, list] = defaultdict(lambda: [0, 0])
+        for e in live.values():
+            daily[e["user_id"], e["dt"]][0] += 1
+            daily[e["user_id"], e["dt"]][1] += e["price"]
+        got = catalog.get_table("dws.user_daily").read()
+        assert tuples(got, "user_id", "dt", "order_count", "total_amount") == sorted(
+            (*k, *v) for k, v in daily.items()
+        )
+        wide = catalog.get_table("dws.order_wide").read()
+        columns = ("order_id", "status", "price", "updated_at", "pay_method", "amount_paid", "paid_at")
+        payment = {o: (p["pay_method"], p["price"], p["event_time"]) for o, p in paid.items()}
+        assert tuples(wide, *columns) == sorted(
+            (o, e["status"], e["price"], e["event_time"], *payment.get(o, (None,) * 3))
+            for o, e in live.items()
+        )
+        return last, paid
+
+    last, paid = propagate(late_events(DAYS[0], 1))
+    cancelled = sorted(o for o, e in last.items() if e["event_type"] == "cancel" and o in paid)
+    assert cancelled  # a paid order was cancelled, and left dws.order_wide
+    back = {**last[cancelled[0]], "event_id": 10**12, "event_type": "update", "status": "CONFIRMED"}
+    back["event_time"] += dt.timedelta(minutes=1)
+    last, _ = propagate(pa.Table.from_pylist([back], schema=ods.arrow_schema))
+    assert last[cancelled[0]]["event_type"] == "update"  # it came back, with its payment
 
 
 def test_the_streaming_mode_keeps_dws_fresh(spark, warehouse, tmp_path, monkeypatch):
