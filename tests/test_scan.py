@@ -145,10 +145,8 @@ def _check(table, expected, pred, key):
     got = rows(table.read(filter=pred), key)
     assert got == [{k: r[k] for k in table.schema.field_names} for r in want]
     stats = table.plan(filter=pred).stats
-    assert (
-        stats["files_total"]
-        == stats["pruned_by_partition"] + stats["pruned_by_stats"] + stats["files_selected"]
-    )
+    pruned = ("pruned_by_partition", "pruned_by_bucket", "pruned_by_stats", "pruned_by_index")
+    assert stats["files_total"] == sum(stats[k] for k in pruned) + stats["files_selected"]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -178,6 +176,29 @@ def test_pruning_counts(tables):
     assert key["pruned_by_stats"] > 0
 
 
+def test_a_filter_fixing_the_bucket_key_reads_only_its_buckets(catalog):
+    """Equalities, IN lists and ORs of them on every bucket key select the buckets their values hash
+    to, per bucket count a file was written with; other filters leave every bucket."""
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.string())])
+    t = catalog.create_table("db.buckets", schema, primary_keys=["k"], options={"bucket": "8"})
+    t.write(pa.table({"k": range(200), "v": [str(i) for i in range(200)]}, schema=schema))
+    written = {s.bucket: {r["k"] for r in rows(t.new_read().read([s]), ["k"])} for s in t.plan().splits}
+    bucket_of = {k: b for b, keys in written.items() for k in keys}
+    for pred, keys in [
+        (col("k") == 7, {7}),
+        (col("k").isin([3, 150, 3]), {3, 150}),
+        ((col("k") == 1) | (col("k") == 2), {1, 2}),
+        (col("k").isin([1, 2, 5]) & (col("k") == 5) & (col("v") == "5"), {5}),
+    ]:
+        plan = t.plan(filter=pred)
+        assert {s.bucket for s in plan.splits} == {bucket_of[k] for k in keys}, pred
+        assert plan.stats["pruned_by_bucket"] == 8 - len({bucket_of[k] for k in keys})
+        assert sorted(r["k"] for r in rows(t.read(filter=pred), ["k"])) == sorted(keys)
+    for pred in [col("k") > 5, (col("k") == 1) | (col("v") == "2"), col("v") == "3"]:
+        assert t.plan(filter=pred).stats["pruned_by_bucket"] == 0
+    assert t.plan(filter=col("k") == None).splits == []  # noqa: E711 - SQL: matches nothing
+
+
 def test_manifests_outside_the_filtered_partitions_are_not_opened(catalog, monkeypatch):
     from lakehouse.manifest import files
     from lakehouse.manifest.files import ManifestStore
@@ -202,6 +223,7 @@ def test_manifests_outside_the_filtered_partitions_are_not_opened(catalog, monke
     assert plan.stats == {
         "files_total": 3,
         "pruned_by_partition": 2,
+        "pruned_by_bucket": 0,
         "pruned_by_stats": 0,
         "pruned_by_index": 0,
         "files_selected": 1,

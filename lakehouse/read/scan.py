@@ -1,8 +1,9 @@
 """Scan planning: from a snapshot's manifests to the splits a read has to open.
 
 Live files are the ADD entries no DELETE cancelled (``AbstractFileStoreScan``). A filter prunes
-them in two steps: partition values (exact), then file statistics - every column for append
-tables, key columns only for primary-key tables, since an old version of a row must never be
+them in three steps: partition values (exact), buckets (when it fixes every bucket key:
+:mod:`lakehouse.bucket.select`), then file statistics - every column for append tables, key
+columns only for primary-key tables, since an old version of a row must never be
 hidden from the merge that decides it is stale. Files are grouped per (partition, bucket) into
 splits: primary-key buckets are merged as a whole, append files are packed up to
 ``source.split.target-size``.
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 
+from lakehouse.bucket.select import BucketSelector
 from lakehouse.deletionvectors.index_file import DeletionFile, deletion_files
 from lakehouse.errors import CorruptFileError, UnsupportedFeatureError
 from lakehouse.fileindex import format as fileindex_format
@@ -94,7 +96,12 @@ def plan(table: TableStore, snapshot: Snapshot | None, filter: Predicate | None 
     manifest list is the exact number of live files, opened or not.
     """
     counts = dict(
-        files_total=0, pruned_by_partition=0, pruned_by_stats=0, pruned_by_index=0, files_selected=0
+        files_total=0,
+        pruned_by_partition=0,
+        pruned_by_bucket=0,
+        pruned_by_stats=0,
+        pruned_by_index=0,
+        files_selected=0,
     )
     if snapshot is None:
         return Plan(None, table.schema.id, [], counts)
@@ -112,6 +119,10 @@ def plan(table: TableStore, snapshot: Snapshot | None, filter: Predicate | None 
         counts["files_total"] -= len(matching) - len(visible)
         matching = visible
     counts["pruned_by_partition"] = counts["files_total"] - len(matching)
+    if pruner.buckets is not None:
+        in_buckets = [e for e in matching if pruner.buckets.matches(e.bucket, e.total_buckets)]
+        counts["pruned_by_bucket"] = len(matching) - len(in_buckets)
+        matching = in_buckets
     candidates = [e for e in matching if pruner.stats_match(e)]
     counts["pruned_by_stats"] = len(matching) - len(candidates)
     selected, selections = [], {}
@@ -144,6 +155,7 @@ class _Pruner:
         bound = bind(filter, schema.arrow_types(), table.name) if filter is not None else None
         parts = set(schema.partition_keys)
         self.partition_pred = only_columns(bound, parts) if bound is not None else None
+        self.buckets = BucketSelector.of(schema, bound)
         self.key_stats = bool(schema.primary_keys) and not merge_free
         self.row_level = not self.key_stats  # index row selections are safe: no merge follows
         keys = set(schema.trimmed_primary_keys)

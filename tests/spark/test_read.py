@@ -115,12 +115,22 @@ def test_pushed_filters_prune_by_partition_stats_and_index(spark, catalog, wareh
     r = reader(warehouse, **{"filter-pushdown": "true"})
     assert list(r.pushFilters([*exact, *inexact])) == inexact
     assert r.plan().stats == dict(
-        files_total=6, pruned_by_partition=3, pruned_by_stats=1, pruned_by_index=0, files_selected=2
+        files_total=6,
+        pruned_by_partition=3,
+        pruned_by_bucket=0,
+        pruned_by_stats=1,
+        pruned_by_index=0,
+        files_selected=2,
     )
     r = reader(warehouse, **{"filter-pushdown": "true"})
     assert list(r.pushFilters([sf.EqualTo(("order_id",), 101)])) == []  # within two files' ranges
     assert r.plan().stats == dict(
-        files_total=6, pruned_by_partition=0, pruned_by_stats=4, pruned_by_index=2, files_selected=0
+        files_total=6,
+        pruned_by_partition=0,
+        pruned_by_bucket=0,
+        pruned_by_stats=4,
+        pruned_by_index=2,
+        files_selected=0,
     )
 
     def query(pushdown: str):
