@@ -94,6 +94,8 @@ COMMIT_MAX_RETRY_WAIT = "commit.max-retry-wait"
 COMMIT_MIN_RETRY_WAIT = "commit.min-retry-wait"
 COMMIT_TIMEOUT = "commit.timeout"
 COMMIT_USER_PREFIX = "commit.user-prefix"
+# this engine's own: Table.write commits, then compacts on a background thread (see Table.write)
+COMPACTION_ASYNC = "compaction.async"
 COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT = "compaction.max-size-amplification-percent"
 COMPACTION_MIN_FILE_NUM = "compaction.min.file-num"
 COMPACTION_SIZE_RATIO = "compaction.size-ratio"
@@ -345,7 +347,7 @@ VALUE_CHECKS: dict[str, Callable[[str, str], object]] = {
             "file-index.read.enabled", PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
             AGGREGATION_REMOVE_RECORD_ON_DELETE, IGNORE_DELETE, WRITE_BUFFER_SPILLABLE,
             ROW_TRACKING_ENABLED, DATA_EVOLUTION_ENABLED, END_INPUT_CHECK_PARTITION_EXPIRE,
-            CONSUMER_IGNORE_PROGRESS),
+            CONSUMER_IGNORE_PROGRESS, COMPACTION_ASYNC),
     **_kind(lambda text, key: parse_codec(text, key, PARQUET_CODECS), FILE_COMPRESSION,
             CHANGELOG_FILE_COMPRESSION),
     **_kind(parse_file_prefix, DATA_FILE_PREFIX, CHANGELOG_FILE_PREFIX),

@@ -20,6 +20,7 @@ from lakehouse.commit.table_commit import Overwrite, TableCommit
 from lakehouse.io.fs import FileIO
 from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
 from lakehouse.manifest.files import ManifestStore
+from lakehouse.ops.background_compaction import BackgroundCompaction, compacts_in_background
 from lakehouse.ops.branches import Branch, FastForward, create_branch, delete_branch, fast_forward
 from lakehouse.ops.clustering import sort_compact
 from lakehouse.ops.compaction import compact
@@ -62,6 +63,7 @@ class Table:
         self, io: FileIO, path: str, name: str, schema: TableSchema, branch: str = MAIN_BRANCH
     ) -> None:
         self.store = TableStore(io, path, name, schema, branch)
+        self._background: BackgroundCompaction | None = None  # compaction.async, started on use
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, schema_id={self.schema.id})"
@@ -71,6 +73,7 @@ class Table:
 
     def __setstate__(self, state: dict) -> None:
         self.store = state["store"]
+        self._background = None
 
     # ---- metadata ------------------------------------------------------------------------
 
@@ -165,12 +168,14 @@ class Table:
         overwrite: bool = False,
         assigner: AssignerSplit | None = None,
         names: FileNamer | None = None,
+        compact: bool = True,
     ) -> TableWrite:
         """A writer for data files (phase one of a write); usable in any process. ``assigner``:
         this writer's split of a dynamic-bucket write by several writers (see ``TableWrite``);
         ``names``: its file names in a write shared by several writers (``WriteScope.namer``), so
-        that ``new_commit().abort(messages, scope)`` finds every file of the write."""
-        return TableWrite(self.store, overwrite=overwrite, assigner=assigner, names=names)
+        that ``new_commit().abort(messages, scope)`` finds every file of the write; ``compact``:
+        False leaves compaction to others."""
+        return TableWrite(self.store, overwrite=overwrite, assigner=assigner, names=names, compact=compact)
 
     def new_commit(
         self, commit_user: str | None = None, clock: Callable[[], int] | None = None
@@ -197,13 +202,19 @@ class Table:
         the commit's identifier, committed once per commit user - a write of one the user
         committed already writes nothing and returns None; ``properties``: the snapshot's
         properties (with them a snapshot is committed even for no rows).
+
+        With ``compaction.async``, the write commits without compacting and the buckets it wrote
+        are compacted on a background thread (:mod:`lakehouse.ops.background_compaction`); a
+        write that leaves a bucket with more than ``num-sorted-run.stop-trigger`` sorted runs
+        waits for that compaction. :meth:`wait_compaction` waits for it too.
         """
         committer = self.new_commit(commit_user)
         committer.check_overwrite(overwrite)
         if identifier is not None and committer.committed(identifier):
             return None  # a replay
+        background = compacts_in_background(self.schema, self.name)
         scope = WriteScope()
-        writer = self.new_write(overwrite=bool(overwrite), names=scope.namer())
+        writer = self.new_write(overwrite=bool(overwrite), names=scope.namer(), compact=not background)
         messages = []
         try:
             writer.write(data)
@@ -221,8 +232,25 @@ class Table:
             writer.abort()
             committer.abort(messages, scope if writer.names.used else None)
             raise
+        if background and snapshot_id is not None:
+            self._compact_in_background(messages, writer.sorted_runs, committer.commit_user)
         self._expire_after_commit(committer.commit_user)
         return snapshot_id
+
+    def wait_compaction(self) -> None:
+        """Wait until the background compaction of this handle's writes (``compaction.async``)
+        is done; raises the first failure of a background round since the last wait."""
+        if self._background is not None:
+            self._background.wait()
+
+    def _compact_in_background(self, messages: list, sorted_runs: int, commit_user: str) -> None:
+        """Hand the buckets a write added files to to the background compactor; past the stop
+        trigger, wait for it (a failure stays for ``wait_compaction``: the write itself is in)."""
+        if self._background is None:
+            self._background = BackgroundCompaction(self.store)
+        self._background.request({(m.partition, m.bucket) for m in messages if m.new_files}, commit_user)
+        if sorted_runs > self.schema.core_options.stop_trigger:
+            self._background.wait(raise_failure=False)
 
     def _expire_after_commit(self, commit_user: str) -> None:
         """Partitions expire after a commit when ``partition.expiration-time`` is set and a check

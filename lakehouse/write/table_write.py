@@ -13,6 +13,7 @@ producers' changelog files come from the buckets' compactors.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -54,7 +55,8 @@ class TableWrite:
     ``assigner``: for dynamic-bucket tables written by several writers at once, the split of this
     writer (see :mod:`lakehouse.write.bucket_assigner`); it must receive exactly the rows
     ``assigner_channels`` sends to it. ``names``: this writer's file names in its write's scope
-    (:meth:`WriteScope.namer`; default: a write of its own).
+    (:meth:`WriteScope.namer`; default: a write of its own). ``compact=False``: the writer leaves
+    compaction to someone else (``Table.write`` under ``compaction.async``).
     """
 
     def __init__(
@@ -64,10 +66,13 @@ class TableWrite:
         overwrite: bool = False,
         assigner: AssignerSplit | None = None,
         names: FileNamer | None = None,
+        compact: bool = True,
     ) -> None:
         self.table = table
         self.names = names or WriteScope().namer()
         self.settings = settings = WriteSettings.of(table, self.names, overwrite)
+        if not compact:  # someone else compacts what it writes (as for write-only)
+            self.settings = settings = replace(settings, write_only=True)
         self.schema = settings.schema
         if assigner is not None and not self.schema.dynamic_buckets:
             raise InvalidOptionError(
@@ -83,6 +88,7 @@ class TableWrite:
         self._pending: list[pa.Table] = []
         self._pending_bytes = 0
         self._spill: SpillDir | None = None  # the buffer's spilled runs (write-buffer-spillable)
+        self.sorted_runs = 0  # after prepare_commit: the most sorted runs a bucket it wrote holds
 
     # ---- public --------------------------------------------------------------------------
 
@@ -120,6 +126,7 @@ class TableWrite:
             full = self._full_compaction_due()
             for w in written:
                 w.compactor.compact(full=full)
+        self.sorted_runs = max((w.compactor.sorted_runs() for w in written), default=0)
         hashes = {}
         if self._dynamic is not None:
             hashes = self._dynamic.write_changes(index_file_namer(self.names))
