@@ -85,6 +85,23 @@ def test_a_failed_round_changes_nothing_and_is_raised_by_wait(catalog, monkeypat
     assert t.read().column("v").to_pylist() == [2] * 10
 
 
+def test_background_rounds_leave_a_writers_identifiers_alone(catalog):
+    """Rounds commit as their own user: a writer's newest snapshot stays its newest write, so its
+    identifiers and properties still tell what it committed."""
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["k"], options=ASYNC)
+    for i in range(1, 5):
+        assert t.write(rows(0, 10, i), commit_user="sink", identifier=i, properties={"batch": str(i)})
+    t.wait_compaction()
+    compactions = [
+        t.snapshot(i) for i in t.snapshots.snapshot_ids() if t.snapshot(i).commit_kind == CommitKind.COMPACT
+    ]
+    assert compactions and {s.commit_user for s in compactions} == {"sink-compaction"}
+    assert t.write(rows(0, 10, 9), commit_user="sink", identifier=4) is None  # a replay
+    latest = t.snapshots.latest_of_user("sink")
+    assert latest.commit_identifier == 4 and latest.properties == {"batch": "4"}
+    assert t.write(rows(0, 10, 5), commit_user="sink", identifier=5) is not None
+
+
 @pytest.mark.parametrize(
     "options, why",
     [

@@ -98,11 +98,13 @@ class BackgroundCompaction:
         _live.add(self)
 
     def request(self, buckets: Iterable[tuple[bytes, int]], commit_user: str) -> None:
-        """Compact these (partition, bucket) pairs as soon as the round running (if any) ends;
-        the round commits as ``commit_user``."""
+        """Compact these (partition, bucket) pairs as soon as the round running (if any) ends,
+        for a write by ``commit_user``. The round commits as ``<commit_user>-compaction``: a
+        user's newest snapshot must stay its newest write, whose identifier and properties tell
+        a replayed or resumed writer what it committed."""
         with self._lock:
             self._pending.update(buckets)
-            self._commit_user = commit_user
+            self._commit_user = f"{commit_user}-compaction"
             if self._pending and not self._running:
                 self._running = True
                 self._thread.submit(self._rounds)
