@@ -134,3 +134,25 @@ def test_manifest_list_partition_stats(catalog):
     high = binary_row.decode_row(binary_row.deserialize(m.partition_stats.max_values)[1], types)
     assert (low, high, m.partition_stats.null_counts) == (["2024-01-01"], ["2024-01-03"], (0,))
     assert (m.num_added_files, m.num_deleted_files, m.min_bucket, m.max_bucket) == (2, 0, 0, 0)
+
+
+def test_containers_append_by_copying_encoded_records_in_order():
+    """Files of one schema append by their encoded records (tiny blocks coalesced), in order and
+    mixed with records written one by one; a file of another schema is refused untouched."""
+    import io
+
+    import fastavro
+
+    schema = {"type": "record", "name": "r", "fields": [{"name": "x", "type": "long"}]}
+    files = [avro.write_container(schema, [{"x": i} for i in range(a, b)], "zstandard")
+             for a, b in [(0, 1), (1, 2), (2, 5000), (5000, 5001)]]  # fmt: skip
+    writer = avro.ContainerWriter(schema, "zstandard")
+    assert writer.append_file(files[0]) and writer.append_file(files[1])
+    writer.write({"x": -1})
+    assert writer.append_file(files[2]) and writer.append_file(files[3])
+    other = avro.write_container({**schema, "name": "other"}, [{"x": 9}], "zstandard")
+    assert not writer.append_file(other)
+    data = writer.finish()
+    assert [r["x"] for r in avro.read_container(data)] == [0, 1, -1, *range(2, 5001)]
+    blocks = list(fastavro.block_reader(io.BytesIO(data)))
+    assert len(blocks) < 10 and blocks[0].num_records == 2  # the one-record blocks coalesced

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -343,6 +344,17 @@ def avro_codec(compression: str) -> str:
     return name
 
 
+BLOCK_BYTES = 16000  # encoded records per block, about
+
+
+@dataclass(frozen=True)
+class _Payload:
+    """Encoded records to write as one block (what ``Writer.write_block`` takes of a block)."""
+
+    bytes_: io.BytesIO
+    num_records: int
+
+
 class ContainerWriter:
     """Incrementally encodes one Avro object container file in memory."""
 
@@ -352,18 +364,46 @@ class ContainerWriter:
         # blocks of about 16 KB (fastavro's and pypaimon's default): a file of more blocks is
         # decoded in more lanes at once (avro_columns), for 2% more bytes than 64 KB blocks
         self._writer = fastavro.write.Writer(
-            self._buf, schema, codec=codec, compression_level=level, sync_interval=16000
+            self._buf, schema, codec=codec, compression_level=level, sync_interval=BLOCK_BYTES
         )
+        self._copied: list[bytes] = []  # encoded records of copied blocks, not yet written
+        self._copied_records = self._copied_bytes = 0
 
     def write(self, record: dict) -> None:
+        if self._copied:  # records stay in the order they came
+            self._write_copied()
         self._writer.write(record)
+
+    def append_file(self, data: bytes) -> bool:
+        """Append every record of a container file by copying the encoded records of its blocks
+        (coalesced into blocks of about the usual size), none decoded; False, appending nothing,
+        when the file was written with another schema (its records would not read under this
+        file's header)."""
+        blocks = fastavro.block_reader(io.BytesIO(data))
+        if blocks.metadata.get("avro.schema") != self._writer.metadata["avro.schema"]:
+            return False
+        for block in blocks:
+            self._copied.append(block.bytes_.getvalue())
+            self._copied_records += block.num_records
+            self._copied_bytes += len(self._copied[-1])
+            if self._copied_bytes >= BLOCK_BYTES:
+                self._write_copied()
+        return True
+
+    def _write_copied(self) -> None:
+        if self._copied_records:
+            payload = _Payload(io.BytesIO(b"".join(self._copied)), self._copied_records)
+            self._writer.write_block(payload)
+        self._copied, self._copied_records, self._copied_bytes = [], 0, 0
 
     def flushed_size(self) -> int:
         """Bytes of the file so far, after encoding every pending record."""
+        self._write_copied()
         self._writer.flush()
         return self._buf.tell()
 
     def finish(self) -> bytes:
+        self._write_copied()
         self._writer.flush()
         return self._buf.getvalue()
 

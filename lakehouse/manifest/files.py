@@ -106,6 +106,50 @@ class ManifestStore:
             metas.append(self._publish(entries[start:], writer.finish(), schema_id))
         return metas
 
+    def concat_manifests(self, metas: list[ManifestFileMeta]) -> ManifestFileMeta | None:
+        """Manifests that only add files merged into one by copying their encoded blocks: a merge
+        that costs bytes, not entries (none is decoded). None when one was written with another
+        schema or codec than this store writes: merge their entries instead."""
+        from lakehouse.manifest import stats
+
+        paths = [self.paths.manifest(m.file_name) for m in metas]
+        writer = avro.ContainerWriter(avro.MANIFEST_ENTRY_SCHEMA, self.codec)
+        for data in map_reads(self.io.read_bytes, paths, parallel=not self.io.is_local):
+            if not writer.append_file(data):
+                return None
+        data = writer.finish()
+        name = self._manifest_names.next()
+        self.io.write_bytes(self.paths.manifest(name), data)
+        types = self.partition_types
+        decoded = [stats.decode(m.partition_stats, types, m.num_added_files) for m in metas]
+        columns = [
+            ColumnStats(
+                min((s[i].min for s in decoded if s[i].min is not None), default=None),
+                max((s[i].max for s in decoded if s[i].max is not None), default=None),
+                sum(s[i].null_count or 0 for s in decoded),
+                sum(m.num_added_files for m in metas),
+            )
+            for i in range(len(types))
+        ]
+
+        def bound(pick, values):
+            return None if any(v is None for v in values) else pick(values)
+
+        return ManifestFileMeta(
+            file_name=name,
+            file_size=len(data),
+            num_added_files=sum(m.num_added_files for m in metas),
+            num_deleted_files=0,
+            partition_stats=stats.to_simple_stats(types, [columns])[0],
+            schema_id=max(m.schema_id for m in metas),
+            min_bucket=bound(min, [m.min_bucket for m in metas]),
+            max_bucket=bound(max, [m.max_bucket for m in metas]),
+            min_level=bound(min, [m.min_level for m in metas]),
+            max_level=bound(max, [m.max_level for m in metas]),
+            min_row_id=bound(min, [m.min_row_id for m in metas]),
+            max_row_id=bound(max, [m.max_row_id for m in metas]),
+        )
+
     def _publish(self, entries: list[ManifestEntry], data: bytes, schema_id: int) -> ManifestFileMeta:
         name = self._manifest_names.next()
         path = self.paths.manifest(name)

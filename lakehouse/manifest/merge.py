@@ -4,7 +4,9 @@ Mirrors ``ManifestFileMerger``: when small manifests (or manifests with DELETE e
 to ``manifest.full-compaction-threshold-size``, rewrite them with every cancelled ADD/DELETE
 pair dropped (full compaction); otherwise merge consecutive manifests in batches reaching
 ``manifest.target-file-size``, and a trailing batch once it has ``manifest.merge-min-count``
-files. Planning then reads a handful of manifests however many commits a table has seen.
+files (a batch that only adds files by copying its manifests' encoded blocks, so a merge costs
+bytes, not entries). Planning then reads a handful of manifests however many commits a table
+has seen.
 
 Readers cancel every ADD whose identifier a DELETE names (as Paimon's and pypaimon's do), so the
 manifests of a snapshot may hold at most one ADD per identifier. A metadata-only change can
@@ -139,6 +141,11 @@ def _minor(
         if len(batch) == 1:
             result.append(batch[0])
             return
+        if not any(m.num_deleted_files for m in batch):  # nothing cancels: the entries as they are
+            merged = store.concat_manifests(batch)
+            if merged is not None:
+                result.append(merged)
+                return
         entries = merge_entries([e for m in batch for e in store.read_manifest(m.file_name)])
         if entries:
             result.extend(store.write_manifests(entries, schema_id))
