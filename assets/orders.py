@@ -112,12 +112,14 @@ def _dws_order_wide(inputs: Inputs) -> DataFrame:
     states = last.select(*ORDERS.names, *nulls("pay_method", "amount_paid", "paid_at"), kind)
     key, pays = ["order_id", "dt"], F.col("event_type") == "pay"
     new_pays = inputs.changes("ods.orders").where(pays).drop("_row_kind")
-    new_pays = new_pays.join(inputs.read("dwd.orders", key), key, "left_semi")
     appeared = last.where("_row_kind = '+I'").select(*key)
-    days = [r.dt for r in appeared.select("dt").distinct().collect()]  # read only their days of ods.orders
-    if days:
-        all_pays = inputs.read("ods.orders", where=F.col("dt").isin(days) & pays)
-        new_pays = new_pays.unionByName(all_pays.join(appeared, key, "left_semi"))
+    # the days with new payments or (re)appeared orders: the only ones read of the whole tables
+    touched = new_pays.select("dt").unionByName(appeared.select("dt")).distinct().collect()
+    days = F.col("dt").isin([r.dt for r in touched])
+    if touched:
+        new_pays = new_pays.join(inputs.read("dwd.orders", key, where=days), key, "left_semi")
+        all_pays = inputs.read("ods.orders", where=days & pays).join(appeared, key, "left_semi")
+        new_pays = new_pays.unionByName(all_pays)
     payments = new_pays.select(
         *key, *nulls("user_id", "status", "price", "updated_at"), "pay_method",
         F.col("price").alias("amount_paid"), F.col("event_time").alias("paid_at"),
