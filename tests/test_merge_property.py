@@ -58,6 +58,14 @@ ENGINES.update(
 _counter = itertools.count()
 
 
+def fresh_table(tmp_path, schema: pa.Schema, options: dict):
+    """A table keyed on ``k`` with two buckets, in a warehouse of its own (hypothesis runs every
+    example in the same ``tmp_path``)."""
+    catalog = Catalog(str(tmp_path / f"wh{next(_counter)}"))
+    catalog.create_database("db")
+    return catalog.create_table("db.t", schema, primary_keys=["k"], options={"bucket": "2", **options})
+
+
 def model(engine: str, events: list[tuple]) -> dict[int, tuple]:
     """Fold every key's events (kind, a, b, c) in write order, the way the engine defines it."""
     out = {}
@@ -110,14 +118,7 @@ step = st.one_of(
 @given(steps=st.lists(step, min_size=1, max_size=8), trigger=st.sampled_from(["2", "5"]))
 def test_engine_matches_model(tmp_path, engine, steps, trigger):
     options, kinds = ENGINES[engine]
-    catalog = Catalog(str(tmp_path / f"wh{next(_counter)}"))
-    catalog.create_database("db")
-    t = catalog.create_table(
-        "db.t",
-        SCHEMA,
-        primary_keys=["k"],
-        options={"bucket": "2", "num-sorted-run.compaction-trigger": trigger, **options},
-    )
+    t = fresh_table(tmp_path, SCHEMA, {"num-sorted-run.compaction-trigger": trigger, **options})
     events = []
     for kind, arg in steps:
         if kind == "compact":
@@ -199,14 +200,10 @@ def test_remove_record_on_sequence_group_matches_model(tmp_path, dv, steps, trig
     """Sequences rise with time (event times), as they do where rows are removed: a removal is
     followed by an insert carrying s1, a group is retracted only from a live row, and -D rows
     carry nothing that the compaction which drops a deleted key would have to remember."""
-    catalog = Catalog(str(tmp_path / f"wh{next(_counter)}"))
-    catalog.create_database("db")
-    t = catalog.create_table(
-        "db.t",
+    t = fresh_table(
+        tmp_path,
         GROUPED,
-        primary_keys=["k"],
-        options={
-            "bucket": "2",
+        {
             "num-sorted-run.compaction-trigger": trigger,
             "merge-engine": "partial-update",
             "fields.s1.sequence-group": "a",

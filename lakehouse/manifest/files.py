@@ -73,6 +73,23 @@ class _MetadataCache:
 _CACHE = _MetadataCache(CACHE_BYTES)
 
 
+def _covering_stats(types: list[DataType], parts: list[list[ColumnStats]]) -> SimpleStats:
+    """One SimpleStats covering several: per column the least min, the greatest max and the null
+    counts summed."""
+    from lakehouse.manifest import stats
+
+    columns = [
+        ColumnStats(
+            min((p[i].min for p in parts if p[i].min is not None), default=None),
+            max((p[i].max for p in parts if p[i].max is not None), default=None),
+            sum(p[i].null_count or 0 for p in parts),
+            sum(p[i].row_count for p in parts),
+        )
+        for i in range(len(types))
+    ]
+    return stats.to_simple_stats(types, [columns])[0]
+
+
 class ManifestStore:
     """Writes and reads the manifests and manifest lists of one table."""
 
@@ -107,9 +124,9 @@ class ManifestStore:
         return metas
 
     def concat_manifests(self, metas: list[ManifestFileMeta]) -> ManifestFileMeta | None:
-        """Manifests that only add files merged into one by copying their encoded blocks: a merge
+        """Manifests that only add files merged into one by copying their encoded records: a merge
         that costs bytes, not entries (none is decoded). None when one was written with another
-        schema or codec than this store writes: merge their entries instead."""
+        Avro schema than this store writes: merge their entries instead."""
         from lakehouse.manifest import stats
 
         paths = [self.paths.manifest(m.file_name) for m in metas]
@@ -122,15 +139,6 @@ class ManifestStore:
         self.io.write_bytes(self.paths.manifest(name), data)
         types = self.partition_types
         decoded = [stats.decode(m.partition_stats, types, m.num_added_files) for m in metas]
-        columns = [
-            ColumnStats(
-                min((s[i].min for s in decoded if s[i].min is not None), default=None),
-                max((s[i].max for s in decoded if s[i].max is not None), default=None),
-                sum(s[i].null_count or 0 for s in decoded),
-                sum(m.num_added_files for m in metas),
-            )
-            for i in range(len(types))
-        ]
 
         def bound(pick, values):
             return None if any(v is None for v in values) else pick(values)
@@ -140,7 +148,7 @@ class ManifestStore:
             file_size=len(data),
             num_added_files=sum(m.num_added_files for m in metas),
             num_deleted_files=0,
-            partition_stats=stats.to_simple_stats(types, [columns])[0],
+            partition_stats=_covering_stats(types, decoded),
             schema_id=max(m.schema_id for m in metas),
             min_bucket=bound(min, [m.min_bucket for m in metas]),
             max_bucket=bound(max, [m.max_bucket for m in metas]),
@@ -205,19 +213,10 @@ class ManifestStore:
 
     def partition_stats(self, partitions: Iterable[bytes]) -> SimpleStats:
         """Min, max and null counts of the partition values of a manifest's entries."""
-        from lakehouse.manifest import stats
-
         types = self.partition_types
         distinct = {p: None for p in partitions}
         values = [binary_row.decode_row(binary_row.deserialize(p)[1], types) for p in distinct]
-        columns = []
-        for i in range(len(types)):
-            present = [v[i] for v in values if v[i] is not None]
-            nulls = len(values) - len(present)
-            columns.append(
-                ColumnStats(min(present, default=None), max(present, default=None), nulls, len(values))
-            )
-        return stats.to_simple_stats(types, [columns])[0]
+        return _covering_stats(types, [[ColumnStats(v, v, int(v is None), 1) for v in row] for row in values])
 
     # ---- manifest lists ------------------------------------------------------------------
 

@@ -269,7 +269,7 @@ class MergeEngine:
             return _assemble(g.rows(last_event[keep]), columns, deleted, complete)
         # each key's history counts from its last base (a removing -D or a complete row), which
         # stands in as a row of all its values; nothing but retracts in it: the key is deleted
-        last = self._last_base(g, retract)
+        last = self._last_base(g)
         sizes = g.ends - g.starts
         active = np.arange(n) >= np.repeat(np.maximum(last, g.starts), sizes)
         base = np.zeros(n, bool)
@@ -296,7 +296,7 @@ class MergeEngine:
         deleted |= g.last_where(np.isin(g.kinds, RETRACT_KINDS, invert=True)) < 0
         return _assemble(g.rows(g.ends - 1), columns, deleted, ~deleted & (last >= 0))
 
-    def _last_base(self, g: KeyGroups, retract: np.ndarray) -> np.ndarray:
+    def _last_base(self, g: KeyGroups) -> np.ndarray:
         """Per key, the last row that replaced the whole row (-1: none): a complete row, or a -D
         with a removing group of its own that does not lose to the row's sequence of that group
         (Paimon's ``remove-record-on-sequence-group``). The row's sequence of a group is the
