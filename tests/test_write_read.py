@@ -55,6 +55,30 @@ def test_fixed_bucket_placement_matches_java(catalog):
             assert next(c for c in cases if c["values"][0] == k)["bucket"]["5"] == bucket
 
 
+@pytest.mark.parametrize("partitions", [3, 300])  # few groups: a lookup table; many: sorted
+def test_rows_land_in_their_partition_and_bucket(catalog, partitions):
+    from lakehouse.bucket.fixed import fixed_buckets
+    from lakehouse.types import INT
+
+    t = catalog.create_table(
+        "db.t",
+        pa.schema([("k", pa.int32()), ("p", pa.int32())]),
+        partition_keys=["p"],
+        options={"bucket": "8", "bucket-key": "k"},
+    )
+    keys = pa.array(range(600), pa.int32())
+    t.write(pa.table({"k": keys, "p": pa.array([k * 7 % partitions for k in range(600)], pa.int32())}))
+    expected = dict(zip(keys.to_pylist(), fixed_buckets([keys], [INT], 8).tolist(), strict=True))
+    seen = []
+    for path in _data_files(t):
+        bucket_dir = os.path.basename(os.path.dirname(path))
+        partition_dir = os.path.basename(os.path.dirname(os.path.dirname(path)))
+        for k in pq.ParquetFile(path).read().column("k").to_pylist():
+            assert bucket_dir == f"bucket-{expected[k]}" and partition_dir == f"p={k * 7 % partitions}"
+            seen.append(k)
+    assert sorted(seen) == list(range(600))
+
+
 def test_primary_key_upserts_and_deletes(catalog):
     t = pk_orders_table(catalog)
     t.write(orders([1, 2, 3, 4], price=1.0))

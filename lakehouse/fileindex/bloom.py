@@ -59,14 +59,29 @@ def sizing(items: int, fpp: float) -> tuple[int, int]:
 
 def _positions(hashes: np.ndarray, k: int, num_bits: int) -> np.ndarray:
     """Bit positions probed for each hash: a ``(len(hashes), k)`` matrix."""
-    h = hashes.astype(np.int64)
+    h = hashes.astype(np.int64, copy=False)
     hash1 = h.astype(np.int32)  # low 32 bits
-    hash2 = (h.view(np.uint64) >> np.uint64(32)).astype(np.uint32).view(np.int32)
+    hash2 = (h >> 32).astype(np.int32)  # high 32 bits
     i = np.arange(1, k + 1, dtype=np.int32)
     with np.errstate(over="ignore"):
         combined = hash1[:, None] + i[None, :] * hash2[:, None]  # int32, wraps like Java
-    combined = np.where(combined < 0, ~combined, combined)
-    return combined % np.int32(num_bits)
+    combined ^= combined >> 31  # ~combined where negative
+    return np.remainder(combined, np.int32(num_bits), out=combined)
+
+
+HASHES_AT_ONCE = 1 << 20  # bounds the (hashes x k) position matrix of a build
+
+
+def _set_bits(bits: np.ndarray, hashes: np.ndarray, k: int) -> None:
+    """Set the bits ``hashes`` probe in the packed bit set ``bits`` (uint8, bit ``i`` in byte
+    ``i >> 3``), a bounded block of hashes at a time: each block's positions sorted, and the bits
+    of one byte or-ed together before they meet the set."""
+    for start in range(0, len(hashes), HASHES_AT_ONCE):
+        pos = np.sort(_positions(hashes[start : start + HASHES_AT_ONCE], k, len(bits) * 8).ravel())
+        byte = pos >> 3
+        first = np.flatnonzero(np.diff(byte, prepend=-1))
+        values = np.left_shift(np.uint8(1), (pos & 7).astype(np.uint8))
+        bits[byte[first]] |= np.bitwise_or.reduceat(values, first)
 
 
 @dataclass(frozen=True)
@@ -85,10 +100,9 @@ class BloomFilter:
     @classmethod
     def sized(cls, hashes: np.ndarray, k: int, num_bits: int) -> BloomFilter:
         """A filter of ``num_bits`` bits and ``k`` hash functions holding ``hashes``."""
-        mask = np.zeros(num_bits, dtype=bool)
-        if len(hashes):
-            mask[_positions(hashes, k, num_bits).ravel()] = True
-        return cls(k, np.packbits(mask, bitorder="little").tobytes())
+        bits = np.zeros(num_bits // 8, dtype=np.uint8)
+        _set_bits(bits, hashes, k)
+        return cls(k, bits.tobytes())
 
     def serialize(self) -> bytes:
         return struct.pack(">i", self.num_hash_functions) + self.bits
@@ -109,10 +123,27 @@ class BloomFilter:
         return hit.all(axis=1)
 
 
+class BloomWriter:
+    """The bloom filter of a file being written, filled a column piece at a time (nulls are not
+    indexed): it holds the filter's packed bits, never the column."""
+
+    def __init__(self, dtype: DataType, items: int = DEFAULT_ITEMS, fpp: float = DEFAULT_FPP) -> None:
+        self.dtype = dtype
+        self.k, num_bits = sizing(items, fpp)
+        self.bits = np.zeros(num_bits // 8, dtype=np.uint8)
+
+    def add(self, column: pa.Array) -> None:
+        _set_bits(self.bits, fast_hash(column.drop_null(), self.dtype), self.k)
+
+    def finish(self) -> bytes:
+        return BloomFilter(self.k, self.bits.tobytes()).serialize()
+
+
 def build(column: pa.Array, dtype: DataType, items: int = DEFAULT_ITEMS, fpp: float = DEFAULT_FPP) -> bytes:
-    """The serialized bloom filter of a column (nulls are not indexed)."""
-    values = column.drop_null()
-    return BloomFilter.build(fast_hash(values, dtype), items, fpp).serialize()
+    """The serialized bloom filter of a whole column (nulls are not indexed)."""
+    writer = BloomWriter(dtype, items, fpp)
+    writer.add(column)
+    return writer.finish()
 
 
 class BloomReader:

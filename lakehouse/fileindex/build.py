@@ -1,4 +1,4 @@
-"""Building the indexes of one data file (``DataFileIndexWriter``) from its whole columns.
+"""Building the indexes of one data file (``DataFileIndexWriter``), a piece of its rows at a time.
 
 The container lists columns and index types in the order Java's HashMaps iterate them (the
 writer groups maintainers by index type, then collects them per column), so our bytes match.
@@ -17,13 +17,6 @@ from lakehouse.fileindex.registry import INDEX_TYPES
 from lakehouse.types import DataType
 
 INDEX_SUFFIX = ".index"  # DataFilePathFactory.INDEX_PATH_SUFFIX
-
-
-def build_index(index: ColumnIndex, column: pa.Array, dtype: DataType) -> bytes | None:
-    """Serialized bytes of one index over one column (None: this column cannot be indexed)."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    return INDEX_TYPES[index.index_type].build(column, dtype, index.options)  # buildable() knows it
 
 
 def java_order(indexes: list[ColumnIndex]) -> list[ColumnIndex]:
@@ -64,11 +57,39 @@ class FileIndexBuilder:
     def __bool__(self) -> bool:
         return bool(self.indexes)
 
+    def writer(self) -> FileIndexWriter:
+        """The indexes of one file, filled as its rows are written."""
+        return FileIndexWriter(self)
+
     def build(self, table: pa.Table) -> bytes:
         """The container of every declared index over the rows of one data file."""
+        writer = self.writer()
+        writer.add(table)
+        return writer.finish()
+
+
+class FileIndexWriter:
+    """The file-index container of one data file, its columns added a piece of rows at a time
+    (``DataFileIndexWriter``): what it holds per index is the index's own state (a bloom filter's
+    bits), or the column for indexes that need every value first."""
+
+    def __init__(self, builder: FileIndexBuilder) -> None:
+        self.writers = [
+            (index, INDEX_TYPES[index.index_type].writer(builder.types[index.column], index.options))
+            for index in builder.indexes  # buildable() knows every type
+        ]
+
+    def add(self, rows: pa.Table) -> None:
+        """Index ``rows``, the next rows of the file (at least the indexed columns)."""
+        for index, writer in self.writers:
+            column = rows.column(index.column)
+            writer.add(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
+
+    def finish(self) -> bytes:
+        """The serialized container over every row added."""
         out: dict[str, dict[str, bytes]] = {}
-        for index in self.indexes:
-            data = build_index(index, table.column(index.column), self.types[index.column])
+        for index, writer in self.writers:
+            data = writer.finish()
             if data is not None:
                 out.setdefault(index.column, {})[index.index_type] = data
         return format.write(out)

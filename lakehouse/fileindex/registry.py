@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -14,33 +14,63 @@ from lakehouse.fileindex import bitmap, bloom, bsi
 from lakehouse.types import DataType
 
 
+class IndexWriter(Protocol):
+    """One index of one file being written: its column added a piece at a time, then serialized
+    (None: this column cannot be indexed)."""
+
+    def add(self, column: pa.Array) -> None: ...
+
+    def finish(self) -> bytes | None: ...
+
+
 @dataclass(frozen=True)
 class IndexType:
     name: str
     supports: Callable[[DataType], bool]
-    build: Callable[[pa.Array, DataType, Mapping[str, str]], bytes | None]  # column, type, its options
+    writer: Callable[[DataType, Mapping[str, str]], IndexWriter]  # column type, its options
     reader: Callable[[bytes, DataType], Any]  # answers visit(op, literals) with an IndexResult
     check: Callable[[bytes, pa.Array, DataType], list[str]]  # problems against the column
     settings: Callable[[Mapping[str, str]], Any] | None = None  # validates per-column options
 
 
-def _build_bloom(column: pa.Array, dtype: DataType, options: Mapping[str, str]) -> bytes | None:
-    return bloom.build(column, dtype, *bloom.settings(options))
+class _WholeColumn:
+    """An index whose layout needs every value first (bitmap, BSI): the pieces are kept, the
+    index built from them at the end."""
+
+    def __init__(self, build: Callable[[pa.Array], bytes | None]) -> None:
+        self.build = build
+        self.pieces: list[pa.Array] = []
+
+    def add(self, column: pa.Array) -> None:
+        self.pieces.append(column)
+
+    def finish(self) -> bytes | None:
+        column = pa.chunked_array(self.pieces).combine_chunks()
+        self.pieces = []
+        return self.build(column)
 
 
-def _build_bsi(column: pa.Array, dtype: DataType, options: Mapping[str, str]) -> bytes | None:
-    return bsi.build(column, dtype)
+def _bloom_writer(dtype: DataType, options: Mapping[str, str]) -> IndexWriter:
+    return bloom.BloomWriter(dtype, *bloom.settings(options))
+
+
+def _bitmap_writer(dtype: DataType, options: Mapping[str, str]) -> IndexWriter:
+    return _WholeColumn(lambda column: bitmap.build(column, dtype, options))
+
+
+def _bsi_writer(dtype: DataType, options: Mapping[str, str]) -> IndexWriter:
+    return _WholeColumn(lambda column: bsi.build(column, dtype))
 
 
 INDEX_TYPES: dict[str, IndexType] = {
     t.name: t
     for t in (
         IndexType(
-            bloom.BLOOM_FILTER, bloom.supports, _build_bloom, bloom.BloomReader, bloom.check, bloom.settings
+            bloom.BLOOM_FILTER, bloom.supports, _bloom_writer, bloom.BloomReader, bloom.check, bloom.settings
         ),
         IndexType(
-            bitmap.BITMAP, bitmap.supports, bitmap.build, bitmap.BitmapReader, bitmap.check, bitmap.settings
+            bitmap.BITMAP, bitmap.supports, _bitmap_writer, bitmap.BitmapReader, bitmap.check, bitmap.settings
         ),
-        IndexType(bsi.BSI, bsi.supports, _build_bsi, bsi.BsiReader, bsi.check),
+        IndexType(bsi.BSI, bsi.supports, _bsi_writer, bsi.BsiReader, bsi.check),
     )
 }

@@ -171,12 +171,12 @@ class _Accumulator:
         self.last_key: list | None = None
         self.min_seq = self.max_seq = 0
         self.deletes = 0
-        self._index_columns: list[pa.Table] = []
+        self._index = layout.indexes.writer() if layout.indexes else None
 
     def add(self, piece: pa.Table, seq: pa.Array | pa.ChunkedArray, kinds: pa.Array | None) -> None:
         layout = self.layout
-        if layout.indexes:
-            self._index_columns.append(piece.select(layout.indexes.columns))
+        if self._index is not None:
+            self._index.add(piece)
         lo, hi = (v.as_py() for v in pc.min_max(seq).values())
         self.min_seq = lo if self.rows == 0 else min(self.min_seq, lo)
         self.max_seq = hi if self.rows == 0 else max(self.max_seq, hi)
@@ -191,11 +191,10 @@ class _Accumulator:
 
     def file_index(self) -> bytes | None:
         """The file-index container over every row of the file (None: no index configured)."""
-        if not self.layout.indexes or not self._index_columns:
+        if self._index is None or self.rows == 0:
             return None
-        columns = pa.concat_tables(self._index_columns)
-        self._index_columns = []
-        return self.layout.indexes.build(columns)
+        index, self._index = self._index, None
+        return index.finish()
 
     def finish(self, name: str, size: int, footer: pq.FileMetaData) -> WrittenFile:
         """The metadata of the closed file, its column stats read from its ``footer``."""

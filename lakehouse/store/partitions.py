@@ -109,4 +109,4 @@ def row_partitions(data: pa.Table, schema: TableSchema) -> RowPartitions:
         values = data.select(keys).take(pa.array(first))
     rows = binary_row.encode_rows([values.column(k).combine_chunks() for k in keys], schema.partition_types())
     partitions = [binary_row.serialize(rows.row(i), len(keys)) for i in range(len(rows))]
-    return RowPartitions(ids.astype(np.int64), partitions, rows.hash_codes(), values)
+    return RowPartitions(ids.astype(np.int64, copy=False), partitions, rows.hash_codes(), values)

@@ -191,7 +191,7 @@ class TableWrite:
         ``spilling`` or if the bucket has spilled runs."""
         if not self._pending:
             return
-        data = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
+        data = _contiguous(self._pending)
         self._pending, self._pending_bytes = [], 0
         data, kinds = conform(data, self.schema, self.table.name)
         inputs = None  # the rows as given, for changelog-producer=input
@@ -269,9 +269,18 @@ class TableWrite:
             buckets = self._dynamic_buckets().assign(data, part_ids, partitions, parts.hashes)
         elif buckets is None:
             return part_ids, [(p, 0) for p in partitions]  # bucket-unaware append table
-        combined = (part_ids << 32) | np.asarray(buckets, np.int64)
-        unique, groups = np.unique(combined, return_inverse=True)
-        return groups, [(partitions[int(u) >> 32], int(u) & 0xFFFFFFFF) for u in unique]
+        buckets = np.asarray(buckets, np.int64)
+        width = int(buckets.max()) + 1
+        code = part_ids * width + buckets
+        del buckets
+        if len(partitions) * width <= max(1024, len(code)):  # dense: a lookup table, no sort
+            present = np.flatnonzero(np.bincount(code, minlength=len(partitions) * width))
+            lookup = np.zeros(len(partitions) * width, np.int64)
+            lookup[present] = np.arange(len(present))
+            groups = lookup[code]
+        else:
+            present, groups = np.unique(code, return_inverse=True)
+        return groups, [(partitions[int(u) // width], int(u) % width) for u in present]
 
     def _key_locations(self) -> KeyLocations:
         if self._locations is None:
@@ -289,11 +298,10 @@ class TableWrite:
         self, data: pa.Table, groups: np.ndarray, targets: list[BucketWrite]
     ) -> list[Callable[[], None]]:
         """Append-table rows of each group, numbered in arrival order."""
-        order = np.argsort(groups, kind="stable")
+        order, bounds = _group_order(groups, len(targets))
         step = max(1024, SLICE_BYTES * data.num_rows // max(1, data.nbytes))
         jobs = []
-        for g, start, end in _runs(groups[order]):
-            target = targets[g]
+        for target, start, end in zip(targets, bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
             writer, base = target.data_writer(self.settings.layout), target.claim(end - start)
             rows = None if end - start == len(order) else order[start:end]
 
@@ -321,10 +329,9 @@ class TableWrite:
         if ``spill`` or if the bucket has spilled runs (merged into its files later), else
         written as files. ``inputs``: the rows as given, written to changelog files too."""
         settings = self.settings
-        order = np.argsort(groups, kind="stable")
+        order, bounds = _group_order(groups, len(targets))
         jobs = []
-        for g, start, end in _runs(groups[order]):
-            target = targets[g]
+        for target, start, end in zip(targets, bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
             base = target.claim(data.num_rows)
             changelog = None if inputs is None else target.changelog_file_writer(settings.changelog_layout)
             rows = order[start:end]
@@ -374,12 +381,29 @@ def _write_run(writer: BucketWriter, layout: FileLayout, run: Iterator[pa.Table]
         writer.write(layout.file_rows(part), seq, kinds)
 
 
-def _runs(sorted_ids: np.ndarray) -> Iterator[tuple[int, int, int]]:
-    """(id, start, end) of each run of equal values in a sorted id array."""
-    starts = np.flatnonzero(np.diff(sorted_ids, prepend=-1))
-    ends = np.append(starts[1:], len(sorted_ids))
-    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-        yield int(sorted_ids[start]), start, end
+def _contiguous(pieces: list[pa.Table]) -> pa.Table:
+    """The buffered pieces as one table of single-chunk columns, copied a column at a time
+    (each column's pieces released once copied), so that the copy holds at most one column twice.
+    Every row the flush takes is then taken from one array: Arrow's take over a chunked column
+    concatenates the column for each call."""
+    table = pa.concat_tables(pieces)
+    pieces.clear()
+    schema, columns = table.schema, table.columns
+    del table
+    for i, column in enumerate(columns):
+        columns[i] = None
+        columns[i] = column.combine_chunks()
+        del column
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _group_order(groups: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows ordered by group, in arrival order within a group (a radix sort for the usual
+    few groups), and where each of the ``count`` groups starts and ends in that order."""
+    narrow = groups.astype(np.int16) if count <= np.iinfo(np.int16).max else groups
+    order = np.argsort(narrow, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(groups, minlength=count))])
+    return order, bounds
 
 
 def _batches(data, table: str) -> Iterator[pa.Table]:
