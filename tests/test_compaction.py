@@ -173,11 +173,12 @@ def test_a_merge_reads_each_run_within_sort_spill_buffer_size(catalog, monkeypat
     before = rows(t.read())
     read.clear()
     t.compact(full=True)
+    merge_reads = list(read)
     assert rows(t.read()) == before
     if budget == "64 kb":  # four runs of 16 kb each: less than the smallest batch a read takes
-        assert max(read) == parquet.MIN_BATCH_ROWS
+        assert max(merge_reads) == parquet.MIN_BATCH_ROWS
     else:
-        assert max(read) > parquet.MIN_BATCH_ROWS
+        assert max(merge_reads) > parquet.MIN_BATCH_ROWS
 
 
 def test_streaming_merge_in_small_batches(catalog, monkeypatch):

@@ -100,6 +100,23 @@ def test_duplicate_keys_in_one_write_keep_the_last(catalog):
     assert [(r["order_id"], r["price"]) for r in rows(t.read())] == [(5, 8.0), (6, 3.0)]
 
 
+def test_a_bucket_is_read_merged_a_batch_at_a_time(catalog, monkeypatch):
+    from lakehouse.read import table_read
+
+    monkeypatch.setattr(table_read, "BATCH_ROWS", 7)  # rows a merge reads from a run at a time
+    t = pk_orders_table(catalog, **{"write-only": "true", "bucket": "1"})
+    for i in range(4):  # four overlapping sorted runs
+        t.write(orders(range(i * 50, i * 50 + 100), price=float(i)))
+    t.write(orders(range(0, 400, 3), price=9.0))
+    [split] = t.plan().splits
+    batches = list(t.new_read().batches(split))
+    assert len(batches) > 20 and max(b.num_rows for b in batches) <= 7 * 5  # a batch per run at most
+    got = {r["order_id"]: r["price"] for r in rows(pa.concat_tables(batches))}
+    expected = {k: 9.0 if k % 3 == 0 else float(min(k // 50, 3)) for k in range(250)}
+    expected.update({k: 9.0 for k in range(0, 400, 3)})
+    assert got == expected
+
+
 def test_primary_key_files_have_paimon_layout(catalog):
     t = pk_orders_table(catalog)
     t.write(orders([3, 1, 2]))

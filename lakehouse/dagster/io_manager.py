@@ -117,12 +117,12 @@ class Selection:
         return self.rows if self.rows is not None else self.table.read(self.columns, self.filter)
 
     def stream(self) -> pa.RecordBatchReader:
-        """The rows split by split: at most one split's rows in memory."""
+        """The rows split by split, a batch at a time."""
         if self.rows is not None:
             return pa.RecordBatchReader.from_batches(self.rows.schema, self.rows.to_batches())
         splits = self.table.plan(self.filter).splits
         reader = self.table.new_read(self.columns, self.filter)
-        batches = (b for split in splits for b in reader.read_split(split).to_batches())
+        batches = (b for split in splits for table in reader.batches(split) for b in table.to_batches())
         return pa.RecordBatchReader.from_batches(reader.output_schema, batches)
 
 

@@ -206,11 +206,17 @@ def read_columns(io: FileIO, path: str, columns: list[str], rows: np.ndarray | N
 
 
 def iter_batches(
-    io: FileIO, path: str, columns: list[str], batch_rows: int, batch_bytes: int | None = None
+    io: FileIO,
+    path: str,
+    columns: list[str],
+    batch_rows: int,
+    batch_bytes: int | None = None,
+    rows: np.ndarray | None = None,
 ) -> Iterator[pa.Table]:
     """The named columns (those present) of a data file, ``batch_rows`` rows at a time, fewer if
     ``batch_bytes`` (uncompressed, as the file's row groups record it) holds fewer (at least
-    ``MIN_BATCH_ROWS``)."""
+    ``MIN_BATCH_ROWS``). ``rows``: sorted row positions to keep (indexes, deletion vectors):
+    only the row groups holding them are decoded, and each batch keeps only them."""
     pf = open_file(io, path)
     present = set(pf.schema_arrow.names)
     names = [c for c in columns if c in present]
@@ -219,5 +225,17 @@ def iter_batches(
         size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
         fit = batch_bytes * meta.num_rows // max(1, size)
         batch_rows = min(batch_rows, max(MIN_BATCH_ROWS, fit))
-    for batch in pf.iter_batches(batch_size=batch_rows, columns=names, use_threads=True):
-        yield pa.Table.from_batches([batch])
+    if rows is None:
+        for batch in pf.iter_batches(batch_size=batch_rows, columns=names, use_threads=True):
+            yield pa.Table.from_batches([batch])
+        return
+    starts = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
+    for group in np.unique(np.searchsorted(starts, rows, side="right") - 1).tolist():
+        position = int(starts[group])
+        batches = pf.iter_batches(batch_size=batch_rows, row_groups=[group], columns=names, use_threads=True)
+        for batch in batches:
+            end = position + batch.num_rows
+            local = rows[np.searchsorted(rows, position) : np.searchsorted(rows, end)] - position
+            if len(local):
+                yield pa.Table.from_batches([batch]).take(pa.array(local))
+            position = end

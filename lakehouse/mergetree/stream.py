@@ -20,7 +20,8 @@ from lakehouse.mergetree.keyorder import comparable
 
 def merge_steps(runs: list[Iterator[pa.Table]], key: list[str]) -> Iterator[pa.Table]:
     """The complete versions of the next keys of sorted runs (each a batch iterator), step by
-    step in key order, tagged with their run's ordinal: each step is ready for one merge."""
+    step in key order, tagged with their run's ordinal unless the batches carry their own
+    (``ORDINAL``: later wins ties): each step is ready for one merge."""
     buffers: list[pa.Table | None] = [None] * len(runs)
     done = [False] * len(runs)
     while True:
@@ -40,8 +41,10 @@ def merge_steps(runs: list[Iterator[pa.Table]], key: list[str]) -> Iterator[pa.T
             buffer = buffers[i]
             count = buffer.num_rows if not bounds else count_at_most(buffer, key, min(bounds))
             if count:
-                ordinal = pa.array(np.full(count, i, np.int32))
-                taken.append(buffer.slice(0, count).append_column(ORDINAL, ordinal))
+                step = buffer.slice(0, count)
+                if ORDINAL not in step.column_names:
+                    step = step.append_column(ORDINAL, pa.array(np.full(count, i, np.int32)))
+                taken.append(step)
                 buffers[i] = buffer.slice(count)
         yield pa.concat_tables(taken) if len(taken) > 1 else taken[0]
 

@@ -11,31 +11,35 @@ is applied after the merge, so it can never resurrect a stale version of a row.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap
 
-from lakehouse.deletionvectors.index_file import DeletionFile
 from lakehouse.errors import SchemaMismatchError
 from lakehouse.format import parquet
 from lakehouse.io.pool import map_parallel
-from lakehouse.manifest.entries import DataFileMeta
+from lakehouse.mergetree.compactor import BATCH_ROWS
 from lakehouse.mergetree.engine import ORDINAL, MergeEngine
 from lakehouse.mergetree.groups import drop_retracts
+from lakehouse.mergetree.levels import KeyRanges, sections
+from lakehouse.mergetree.stream import merge_steps
 from lakehouse.mergetree.versions import LEVEL, KeyLevels, lookup_merge, with_level
+from lakehouse.options import SORT_SPILL_BUFFER_SIZE
 from lakehouse.predicate import Predicate, bind, to_expression
 from lakehouse.read.scan import Split
 from lakehouse.rowkind import ROW_KIND_FIELD, short_strings
 from lakehouse.schema import check_readable
-from lakehouse.store.data_reader import read_data_file
+from lakehouse.store.data_reader import iter_data_file
 from lakehouse.types import arrow_field
 
 if TYPE_CHECKING:
     from lakehouse.store.table_store import TableStore
 
 _SYSTEM = [parquet.SEQUENCE_NUMBER, parquet.VALUE_KIND]
+READ_BATCH_ROWS = 1 << 20  # rows of a batch read straight from a file (fewer: sort-spill-buffer-size)
 
 
 class TableRead:
@@ -64,6 +68,8 @@ class TableRead:
         self.key = list(schema.trimmed_primary_keys) if schema.primary_keys else []
         self.engine = MergeEngine(schema, table.name) if self.key else None
         self.lookup_merge = lookup_merge(schema)
+        self.key_ranges = KeyRanges([schema.field(k).type for k in self.key])
+        self.merge_bytes = schema.core_options.memory(SORT_SPILL_BUFFER_SIZE)
         if self.engine is not None:
             needed = self.engine.read_columns(needed)
         self.read_fields = [f for f in schema.fields if f.name in needed]
@@ -79,20 +85,25 @@ class TableRead:
         return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
     def read_split(self, split: Split) -> pa.Table:
-        selections = split.selections or (None,) * len(split.files)
-        deletions = split.deletions or (None,) * len(split.files)
-        files = [
-            self._read_file(split, f, s, d)
-            for f, s, d in zip(split.files, selections, deletions, strict=True)
-        ]
-        if self.key and not split.raw_convertible:
-            data = self._merge(files, split.files)
-        else:
-            data = pa.concat_tables(files) if len(files) > 1 else files[0]
-            if self.key and any(f.delete_row_count != 0 for f in split.files):
-                data = drop_retracts(data)
-        if self.filter is not None:
-            data = data.filter(to_expression(self.filter))
+        """All rows of one split in one table (see :meth:`batches`)."""
+        parts = list(self.batches(split))
+        if not parts:
+            return self.output_schema.empty_table()
+        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+
+    def batches(self, split: Split) -> Iterator[pa.Table]:
+        """The rows of one split a batch at a time, in bounded memory whatever the split's size:
+        files are read a batch at a time, and a primary-key bucket's sorted runs are merged step
+        by step in key order (:func:`merge_steps`), holding about one batch per run of a
+        section (``sort-spill-buffer-size`` in all, as compaction's merges)."""
+        merging = self.key and not split.raw_convertible
+        for data in self._merged(split) if merging else self._raw(split):
+            if self.filter is not None:
+                data = data.filter(to_expression(self.filter))
+            if data.num_rows:
+                yield self._output(data)
+
+    def _output(self, data: pa.Table) -> pa.Table:
         out = data.select(self.columns).cast(self.columns_schema)
         if not self.row_kinds:
             return out
@@ -100,28 +111,52 @@ class TableRead:
             return out.append_column(ROW_KIND_FIELD, pa.array(["+I"] * out.num_rows, pa.string()))
         return out.append_column(ROW_KIND_FIELD, short_strings(data.column(parquet.VALUE_KIND)))
 
-    def _merge(self, files: list[pa.Table], metas: tuple[DataFileMeta, ...]) -> pa.Table:
-        tagged = [
-            t.append_column(ORDINAL, pa.array(np.full(t.num_rows, i, np.int32))) for i, t in enumerate(files)
-        ]
-        versions = pa.concat_tables(tagged)
-        if self.lookup_merge:
-            versions = pa.concat_tables([with_level(t, m.level) for t, m in zip(tagged, metas, strict=True)])
-            versions = versions.filter(pa.array(KeyLevels.of(versions, self.key).lookup_rows()))
-            versions = versions.drop_columns([LEVEL])
-        return drop_retracts(self.engine.merge(versions))
+    def _raw(self, split: Split) -> Iterator[pa.Table]:
+        """The rows of each file in turn; a primary-key file's retracts left out."""
+        for i, meta in enumerate(split.files):
+            retracts = self.key and meta.delete_row_count != 0
+            for batch in self._file_batches(split, i):
+                yield drop_retracts(batch) if retracts else batch
 
-    def _read_file(
-        self, split: Split, meta: DataFileMeta, selection: bytes | None, deletion: DeletionFile | None
-    ) -> pa.Table:
-        """One data file as current-schema columns (plus sequence and kind for primary keys).
+    def _merged(self, split: Split) -> Iterator[pa.Table]:
+        """The bucket's rows merged per key, a step at a time: each section of files with
+        overlapping keys (``IntervalPartition``) is merged as sorted runs; a version's file
+        position breaks sequence ties (later files win)."""
+        position = {id(meta): i for i, meta in enumerate(split.files)}
+        for section in sections(list(split.files), self.key_ranges):
+            budget = self.merge_bytes // len(section)
+            runs = [
+                (b for meta in run.files for b in self._file_batches(split, position[id(meta)], budget))
+                for run in section
+            ]
+            for versions in merge_steps(runs, self.key):
+                if self.lookup_merge:
+                    versions = versions.filter(pa.array(KeyLevels.of(versions, self.key).lookup_rows()))
+                    versions = versions.drop_columns([LEVEL])
+                yield drop_retracts(self.engine.merge(versions))
 
-        ``selection``: the rows file indexes kept; the filter still runs after. ``deletion``: the
-        file's deletion vector, whose rows are left out.
-        """
+    def _file_batches(self, split: Split, i: int, batch_bytes: int | None = None) -> Iterator[pa.Table]:
+        """File ``i`` of ``split`` as current-schema columns (plus sequence and kind for primary
+        keys), a batch at a time. Rows the file indexes did not select, or its deletion vector
+        deletes, are left out (the filter still runs after). Batches of a merge carry the file's
+        position (``ORDINAL``) and, for lookup merges, its level."""
+        meta = split.files[i]
+        selection = split.selections[i] if split.selections else None
+        deletion = split.deletions[i] if split.deletions else None
         rows = None if selection is None else np.asarray(BitMap.deserialize(selection).to_array(), np.int64)
         if deletion is not None:
             kept = deletion.read(self.table.io).kept_rows(meta.row_count)
             rows = kept if rows is None else np.intersect1d(rows, kept, assume_unique=True)
         system = _SYSTEM if self.key else []
-        return read_data_file(self.table, split.bucket_path, meta, self.read_fields, system, rows)
+        merging = batch_bytes is not None
+        batch_rows = BATCH_ROWS if merging else READ_BATCH_ROWS
+        batches = iter_data_file(
+            self.table, split.bucket_path, meta, self.read_fields, system, batch_rows,
+            batch_bytes=batch_bytes or self.merge_bytes, kept=rows,
+        )  # fmt: skip
+        for batch in batches:
+            if merging:
+                batch = batch.append_column(ORDINAL, pa.array(np.full(batch.num_rows, i, np.int32)))
+                if self.lookup_merge:
+                    batch = with_level(batch, meta.level)
+            yield batch

@@ -228,10 +228,12 @@ def read_partition(
     row_kinds: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """The rows of one input partition's splits (``columns`` of them, default all, with
-    ``_row_kind`` if ``row_kinds``) as Arrow batches of Spark's ``layout``, split after split."""
+    ``_row_kind`` if ``row_kinds``) as Arrow batches of Spark's ``layout``, split after split,
+    a batch at a time."""
     reader = table.new_read(columns, filter, schema_id=partition.schema_id, row_kinds=row_kinds)
     for split in partition.splits:
-        yield from to_spark_batches(reader.read_split(split), layout)
+        for batch in reader.batches(split):
+            yield from to_spark_batches(batch, layout)
 
 
 class PushdownReader(PaimonReader):

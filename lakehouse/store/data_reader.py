@@ -51,18 +51,20 @@ def iter_data_file(
     deletion: DeletionVector | None = None,
     position: str | None = None,
     batch_bytes: int | None = None,
+    kept: np.ndarray | None = None,
 ) -> Iterator[pa.Table]:
     """:func:`read_data_file` in batches of ``rows`` rows, fewer if ``batch_bytes`` holds fewer
-    (bounded memory for compaction).
+    (bounded memory for reads and compaction).
 
     ``deletion``: rows it marks are left out; ``position``: name of an added int64 column with
-    each row's position in the file.
+    each row's position in the file. ``kept`` (instead of both): the sorted positions of the
+    only rows to read; row groups without any are not decoded.
     """
     path, old_by_id, wanted = _locate(table, bucket_path, meta, fields, system)
     deleted = None if deletion is None else deletion.deleted_mask(meta.row_count)
     start = 0
     with _reading(table, path):
-        for raw in parquet.iter_batches(table.io, path, wanted, rows, batch_bytes):
+        for raw in parquet.iter_batches(table.io, path, wanted, rows, batch_bytes, kept):
             batch = _evolve(raw, fields, old_by_id, list(system), f"table {table.name}: data file {path}")
             n = batch.num_rows
             if position is not None:

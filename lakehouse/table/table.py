@@ -316,7 +316,7 @@ class Table:
         for split in scan.plan(view, snap, filter).splits:
             rows = split.merged_row_count
             counts[split.partition] = counts.get(split.partition, 0) + (
-                reader.read_split(split).num_rows if rows is None else rows
+                sum(b.num_rows for b in reader.batches(split)) if rows is None else rows
             )
         return {tuple(partition_values(view.schema, p).values()): n for p, n in counts.items()}
 
