@@ -348,6 +348,8 @@ def test_the_run_map_answers_like_a_dict(batches):
         plain.update(dict.fromkeys(new, i))
         probe = np.array(sorted(set(batch) | {0, 5}), dtype=np.int32)
         assert compact.lookup(probe).tolist() == [plain.get(h, -1) for h in probe.tolist()]
+        shuffled = probe[::-1]  # any order
+        assert compact.lookup(shuffled).tolist() == [plain.get(h, -1) for h in shuffled.tolist()]
     assert len(compact) == len(plain)
     assert HashBucketMap.from_pairs(np.array([3, 1, 3], np.int32), np.array([1, 2, 9])).lookup(
         np.array([1, 3], np.int32)

@@ -1,24 +1,34 @@
 """Key hash -> bucket of one partition, in compact numpy arrays (6 bytes per key).
 
 Java keeps an ``Int2ShortOpenHashMap``; a Python dict would cost ~100 bytes per key. Here the map
-is a few sorted runs of (int32 hash, int16 bucket) with disjoint keys, largest first. A batch of
-new keys becomes a new run, and a run absorbs the run after it while it is at most four times as
-big, so run sizes shrink geometrically: a key is copied O(log n) times over its life, and a lookup
-binary-searches O(log n) runs (the oldest, holding most keys, first; only misses go on).
+is split by the top 8 bits of the hash into 256 shards, and a shard is a few sorted runs of
+(int32 hash, int16 bucket) with disjoint keys, largest first. A batch of new keys adds a run to
+each shard it reaches, and a run absorbs the run after it while it is at most four times as big,
+so run sizes shrink geometrically: a key is copied O(log n) times over its life, and a lookup
+binary-searches O(log n) runs (the oldest, holding most keys, first; only misses go on). Sharding
+keeps every merge and search within 1/256 of the keys: at 100M keys a shard's arrays fit in the
+CPU caches, and a merge's transient copy is a shard's, not the map's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 _GROWTH = 4  # a run absorbs the next one while it is at most this many times bigger
+SHARDS = 256
+# the first hash of shards 1..255: shard s holds hashes whose top 8 bits are s - 128
+_EDGES = (np.arange(1, SHARDS, dtype=np.int64) - SHARDS // 2 << 24).astype(np.int32)
+
+Run = tuple[np.ndarray, np.ndarray]  # ascending int32 hashes, their int16 buckets
 
 
 class HashBucketMap:
     """Distinct int32 key hashes, each mapped to an int16 bucket."""
 
     def __init__(self) -> None:
-        self._runs: list[tuple[np.ndarray, np.ndarray]] = []
+        self._shards: list[list[Run]] = [[] for _ in range(SHARDS)]
 
     @classmethod
     def from_pairs(cls, hashes: np.ndarray, buckets: np.ndarray) -> HashBucketMap:
@@ -31,55 +41,77 @@ class HashBucketMap:
             last[-1] = True
             np.not_equal(keys[1:], keys[:-1], out=last[:-1])
             positions = order[last] & 0xFFFFFFFF
-            built._runs.append((keys[last], buckets[positions].astype(np.int16)))
+            built.insert(keys[last], buckets[positions].astype(np.int16))
         return built
 
     def __len__(self) -> int:
-        return sum(len(keys) for keys, _ in self._runs)
+        return sum(len(keys) for runs in self._shards for keys, _ in runs)
 
     @property
     def nbytes(self) -> int:
-        return sum(keys.nbytes + values.nbytes for keys, values in self._runs)
+        return sum(keys.nbytes + values.nbytes for runs in self._shards for keys, values in runs)
 
     def lookup(self, hashes: np.ndarray) -> np.ndarray:
         """Bucket of each hash (int32), -1 where absent. Ascending ``hashes`` search fastest."""
+        hashes = hashes.astype(np.int32, copy=False)
+        shard = (hashes >> 24).astype(np.int16)
+        order = np.argsort(shard, kind="stable")  # a radix sort; the identity for ascending hashes
+        ordered = hashes[order]
         found = np.full(len(hashes), -1, dtype=np.int32)
-        pending = None  # positions still unresolved; None = all of them
-        for keys, values in self._runs:
-            queries = hashes if pending is None else hashes[pending]
-            if not len(queries):
-                break
-            at = np.minimum(np.searchsorted(keys, queries), len(keys) - 1)
-            hit = keys[at] == queries
-            targets = np.flatnonzero(hit) if pending is None else pending[hit]
-            found[targets] = values[at[hit]]
-            pending = np.flatnonzero(~hit) if pending is None else pending[~hit]
+        for s, start, end in _pieces(ordered):
+            if self._shards[s]:
+                found[order[start:end]] = _lookup(self._shards[s], ordered[start:end])
         return found
 
     def insert(self, hashes: np.ndarray, buckets: np.ndarray) -> None:
         """Add keys absent from the map; ``hashes`` ascending and distinct."""
-        if not len(hashes):
-            return
-        self._runs.append((hashes.astype(np.int32, copy=False), buckets.astype(np.int16)))
-        while len(self._runs) > 1 and len(self._runs[-2][0]) <= _GROWTH * len(self._runs[-1][0]):
-            newer = self._runs.pop()
-            self._runs.append(_merge(self._runs.pop(), newer))
+        hashes, buckets = hashes.astype(np.int32, copy=False), buckets.astype(np.int16)
+        for s, start, end in _pieces(hashes):
+            runs = self._shards[s]
+            runs.append((hashes[start:end].copy(), buckets[start:end].copy()))
+            while len(runs) > 1 and len(runs[-2][0]) <= _GROWTH * len(runs[-1][0]):
+                newer = runs.pop()
+                runs.append(_merge(runs.pop(), newer))
 
     def select(self, buckets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every (hash, bucket) pair whose bucket is in ``buckets``."""
         hashes, owners = [], []
-        for keys, values in self._runs:
-            chosen = np.isin(values, buckets)
-            hashes.append(keys[chosen])
-            owners.append(values[chosen])
+        for runs in self._shards:
+            for keys, values in runs:
+                chosen = np.isin(values, buckets)
+                hashes.append(keys[chosen])
+                owners.append(values[chosen])
         if not hashes:
             return np.empty(0, np.int32), np.empty(0, np.int16)
         return np.concatenate(hashes), np.concatenate(owners)
 
 
-def _merge(
-    older: tuple[np.ndarray, np.ndarray], newer: tuple[np.ndarray, np.ndarray]
-) -> tuple[np.ndarray, np.ndarray]:
+def _pieces(ascending: np.ndarray) -> Iterator[tuple[int, int, int]]:
+    """(shard, start, end) of each shard's non-empty slice of hashes in shard order (ascending
+    hashes are)."""
+    bounds = np.concatenate([[0], np.searchsorted(ascending, _EDGES), [len(ascending)]]).tolist()
+    for s in range(SHARDS):
+        if bounds[s + 1] > bounds[s]:
+            yield s, bounds[s], bounds[s + 1]
+
+
+def _lookup(runs: list[Run], hashes: np.ndarray) -> np.ndarray:
+    """Bucket of each hash in one shard's runs (int32), -1 where absent."""
+    found = np.full(len(hashes), -1, dtype=np.int32)
+    pending = None  # positions still unresolved; None = all of them
+    for keys, values in runs:
+        queries = hashes if pending is None else hashes[pending]
+        if not len(queries):
+            break
+        at = np.minimum(np.searchsorted(keys, queries), len(keys) - 1)
+        hit = keys[at] == queries
+        targets = np.flatnonzero(hit) if pending is None else pending[hit]
+        found[targets] = values[at[hit]]
+        pending = np.flatnonzero(~hit) if pending is None else pending[~hit]
+    return found
+
+
+def _merge(older: Run, newer: Run) -> Run:
     """One sorted run of two with disjoint keys, in a single linear pass."""
     keys_a, values_a = older
     keys_b, values_b = newer
