@@ -230,7 +230,7 @@ def key_hashes(table: pa.Table, names: Sequence[str], types: Sequence[DataType])
     """``BinaryRow.hashCode`` of each row's trimmed primary key (the primary key columns that are
     not partition columns, in key order), int32: the hashes dynamic buckets are assigned by."""
     columns = [table.column(name).combine_chunks() for name in names]
-    return binary_row.encode_rows(columns, list(types), table.num_rows).hash_codes()
+    return binary_row.row_hashes(columns, list(types), table.num_rows)
 
 
 def _int32(key_hashes: np.ndarray) -> np.ndarray:

@@ -20,5 +20,5 @@ def java_bucket(hash_codes: np.ndarray, num_buckets: int) -> np.ndarray:
 
 def fixed_buckets(columns: list[pa.Array], types: list[DataType], num_buckets: int) -> np.ndarray:
     """Bucket of every row from its bucket-key columns."""
-    hashes = binary_row.encode_rows(columns, types).hash_codes()
+    hashes = binary_row.row_hashes(columns, types)
     return java_bucket(hashes, num_buckets)

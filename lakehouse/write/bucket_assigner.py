@@ -142,7 +142,5 @@ def assigner_channels(schema: TableSchema, data: pa.Table, num_writers: int) -> 
     keys = list(schema.trimmed_primary_keys)
     hashes = key_hashes(data, keys, [f.type for f in schema.fields_named(keys)])
     partitions = [data.column(p).combine_chunks() for p in schema.partition_keys]
-    partition_hashes = binary_row.encode_rows(
-        partitions, schema.partition_types(), data.num_rows
-    ).hash_codes()
+    partition_hashes = binary_row.row_hashes(partitions, schema.partition_types(), data.num_rows)
     return assigner_channel(partition_hashes, hashes, num_writers, assigners)
