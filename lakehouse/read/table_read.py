@@ -24,6 +24,7 @@ from lakehouse.io.pool import map_parallel
 from lakehouse.mergetree.compactor import BATCH_ROWS
 from lakehouse.mergetree.engine import ORDINAL, MergeEngine
 from lakehouse.mergetree.groups import drop_retracts
+from lakehouse.mergetree.keyorder import float_width
 from lakehouse.mergetree.levels import KeyRanges, sections
 from lakehouse.mergetree.stream import merge_steps
 from lakehouse.mergetree.versions import LEVEL, KeyLevels, lookup_merge, with_level
@@ -69,6 +70,8 @@ class TableRead:
         self.engine = MergeEngine(schema, table.name) if self.key else None
         self.lookup_merge = lookup_merge(schema)
         self.key_ranges = KeyRanges([schema.field(k).type for k in self.key])
+        # other writers (pypaimon) may order NaN and signed zeros otherwise: such keys merge whole
+        self.streams_merge = not any(float_width(t) for t in self.key_ranges.types)
         self.merge_bytes = schema.core_options.memory(SORT_SPILL_BUFFER_SIZE)
         if self.engine is not None:
             needed = self.engine.read_columns(needed)
@@ -95,9 +98,16 @@ class TableRead:
         """The rows of one split a batch at a time, in bounded memory whatever the split's size:
         files are read a batch at a time, and a primary-key bucket's sorted runs are merged step
         by step in key order (:func:`merge_steps`), holding about one batch per run of a
-        section (``sort-spill-buffer-size`` in all, as compaction's merges)."""
-        merging = self.key and not split.raw_convertible
-        for data in self._merged(split) if merging else self._raw(split):
+        section (``sort-spill-buffer-size`` in all, as compaction's merges). Buckets keyed by
+        floating-point columns are merged whole: a file another writer sorted may not follow
+        this engine's order of NaN and signed zeros, which a streaming merge relies on."""
+        if not self.key or split.raw_convertible:
+            versions = self._raw(split)
+        elif self.streams_merge:
+            versions = self._merged(split)
+        else:
+            versions = self._merged_whole(split)
+        for data in versions:
             if self.filter is not None:
                 data = data.filter(to_expression(self.filter))
             if data.num_rows:
@@ -130,10 +140,22 @@ class TableRead:
                 for run in section
             ]
             for versions in merge_steps(runs, self.key):
-                if self.lookup_merge:
-                    versions = versions.filter(pa.array(KeyLevels.of(versions, self.key).lookup_rows()))
-                    versions = versions.drop_columns([LEVEL])
-                yield drop_retracts(self.engine.merge(versions))
+                yield self._merge(versions)
+
+    def _merged_whole(self, split: Split) -> Iterator[pa.Table]:
+        """The bucket's rows merged per key in one merge of all its versions."""
+        files = range(len(split.files))
+        batches = [b for i in files for b in self._file_batches(split, i, self.merge_bytes)]
+        if batches:
+            yield self._merge(pa.concat_tables(batches))
+
+    def _merge(self, versions: pa.Table) -> pa.Table:
+        """One row per key of complete versions (their file positions, and levels for lookup
+        merges, attached), deletes dropped."""
+        if self.lookup_merge:
+            versions = versions.filter(pa.array(KeyLevels.of(versions, self.key).lookup_rows()))
+            versions = versions.drop_columns([LEVEL])
+        return drop_retracts(self.engine.merge(versions))
 
     def _file_batches(self, split: Split, i: int, batch_bytes: int | None = None) -> Iterator[pa.Table]:
         """File ``i`` of ``split`` as current-schema columns (plus sequence and kind for primary
