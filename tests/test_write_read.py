@@ -3,9 +3,12 @@ from __future__ import annotations
 import math
 import os
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lakehouse import col
 from lakehouse.manifest import binary_row
@@ -284,3 +287,24 @@ def test_record_batch_input_and_nan_stats(catalog):
     t.write(orders([1, 2], price=[math.nan, math.nan]).to_batches()[0])
     assert t.read(filter=col("price") > 0).num_rows == 0
     assert t.plan(filter=col("price") > 0).stats["files_selected"] == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 6), min_size=1, max_size=5),
+    picks=st.lists(st.integers(0, 10**6), max_size=20),
+    ascending=st.booleans(),
+)
+def test_take_rows_takes_from_each_chunk_what_take_would(sizes, picks, ascending):
+    from lakehouse.write.rows import take_rows
+
+    schema = pa.schema([("a", pa.int64()), ("b", pa.string())])
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    pieces = [
+        pa.table({"a": range(s, s + n), "b": ["x"] * n}, schema) for s, n in zip(starts, sizes, strict=True)
+    ]
+    table = pa.concat_tables(pieces)
+    rows = [p % table.num_rows for p in picks] if table.num_rows else []
+    rows = sorted(rows) if ascending else rows
+    got = take_rows(table, np.array(rows, dtype=np.int64))
+    assert got.to_pydict() == table.combine_chunks().take(pa.array(rows, pa.int64())).to_pydict()

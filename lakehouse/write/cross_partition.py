@@ -39,6 +39,7 @@ from lakehouse.rowkind import RowKind
 from lakehouse.snapshot import Snapshot
 from lakehouse.store.data_writer import creation_time_millis
 from lakehouse.store.partitions import row_partitions
+from lakehouse.write.rows import take_rows
 
 if TYPE_CHECKING:
     from lakehouse.store.table_store import TableStore
@@ -161,11 +162,11 @@ class KeyLocations:
         self._remember(encoded.dictionary, found, target, bucket)
 
         rows = np.flatnonzero(keep)
-        out = self._in_partitions(data.take(pa.array(rows)), target[key_of_row[rows]], row_part[rows])
+        out = self._in_partitions(take_rows(data, rows), target[key_of_row[rows]], row_part[rows])
         out_kinds, out_buckets = kinds.take(pa.array(rows)), bucket[key_of_row[rows]]
         if moved.any():  # retract the moved keys from where they were
             last_rows = order[ends - 1][moved]
-            retract = data.take(pa.array(last_rows))
+            retract = take_rows(data, last_rows)
             retract = self._in_partitions(retract, old_part[moved], row_part[last_rows])
             out = pa.concat_tables([out, retract])
             out_kinds = pa.concat_arrays(

@@ -23,6 +23,7 @@ from lakehouse.mergetree.groups import run_ends
 from lakehouse.mergetree.keyorder import comparable_keys
 from lakehouse.mergetree.spill import SpillDir, bounded_runs
 from lakehouse.mergetree.stream import merge_steps
+from lakehouse.write.rows import take_rows
 
 
 def buffered_run(
@@ -39,7 +40,7 @@ def buffered_run(
     if len(rows) <= slice_rows:
         yield _merged(engine, data, kinds, rows, base)
         return
-    keys = comparable_keys(data.select(engine.key).take(pa.array(rows)), engine.key)
+    keys = comparable_keys(take_rows(data.select(engine.key), rows), engine.key)
     order = pc.sort_indices(keys, sort_keys=[(k, "ascending") for k in engine.key]).to_numpy()
     ends = np.flatnonzero(run_ends([keys.column(k).take(order) for k in engine.key])) + 1
     del keys
@@ -54,9 +55,8 @@ def buffered_run(
 
 def _merged(engine: MergeEngine, data: pa.Table, kinds: pa.Array, rows: np.ndarray, base: int) -> pa.Table:
     """One row per key of the rows ``rows`` (ascending positions: arrival order)."""
-    take = pa.array(rows)
-    versions = data.take(take).append_column(parquet.SEQUENCE_NUMBER, pa.array(rows + base))
-    versions = versions.append_column(parquet.VALUE_KIND, kinds.take(take))
+    versions = take_rows(data, rows).append_column(parquet.SEQUENCE_NUMBER, pa.array(rows + base))
+    versions = versions.append_column(parquet.VALUE_KIND, kinds.take(pa.array(rows)))
     return engine.merge(versions, arrival_order=True)
 
 

@@ -39,6 +39,7 @@ from lakehouse.write.bucket_write import BucketKey, Buckets, BucketWrite
 from lakehouse.write.conform import conform
 from lakehouse.write.cross_partition import KeyLocations
 from lakehouse.write.message import CommitMessage
+from lakehouse.write.rows import take_rows
 from lakehouse.write.scope import WriteScope
 from lakehouse.write.settings import WriteSettings
 from lakehouse.write.sorted_runs import buffered_run, merged_runs
@@ -178,20 +179,23 @@ class TableWrite:
         the buffer is spillable, this is not the ``final`` flush and the disk allows
         (``write-buffer-spill.max-disk-size``). A flush to files first spills the runs of the
         buckets that spilled before, releases the buffer, then merges each such bucket's spilled
-        runs into its files: the merges never hold the buffer."""
+        runs into its files: the merges never hold the buffer. What the flush freed goes back
+        to the system: Arrow's default allocator (mimalloc) would otherwise keep it, and the
+        next buffer fills fresh memory."""
         spilling = self.primary_key and not final and self.settings.spill.spillable
         if spilling and self._spill is not None and self._spill.bytes >= self.settings.spill.max_disk:
             spilling = False
         self._flush_buffer(spilling)
         if self.primary_key and not spilling:
             self._merge_spilled()
+        pa.default_memory_pool().release_unused()
 
     def _flush_buffer(self, spilling: bool) -> None:
         """Write the buffer's rows: append files, or one run per primary-key bucket, spilled if
         ``spilling`` or if the bucket has spilled runs."""
         if not self._pending:
             return
-        data = _contiguous(self._pending)
+        data = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
         self._pending, self._pending_bytes = [], 0
         data, kinds = conform(data, self.schema, self.table.name)
         inputs = None  # the rows as given, for changelog-producer=input
@@ -310,7 +314,7 @@ class TableWrite:
                     writer.write(data, pa.array(np.arange(base, base + data.num_rows)), None)
                     return
                 for start in range(0, len(rows), step):  # a slice copied at a time
-                    part = data.take(pa.array(rows[start : start + step]))
+                    part = take_rows(data, rows[start : start + step])
                     writer.write(part, pa.array(np.arange(base + start, base + start + part.num_rows)), None)
 
             jobs.append(job)
@@ -366,9 +370,8 @@ class TableWrite:
         step = max(1024, SLICE_BYTES * inputs[0].num_rows // max(1, inputs[0].nbytes))
         for start in range(0, len(rows), step):
             part = rows[start : start + step]
-            take = pa.array(part)
-            given = inputs[0].take(take).append_column(parquet.SEQUENCE_NUMBER, pa.array(part + base))
-            given = given.append_column(parquet.VALUE_KIND, inputs[1].take(take))
+            given = take_rows(inputs[0], part).append_column(parquet.SEQUENCE_NUMBER, pa.array(part + base))
+            given = given.append_column(parquet.VALUE_KIND, inputs[1].take(pa.array(part)))
             given = input_rows(given, self.primary_key, self.engine.sequence_fields)
             seq, given_kinds = given.column(parquet.SEQUENCE_NUMBER), given.column(parquet.VALUE_KIND)
             changelog.write(layout.file_rows(given), seq, given_kinds)
@@ -379,22 +382,6 @@ def _write_run(writer: BucketWriter, layout: FileLayout, run: Iterator[pa.Table]
     for part in gathered(run, SLICE_BYTES):
         seq, kinds = part.column(parquet.SEQUENCE_NUMBER), part.column(parquet.VALUE_KIND)
         writer.write(layout.file_rows(part), seq, kinds)
-
-
-def _contiguous(pieces: list[pa.Table]) -> pa.Table:
-    """The buffered pieces as one table of single-chunk columns, copied a column at a time
-    (each column's pieces released once copied), so that the copy holds at most one column twice.
-    Every row the flush takes is then taken from one array: Arrow's take over a chunked column
-    concatenates the column for each call."""
-    table = pa.concat_tables(pieces)
-    pieces.clear()
-    schema, columns = table.schema, table.columns
-    del table
-    for i, column in enumerate(columns):
-        columns[i] = None
-        columns[i] = column.combine_chunks()
-        del column
-    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def _group_order(groups: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
