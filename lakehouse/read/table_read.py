@@ -21,6 +21,7 @@ from pyroaring import BitMap
 from lakehouse.errors import SchemaMismatchError
 from lakehouse.format import parquet
 from lakehouse.io.pool import map_parallel
+from lakehouse.mergetree.compactor import BATCH_ROWS
 from lakehouse.mergetree.engine import ORDINAL, MergeEngine
 from lakehouse.mergetree.groups import drop_retracts
 from lakehouse.mergetree.keyorder import float_width
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from lakehouse.store.table_store import TableStore
 
 _SYSTEM = [parquet.SEQUENCE_NUMBER, parquet.VALUE_KIND]
-READ_BATCH_ROWS = 1 << 20  # rows of a batch a read takes from a file (fewer: sort-spill-buffer-size)
+READ_BATCH_ROWS = 1 << 20  # rows of a batch read straight from a file (fewer: sort-spill-buffer-size)
 
 
 class TableRead:
@@ -170,8 +171,9 @@ class TableRead:
             rows = kept if rows is None else np.intersect1d(rows, kept, assume_unique=True)
         system = _SYSTEM if self.key else []
         merging = batch_bytes is not None
+        batch_rows = BATCH_ROWS if merging else READ_BATCH_ROWS
         batches = iter_data_file(
-            self.table, split.bucket_path, meta, self.read_fields, system, READ_BATCH_ROWS,
+            self.table, split.bucket_path, meta, self.read_fields, system, batch_rows,
             batch_bytes=batch_bytes or self.merge_bytes, kept=rows,
         )  # fmt: skip
         for batch in batches:
