@@ -94,10 +94,6 @@ class BloomFilter:
         return len(self.bits) * 8
 
     @classmethod
-    def build(cls, hashes: np.ndarray, items: int, fpp: float) -> BloomFilter:
-        return cls.sized(hashes, *sizing(items, fpp))
-
-    @classmethod
     def sized(cls, hashes: np.ndarray, k: int, num_bits: int) -> BloomFilter:
         """A filter of ``num_bits`` bits and ``k`` hash functions holding ``hashes``."""
         bits = np.zeros(num_bits // 8, dtype=np.uint8)

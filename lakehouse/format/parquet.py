@@ -183,26 +183,11 @@ def open_file(io: FileIO, path: str) -> pq.ParquetFile:
     return pq.ParquetFile(io.open_input(path))
 
 
-def read_columns(io: FileIO, path: str, columns: list[str], rows: np.ndarray | None = None) -> pa.Table:
-    """Read the named columns (those present in the file) of a data file.
-
-    ``rows``: sorted row positions to keep (e.g. from a bitmap index); only the row groups
-    holding them are decoded.
-    """
+def read_columns(io: FileIO, path: str, columns: list[str]) -> pa.Table:
+    """Read the named columns (those present in the file) of a data file."""
     pf = open_file(io, path)
     present = set(pf.schema_arrow.names)
-    names = [c for c in columns if c in present]
-    if rows is None:
-        return pf.read(columns=names, use_threads=True)
-    meta = pf.metadata
-    starts = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
-    groups = np.unique(np.searchsorted(starts, rows, side="right") - 1)
-    table = pf.read_row_groups(groups.tolist(), columns=names, use_threads=True)
-    # position of each wanted row inside the decoded groups
-    group_starts = starts[groups]
-    decoded_starts = np.cumsum(np.concatenate([[0], starts[groups + 1] - group_starts]))[:-1]
-    owner = np.searchsorted(group_starts, rows, side="right") - 1
-    return table.take(pa.array(rows - group_starts[owner] + decoded_starts[owner]))
+    return pf.read(columns=[c for c in columns if c in present], use_threads=True)
 
 
 def iter_batches(

@@ -127,8 +127,6 @@ def row_hashes(columns: list[pa.Array], types: list[DataType], num_rows: int = 1
     """``BinaryRow.hashCode()`` of every row of equally long columns (int32), the rows encoded a
     bounded block at a time: an encoding holds ~8 bytes per field of each row it encodes."""
     n = len(columns[0]) if columns else num_rows
-    if n <= HASHED_AT_ONCE:
-        return encode_rows(columns, types, n).hash_codes()
     out = np.empty(n, np.int32)
     for start in range(0, n, HASHED_AT_ONCE):
         block = [c.slice(start, HASHED_AT_ONCE) for c in columns]

@@ -127,7 +127,7 @@ def _verify_fixed_buckets(table: TableStore, snapshot: Snapshot, partitions: Par
             return []
         label = f"{table.bucket_path(entry.partition, entry.bucket)}/{meta.file_name}"
         rows = read_data_file(table, table.bucket_path(entry.partition, entry.bucket), meta,
-                              schema.fields_named(names), [], None)  # fmt: skip
+                              schema.fields_named(names), [])  # fmt: skip
         buckets = fixed_buckets([rows.column(n) for n in names], types, count)
         wrong = np.flatnonzero(buckets != entry.bucket)
         if len(wrong) == 0:

@@ -31,13 +31,12 @@ def read_data_file(
     meta: DataFileMeta,
     fields: list[DataField],
     system: list[str] = (),
-    rows: np.ndarray | None = None,
 ) -> pa.Table:
     """Columns ``fields`` (current schema) of one data file, evolved from the schema it was written
-    with, plus the named system columns; ``rows`` limits it to those row positions."""
+    with, plus the named system columns (whole: :func:`iter_data_file` reads it in batches)."""
     path, old_by_id, wanted = _locate(table, bucket_path, meta, fields, system)
     with _reading(table, path):
-        raw = parquet.read_columns(table.io, path, wanted, rows)
+        raw = parquet.read_columns(table.io, path, wanted)
     return _evolve(raw, fields, old_by_id, list(system), f"table {table.name}: data file {path}")
 
 

@@ -278,10 +278,8 @@ class TableWrite:
         code = part_ids * width + buckets
         del buckets
         if len(partitions) * width <= max(1024, len(code)):  # dense: a lookup table, no sort
-            present = np.flatnonzero(np.bincount(code, minlength=len(partitions) * width))
-            lookup = np.zeros(len(partitions) * width, np.int64)
-            lookup[present] = np.arange(len(present))
-            groups = lookup[code]
+            used = np.bincount(code) > 0
+            present, groups = np.flatnonzero(used), (np.cumsum(used) - 1)[code]
         else:
             present, groups = np.unique(code, return_inverse=True)
         return groups, [(partitions[int(u) // width], int(u) % width) for u in present]
