@@ -11,12 +11,16 @@ export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
 .PHONY: demo stream dev cluster-demo test e2e lint bench clean
 
-# compat editable mode: the checkout on sys.path, so Spark's lookup of installed data sources
-# (pkgutil over sys.path) finds pyspark_paimon in every Python worker of this venv
-$(STAMP): pyproject.toml
+DAGSTER_LIB := integrations/dagster-lakehouse
+
+# The engine with every extra and the development tools, and the Dagster integration (its own
+# distribution). Compat editable mode: the checkouts on sys.path, so Spark's lookup of installed
+# data sources (pkgutil over sys.path) finds pyspark_paimon in every Python worker of this venv
+$(STAMP): pyproject.toml $(DAGSTER_LIB)/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]' --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e '.[dev]' -e '$(DAGSTER_LIB)[pandas,polars,ui]' \
+		--config-settings editable_mode=compat
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -49,7 +53,8 @@ e2e: $(E2E_STAMP) $(CHROMIUM) $(MARIADB)
 	$(PY) -m pytest -m e2e
 
 $(E2E_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e '.[dev,e2e]' --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e '.[dev,e2e]' -e '$(DAGSTER_LIB)[pandas,polars,ui]' \
+		--config-settings editable_mode=compat
 	touch $(E2E_STAMP)
 
 $(CHROMIUM):

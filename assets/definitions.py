@@ -8,7 +8,7 @@ from dagster import DailyPartitionsDefinition
 
 from assets.events import START
 from assets.orders import TABLES
-from lakehouse.dagster.definitions import PIPELINE, build_definitions
+from dagster_lakehouse.definitions import PIPELINE, build_definitions
 from resources import RESOURCES
 
 DAILY = DailyPartitionsDefinition(start_date=START)

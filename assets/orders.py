@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from assets.events import EVENTS, ORDERS_PER_DAY, PRICE, order_events, table_schema
-from lakehouse.dagster.publish import Publish
-from lakehouse.dagster.spec import Inputs, TableSpec
-from lakehouse.dagster.yaml_spec import load_table_spec
+from dagster_lakehouse.publish import Publish
+from dagster_lakehouse.spec import Inputs, TableSpec
+from dagster_lakehouse.yaml_spec import load_table_spec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -22,8 +22,8 @@ from assets.definitions import PIPELINE, defs
 from assets.demo import dagster_instance, log_config
 from assets.events import late_events, recent_days
 from lakehouse import Catalog, col
-from lakehouse.dagster.definitions import INCREMENTAL
-from lakehouse.dagster.resources import LakehouseResource, SparkResource
+from dagster_lakehouse.definitions import INCREMENTAL
+from dagster_lakehouse.resources import LakehouseResource, SparkResource
 from resources import default_warehouse
 
 

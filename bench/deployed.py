@@ -87,7 +87,7 @@ def native_parquet(spark, root: Path, days: tuple[str, ...]) -> float:
     """Seconds of the example's transformations over ``days`` writing plain Parquet with Spark's
     native writer: each table a directory partitioned by ``dt``; deleted orders left out."""
     from assets.orders import TABLES
-    from lakehouse.dagster.spec import Inputs
+    from dagster_lakehouse.spec import Inputs
 
     class ParquetInputs(Inputs):
         def read(self, table: str):
@@ -109,7 +109,7 @@ def in_process_day(warehouse: str, day: str) -> float:
     from dagster import DagsterInstance
 
     from assets.definitions import PIPELINE, defs
-    from lakehouse.dagster.resources import LakehouseResource
+    from dagster_lakehouse.resources import LakehouseResource
 
     job = defs.resolve_job_def(PIPELINE)
     resources = {"lakehouse": LakehouseResource(warehouse=warehouse)}

@@ -113,8 +113,8 @@ def incremental_vs_full(warehouse: str, day: str) -> tuple[float, float, int]:
     from assets.events import late_events
     from assets.orders import TABLES
     from lakehouse import Catalog
-    from lakehouse.dagster.definitions import INCREMENTAL
-    from lakehouse.dagster.resources import LakehouseResource, SparkResource
+    from dagster_lakehouse.definitions import INCREMENTAL
+    from dagster_lakehouse.resources import LakehouseResource, SparkResource
 
     resources = {"lakehouse": LakehouseResource(warehouse=warehouse), "spark": SparkResource()}
     instance = dagster_instance()

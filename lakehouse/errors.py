@@ -82,5 +82,14 @@ class ArgumentTypeError(LakehouseError, TypeError):
     """A call got an argument of a type it does not take (nothing was changed)."""
 
 
+class MissingExtraError(LakehouseError, ImportError):
+    """A part of the engine was used whose optional dependencies are not installed (an extra)."""
+
+    def __init__(self, what: str, extra: str, cause: BaseException | None = None) -> None:
+        missing = f" ({cause})" if cause is not None else ""
+        super().__init__(f"{what} needs the '{extra}' extra{missing}: pip install 'lakehouse[{extra}]'")
+        self.extra = extra
+
+
 class WriteAbortedError(LakehouseError):
     """A writer learnt that its write had ended (aborted, or committed without it) and stopped."""

@@ -3,7 +3,7 @@
 environment variables) and the Spark at ``$LAKEHOUSE_SPARK`` (``make dev`` points it at the Spark
 Connect server it starts; default a local ``local[2]`` session)."""
 
-from lakehouse.dagster.resources import LakehouseResource, SparkResource, default_warehouse
+from dagster_lakehouse.resources import LakehouseResource, SparkResource, default_warehouse
 
 RESOURCES = {"lakehouse": LakehouseResource(warehouse=default_warehouse()), "spark": SparkResource()}
 

@@ -10,7 +10,7 @@ import sys
 import pyarrow.fs as pafs
 import pytest
 
-from lakehouse.errors import CommitConflictError, InvalidOptionError
+from lakehouse.errors import CommitConflictError, InvalidOptionError, MissingExtraError
 from lakehouse.io.fs import FileIO
 from lakehouse.io.lock import CatalogLock, LockKind, Server
 from lakehouse.spark.loopback import free_port
@@ -46,7 +46,7 @@ def test_bad_lock_urls_are_typed_errors_that_hide_the_password(uri):
 def test_a_missing_driver_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "psycopg", None)
     with (
-        pytest.raises(InvalidOptionError, match=r"lakehouse\[postgres\]"),
+        pytest.raises(MissingExtraError, match=r"lakehouse\[postgres\]"),
         lock("postgresql://h/db").hold("t"),
     ):
         pass

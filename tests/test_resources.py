@@ -3,7 +3,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from assets.definitions import defs
-from lakehouse.dagster.resources import LakehouseResource
+from dagster_lakehouse.resources import LakehouseResource
 
 
 def test_definitions_load_with_the_engine_resource():
@@ -22,6 +22,6 @@ def test_resource_hands_back_the_catalog_and_tables(warehouse):
 
 def test_default_warehouse_comes_from_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("LAKEHOUSE_WAREHOUSE", str(tmp_path))
-    from lakehouse.dagster.resources import default_warehouse
+    from dagster_lakehouse.resources import default_warehouse
 
     assert default_warehouse() == str(tmp_path)

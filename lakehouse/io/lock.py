@@ -33,7 +33,7 @@ from pathlib import Path
 from types import ModuleType
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from lakehouse.errors import CommitConflictError, InvalidOptionError
+from lakehouse.errors import CommitConflictError, InvalidOptionError, MissingExtraError
 from lakehouse.options import parse_bool, parse_duration_ms
 
 LOCK_ENABLED = "lock.enabled"
@@ -201,9 +201,7 @@ class CatalogLock:
         try:
             return importlib.import_module(module)
         except ImportError as e:
-            raise InvalidOptionError(
-                f"{LOCK_URI}={self.uri!r} needs the {module} driver: pip install 'lakehouse[{extra}]'"
-            ) from e
+            raise MissingExtraError(f"the catalog lock {LOCK_URI}={self.uri!r}", extra, e) from e
 
     def _connected(self, error: type[Exception], connect):
         try:

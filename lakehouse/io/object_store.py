@@ -15,17 +15,17 @@ R2 and most S3-compatible stores honour it; for a store that does not, set
 
 from __future__ import annotations
 
+import importlib
 import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
 
-import obstore
 import pyarrow.fs as pafs
-from obstore.exceptions import AlreadyExistsError, GenericError, NotFoundError
-from obstore.store import S3Store
 
-from lakehouse.errors import InvalidOptionError
+from lakehouse.errors import InvalidOptionError, MissingExtraError
 from lakehouse.options import parse_bool
 
 S3_ENDPOINT = "s3.endpoint"
@@ -115,6 +115,17 @@ class S3Settings:
         )
 
 
+def _obstore() -> ModuleType:
+    """The ``obstore`` package (the ``s3`` extra), imported when an S3 warehouse is first opened."""
+    try:
+        module = importlib.import_module("obstore")
+        importlib.import_module("obstore.exceptions")
+        importlib.import_module("obstore.store")
+    except ImportError as e:
+        raise MissingExtraError("a warehouse on an S3-compatible store (s3://)", "s3", e) from e
+    return module
+
+
 class Bucket:
     """Whole objects of one bucket in single requests (one GET, one PUT: small metadata files do
     not need pyarrow's multipart streams), and creation with ``If-None-Match: *``: exactly one of
@@ -123,12 +134,17 @@ class Bucket:
     def __init__(self, bucket: str, settings: S3Settings) -> None:
         self.bucket = bucket
         self.settings = settings
-        self._store = None  # built on first use, in the process that uses it
+        self._obstore = _obstore()
+        self._store: Any = None  # built on first use, in the process that uses it
 
-    def __getstate__(self) -> dict:
-        return {"bucket": self.bucket, "settings": self.settings, "_store": None}
+    def __getstate__(self) -> dict[str, Any]:
+        return {"bucket": self.bucket, "settings": self.settings}
 
-    def _client(self) -> S3Store:
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.bucket, self.settings = state["bucket"], state["settings"]
+        self._obstore, self._store = _obstore(), None
+
+    def _client(self) -> Any:
         if self._store is None:
             s = self.settings
             config = {"region": s.region, "virtual_hosted_style_request": not s.path_style}
@@ -139,27 +155,28 @@ class Bucket:
             if s.session_token:
                 config["session_token"] = s.session_token
             http = bool(s.endpoint and s.endpoint.startswith("http://"))
-            self._store = S3Store(self.bucket, client_options={"allow_http": http}, **config)
+            store = self._obstore.store.S3Store
+            self._store = store(self.bucket, client_options={"allow_http": http}, **config)
         return self._store
 
     def get(self, key: str) -> bytes:
         """The object at ``key``; ``FileNotFoundError`` when there is none."""
         try:
-            return bytes(obstore.get(self._client(), key).bytes())
-        except NotFoundError:
+            return bytes(self._obstore.get(self._client(), key).bytes())
+        except self._obstore.exceptions.NotFoundError:
             raise FileNotFoundError(f"{self.bucket}/{key}") from None
 
     def exists(self, key: str) -> bool:
         """Whether an object is at ``key`` (one HEAD request)."""
         try:
-            obstore.head(self._client(), key)
-        except (NotFoundError, FileNotFoundError):
+            self._obstore.head(self._client(), key)
+        except (self._obstore.exceptions.NotFoundError, FileNotFoundError):
             return False
         return True
 
     def put(self, key: str, data: bytes) -> None:
         """Write (or replace) the object at ``key``."""
-        obstore.put(self._client(), key, data)
+        self._obstore.put(self._client(), key, data)
 
     def create(self, key: str, data: bytes) -> bool:
         """Put ``data`` at ``key`` unless an object is there; True if this call created it.
@@ -169,11 +186,11 @@ class Bucket:
         attempt = 0
         while True:
             try:
-                obstore.put(self._client(), key, data, mode="create")
+                self._obstore.put(self._client(), key, data, mode="create")
                 return True
-            except AlreadyExistsError:
+            except self._obstore.exceptions.AlreadyExistsError:
                 return False
-            except GenericError as e:
+            except self._obstore.exceptions.GenericError as e:
                 attempt += 1
                 if "409" not in str(e) or attempt > CONFLICT_RETRIES:
                     raise

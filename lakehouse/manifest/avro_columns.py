@@ -16,14 +16,18 @@ zstandard. :func:`decode` returns None for anything else, which callers leave to
 
 from __future__ import annotations
 
+import importlib
 import json
+import sys
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-import zstandard
+
+# the zstd module fastavro uses too: the standard library's from Python 3.14, its backport before
+zstd = importlib.import_module("compression.zstd" if sys.version_info >= (3, 14) else "backports.zstd")
 
 _MAGIC = b"Obj\x01"
 _SYNC_SIZE = 16
@@ -149,7 +153,7 @@ def _container(raw: bytes) -> tuple[str, list[tuple[int, bytes]]] | None:
 _CODECS: dict[str, Callable[[bytes], bytes]] = {
     "null": bytes,
     "deflate": lambda b: zlib.decompress(b, -15),
-    "zstandard": lambda b: zstandard.ZstdDecompressor().decompressobj().decompress(b),
+    "zstandard": zstd.decompress,
 }
 
 

@@ -1,5 +1,16 @@
 """Spark for Paimon tables: the ``paimon`` Python data source, column-pruned native reads, routed
-batch and streaming writes, maintenance jobs."""
+batch and streaming writes, maintenance jobs.
+
+Needs the ``spark`` extra (``pip install 'lakehouse[spark]'``): without PySpark, importing this
+package raises :class:`~lakehouse.errors.MissingExtraError`.
+"""
+
+from lakehouse.errors import MissingExtraError
+
+try:
+    import pyspark  # noqa: F401 (what the extra installs)
+except ImportError as e:
+    raise MissingExtraError("lakehouse.spark", "spark", e) from e
 
 from lakehouse.spark.maintenance import (
     compact,

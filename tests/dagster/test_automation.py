@@ -5,7 +5,7 @@ import datetime as dt
 from dagster import AssetKey, evaluate_automation_conditions, instance_for_test
 
 from assets.definitions import defs
-from lakehouse.dagster.definitions import AUTOMATION
+from dagster_lakehouse.definitions import AUTOMATION
 
 EVERY_TABLE = {("ods", "orders"), ("dwd", "orders"), ("dws", "user_daily"), ("dws", "order_wide")}
 

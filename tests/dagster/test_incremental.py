@@ -14,13 +14,13 @@ from dagster import DailyPartitionsDefinition, materialize
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import lakehouse.dagster.factory as factory
+import dagster_lakehouse.factory as factory
 from lakehouse import Catalog
-from lakehouse.dagster.factory import table_asset
-from lakehouse.dagster.incremental import consumer_id, incremental_user, plan_increment
-from lakehouse.dagster.resources import LakehouseResource, SparkResource
-from lakehouse.dagster.spec import TableSpec
-from lakehouse.dagster.yaml_spec import sql_transform
+from dagster_lakehouse.factory import table_asset
+from dagster_lakehouse.incremental import consumer_id, incremental_user, plan_increment
+from dagster_lakehouse.resources import LakehouseResource, SparkResource
+from dagster_lakehouse.spec import TableSpec
+from dagster_lakehouse.yaml_spec import sql_transform
 from lakehouse.errors import InvalidOptionError
 from lakehouse.store import consumers
 

@@ -14,9 +14,9 @@ from dagster import AssetIn, AssetSpec, DailyPartitionsDefinition, MetadataValue
 from pyspark.sql import DataFrame as SparkFrame
 
 from lakehouse import Catalog, Table
-from lakehouse.dagster.factory import commit_user
-from lakehouse.dagster.io_manager import PaimonIOManager
-from lakehouse.dagster.resources import LakehouseResource, SparkResource
+from dagster_lakehouse.factory import commit_user
+from dagster_lakehouse.io_manager import PaimonIOManager
+from dagster_lakehouse.resources import LakehouseResource, SparkResource
 from lakehouse.errors import ArgumentTypeError, InvalidArgumentError, SchemaMismatchError
 
 DAYS = ["2024-01-01", "2024-01-02"]

@@ -29,8 +29,8 @@ from assets.definitions import PIPELINE, defs
 from assets.orders import TABLES, order_events
 from lakehouse import Catalog, col
 from lakehouse.bucket import hash_index
-from lakehouse.dagster.checks import index_result
-from lakehouse.dagster.resources import LakehouseResource, SparkResource
+from dagster_lakehouse.checks import index_result
+from dagster_lakehouse.resources import LakehouseResource, SparkResource
 from lakehouse.fileindex import bitmap, format
 from lakehouse.snapshot import CommitKind
 from lakehouse.types import parse_type

@@ -5,8 +5,8 @@ import pyarrow as pa
 
 from assets.definitions import defs
 from lakehouse import Catalog
-from lakehouse.dagster.metadata import column_schema, partition_metadata, run_metadata
-from lakehouse.dagster.spec import asset_key
+from dagster_lakehouse.metadata import column_schema, partition_metadata, run_metadata
+from dagster_lakehouse.spec import asset_key
 
 SCHEMA = pa.schema(
     [

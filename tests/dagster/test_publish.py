@@ -8,13 +8,13 @@ import pyarrow as pa
 import pytest
 from dagster import AssetCheckResult, DailyPartitionsDefinition, materialize
 
-import lakehouse.dagster.checks as checks
+import dagster_lakehouse.checks as checks
 from lakehouse import Catalog, col
-from lakehouse.dagster.checks import table_checks
-from lakehouse.dagster.factory import commit_user, table_asset
-from lakehouse.dagster.publish import Publish, audit_branch, open_audit, publish
-from lakehouse.dagster.resources import LakehouseResource, SparkResource
-from lakehouse.dagster.spec import TableSpec
+from dagster_lakehouse.checks import table_checks
+from dagster_lakehouse.factory import commit_user, table_asset
+from dagster_lakehouse.publish import Publish, audit_branch, open_audit, publish
+from dagster_lakehouse.resources import LakehouseResource, SparkResource
+from dagster_lakehouse.spec import TableSpec
 from lakehouse.errors import CommitConflictError, InvalidArgumentError
 
 DAY = "2026-01-05"

@@ -3,7 +3,7 @@ Dagster log."""
 
 import pytest
 
-from lakehouse.dagster.spark_logs import WORKER_LOGGING, spark_logs
+from dagster_lakehouse.spark_logs import WORKER_LOGGING, spark_logs
 from lakehouse.spark.session import DRIVER_LOG
 
 pytestmark = pytest.mark.spark

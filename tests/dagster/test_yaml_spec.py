@@ -7,8 +7,8 @@ import pyarrow as pa
 import pytest
 
 from assets.orders import TABLES
-from lakehouse.dagster.publish import Publish
-from lakehouse.dagster.yaml_spec import load_table_spec, load_table_specs
+from dagster_lakehouse.publish import Publish
+from dagster_lakehouse.yaml_spec import load_table_spec, load_table_specs
 from lakehouse.errors import InvalidArgumentError, SchemaMismatchError
 
 EXAMPLE = Path(__file__).parents[2] / "assets" / "tables"

@@ -11,7 +11,7 @@ status, and a failing day names itself).
 
 An audited table (``publish=Publish.AUDITED``) is checked in one step on the run's branch, which
 reaches main only if every evaluation passed; a run that does not select the checks leaves its
-data on the branch (see :mod:`lakehouse.dagster.publish`).
+data on the branch (see :mod:`dagster_lakehouse.publish`).
 
 A failing check carries its problems as metadata; a blocking one stops downstream assets. Files
 that only lack an index configured after they were written are stale, not wrong: the index check
@@ -47,10 +47,10 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 )
 
 from lakehouse import Table
-from lakehouse.dagster.factory import materialization_user
-from lakehouse.dagster.publish import Publish, audit_branch, publish
-from lakehouse.dagster.resources import LakehouseResource
-from lakehouse.dagster.spec import PARTITION_COLUMN, TableSpec
+from dagster_lakehouse.factory import materialization_user
+from dagster_lakehouse.publish import Publish, audit_branch, publish
+from dagster_lakehouse.resources import LakehouseResource
+from dagster_lakehouse.spec import PARTITION_COLUMN, TableSpec
 from lakehouse.errors import InvalidArgumentError
 from lakehouse.ops.file_index import IndexReport
 from lakehouse.store.partitions import Partitions

@@ -18,12 +18,12 @@ from dagster import (
     asset,
 )
 
-from lakehouse.dagster.incremental import Increment, incremental_user, plan_increment, record_consumers
-from lakehouse.dagster.metadata import TABLE_NAME, definition_metadata, partition_metadata, run_metadata
-from lakehouse.dagster.publish import Publish, audit_branch, open_audit
-from lakehouse.dagster.resources import LakehouseResource, SparkResource
-from lakehouse.dagster.spark_logs import spark_logs
-from lakehouse.dagster.spec import PARTITION_COLUMN, Inputs, TableSpec, asset_key
+from dagster_lakehouse.incremental import Increment, incremental_user, plan_increment, record_consumers
+from dagster_lakehouse.metadata import TABLE_NAME, definition_metadata, partition_metadata, run_metadata
+from dagster_lakehouse.publish import Publish, audit_branch, open_audit
+from dagster_lakehouse.resources import LakehouseResource, SparkResource
+from dagster_lakehouse.spark_logs import spark_logs
+from dagster_lakehouse.spec import PARTITION_COLUMN, Inputs, TableSpec, asset_key
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -1,5 +1,5 @@
 """A Paimon table declared once: its schema, keys, options, upstream tables and the PySpark
-transformation that fills it. :mod:`lakehouse.dagster.factory` turns specs into assets, checks and sensors."""
+transformation that fills it. :mod:`dagster_lakehouse.factory` turns specs into assets, checks and sensors."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pyarrow as pa
 from dagster import AssetKey
 
 from lakehouse import Catalog, Table
-from lakehouse.dagster.incremental import Increment, snapshot_frame, spark_changes
-from lakehouse.dagster.publish import Publish
+from dagster_lakehouse.incremental import Increment, snapshot_frame, spark_changes
+from dagster_lakehouse.publish import Publish
 from lakehouse.errors import InvalidArgumentError
 from lakehouse.schema import TableSchema, new_schema
 
@@ -27,7 +27,7 @@ class Inputs:
     """What a transformation gets: the Spark session, the run's days (one, or the range of a
     backfill run; None when unpartitioned) and its upstream tables as DataFrames, read by
     :func:`lakehouse.spark.read`; for an incremental table (``increment``) also what they changed
-    since its last materialization (:mod:`lakehouse.dagster.incremental`)."""
+    since its last materialization (:mod:`dagster_lakehouse.incremental`)."""
 
     spark: SparkSession
     days: tuple[str, ...] | None
@@ -105,9 +105,9 @@ class TableSpec:
     replaces the run's partitions (dynamic partition overwrite), which makes reruns idempotent
     for tables whose merge engine accumulates (aggregation). ``publish=Publish.AUDITED`` writes
     to a branch of the run that only reaches ``main`` once the table's checks pass on it
-    (:mod:`lakehouse.dagster.publish`; the checks are then blocking). ``incremental=True``: the
+    (:mod:`dagster_lakehouse.publish`; the checks are then blocking). ``incremental=True``: the
     transformation reads :meth:`Inputs.changes` of its upstream tables and its rows are upserted
-    exactly once, or replace the table in a full run (:mod:`lakehouse.dagster.incremental`);
+    exactly once, or replace the table in a full run (:mod:`dagster_lakehouse.incremental`);
     ``write`` does not apply.
     """
 

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import yaml
 
-from lakehouse.dagster.publish import Publish
-from lakehouse.dagster.spec import PARTITION_COLUMN, Inputs, TableSpec
+from dagster_lakehouse.publish import Publish
+from dagster_lakehouse.spec import PARTITION_COLUMN, Inputs, TableSpec
 from lakehouse.errors import InvalidArgumentError, LakehouseError
 from lakehouse.types import parse_type, to_arrow
 

@@ -12,7 +12,7 @@ from dagster_pyspark import PySparkResource
 from pydantic import Field
 
 from lakehouse import Catalog, Table
-from lakehouse.dagster.spark_logs import WORKER_LOGGING
+from dagster_lakehouse.spark_logs import WORKER_LOGGING
 from lakehouse.io.fs import storage_options
 from lakehouse.spark import session
 from lakehouse.spark.connect import SPARK_ENV

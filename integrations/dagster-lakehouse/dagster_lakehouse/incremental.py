@@ -2,7 +2,7 @@
 
 A spec with ``incremental=True`` is materialized from the changes of each upstream table after
 the snapshot its previous materialization read up to - the *position* - through the upstream's
-latest snapshot, as a changelog with row kinds (:meth:`~lakehouse.dagster.spec.Inputs.changes`):
+latest snapshot, as a changelog with row kinds (:meth:`~dagster_lakehouse.spec.Inputs.changes`):
 changelog files when the upstream has a changelog producer, else the files its appends (and its
 dynamic overwrites of empty partitions) added. The result is upserted, so updates and deletes
 propagate as ``-U``/``+U``/``-D`` rows.

@@ -35,11 +35,11 @@ from dagster import (
 from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
 
 from lakehouse import Table
-from lakehouse.dagster.factory import COMMIT_USER_PREFIX
-from lakehouse.dagster.maintenance import compact_run_config
-from lakehouse.dagster.metadata import partitions_touched
-from lakehouse.dagster.resources import LakehouseResource
-from lakehouse.dagster.spec import PARTITION_COLUMN, TableSpec
+from dagster_lakehouse.factory import COMMIT_USER_PREFIX
+from dagster_lakehouse.maintenance import compact_run_config
+from dagster_lakehouse.metadata import partitions_touched
+from dagster_lakehouse.resources import LakehouseResource
+from dagster_lakehouse.spec import PARTITION_COLUMN, TableSpec
 from lakehouse.errors import LakehouseError
 from lakehouse.snapshot import CommitKind, Snapshot
 

@@ -20,10 +20,10 @@ Definition metadata of the asset, all optional:
 Input metadata ``columns`` reads only those columns. A partitioned upstream asset is read only in
 the partitions the input maps to, pruned when the read is planned. Every write is one snapshot
 committed as the run (``dagster-<run id>``), after which the output gets the table's metadata
-(:func:`~lakehouse.dagster.metadata.run_metadata`).
+(:func:`~dagster_lakehouse.metadata.run_metadata`).
 
 Definition metadata ``incremental=True`` makes an asset incremental
-(:mod:`lakehouse.dagster.incremental`): each input is what its upstream table changed since the
+(:mod:`dagster_lakehouse.incremental`): each input is what its upstream table changed since the
 asset's last materialization, with a ``_row_kind`` column (all of its partitions; every row,
 as ``+I``, on the first run or when a change has no changelog - an overwrite that replaced rows,
 expired snapshots), and the output is upserted exactly once - or replaces the table when the
@@ -51,8 +51,8 @@ from dagster import (
 
 from lakehouse import Catalog, Table, col
 from lakehouse.commit.table_commit import Overwrite
-from lakehouse.dagster.factory import commit_user
-from lakehouse.dagster.incremental import (
+from dagster_lakehouse.factory import commit_user
+from dagster_lakehouse.incremental import (
     Increment,
     Position,
     arrow_changes,
@@ -61,10 +61,10 @@ from lakehouse.dagster.incremental import (
     record_consumers,
     spark_changes,
 )
-from lakehouse.dagster.metadata import TABLE_NAME, run_metadata
-from lakehouse.dagster.resources import LakehouseResource, SparkResource
-from lakehouse.dagster.spark_logs import spark_logs
-from lakehouse.dagster.spec import PARTITION_COLUMN
+from dagster_lakehouse.metadata import TABLE_NAME, run_metadata
+from dagster_lakehouse.resources import LakehouseResource, SparkResource
+from dagster_lakehouse.spark_logs import spark_logs
+from dagster_lakehouse.spec import PARTITION_COLUMN
 from lakehouse.errors import ArgumentTypeError, InvalidArgumentError, SchemaMismatchError
 from lakehouse.predicate import Predicate
 from lakehouse.rowkind import ROW_KIND, RowKind
@@ -343,7 +343,7 @@ class PaimonIOManager(ConfigurableIOManager):
     ) -> DataFrame:
         """The table read by :func:`lakehouse.spark.read` - only ``columns``, the files that need no
         key merge by Spark's native Parquet reader - in ``partitions`` of ``column`` when given
-        (pruned when the read is planned), as the factory's :meth:`~lakehouse.dagster.spec.Inputs.read`
+        (pruned when the read is planned), as the factory's :meth:`~dagster_lakehouse.spec.Inputs.read`
         reads."""
         from lakehouse.spark import read
         from lakehouse.spark.kinds import functions_for

@@ -29,11 +29,11 @@ from dagster import (
 )
 
 from lakehouse.append.sort_keys import SortStrategy
-from lakehouse.dagster.factory import commit_user
-from lakehouse.dagster.metadata import table_metadata
-from lakehouse.dagster.resources import LakehouseResource, SparkResource
-from lakehouse.dagster.spark_logs import spark_logs
-from lakehouse.dagster.spec import asset_key
+from dagster_lakehouse.factory import commit_user
+from dagster_lakehouse.metadata import table_metadata
+from dagster_lakehouse.resources import LakehouseResource, SparkResource
+from dagster_lakehouse.spark_logs import spark_logs
+from dagster_lakehouse.spec import asset_key
 from lakehouse.ops.compaction import Compaction
 from lakehouse.ops.partition_expire import PartitionExpireSettings
 

@@ -20,12 +20,12 @@ from dagster import (
     in_process_executor,
 )
 
-from lakehouse.dagster.checks import table_checks
-from lakehouse.dagster.factory import table_asset
-from lakehouse.dagster.maintenance import maintenance_jobs
-from lakehouse.dagster.resources import LakehouseResource, SparkResource
-from lakehouse.dagster.sensors import compaction_sensor, snapshot_sensor
-from lakehouse.dagster.spec import TableSpec
+from dagster_lakehouse.checks import table_checks
+from dagster_lakehouse.factory import table_asset
+from dagster_lakehouse.maintenance import maintenance_jobs
+from dagster_lakehouse.resources import LakehouseResource, SparkResource
+from dagster_lakehouse.sensors import compaction_sensor, snapshot_sensor
+from dagster_lakehouse.spec import TableSpec
 
 PIPELINE = "lakehouse_pipeline"
 INCREMENTAL = "lakehouse_incremental"  # the incremental tables (and their checks): what changes feed
