@@ -191,7 +191,7 @@ def main() -> None:
 
     with S3Server() as s3:
         local = commit_latency(Catalog(str(root / "commits")), args.commits)
-        on_s3 = commit_latency(Catalog(f"s3://{s3.bucket()}/warehouse", s3.options), args.commits)
+        on_s3 = commit_latency(Catalog(f"s3://{s3.bucket()}/warehouse", options=s3.options), args.commits)
     print(f"commit latency: local {local * 1000:.1f} ms, S3 (moto, loopback) {on_s3 * 1000:.1f} ms "
           f"= {on_s3 / local:.2f}x")  # fmt: skip
 

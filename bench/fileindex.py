@@ -185,7 +185,7 @@ def query_phase(warehouse: str, query: Query, repeat: int) -> dict[str, tuple[fl
 
     def ours(table):
         plan = table.plan(filter=query.filter)
-        got = table.new_read(filter=query.filter).read(plan.splits)
+        got = table.new_read(filter=query.filter).to_arrow(plan.splits)
         return len({f.file_name for s in plan.splits for f in s.files}), got.num_rows
 
     engines = {

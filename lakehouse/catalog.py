@@ -20,9 +20,9 @@ from lakehouse.errors import (
     TableExistsError,
     TableNotFoundError,
 )
-from lakehouse.io.fs import FileIO, join
+from lakehouse.io.fs import FileIO, join, storage_options
 from lakehouse.paths import MAIN_BRANCH, TablePaths, normalize_branch
-from lakehouse.schema import SchemaManager, new_schema
+from lakehouse.schema import SchemaManager, TableSchema, new_schema
 from lakehouse.system import BRANCH_PREFIX, SYSTEM_DATABASE, SystemTable, is_system_name, split_identifier
 from lakehouse.table.table import Table
 from lakehouse.table.validation import check_mechanisms
@@ -36,7 +36,7 @@ BRANCH_OPTION = "branch"  # CoreOptions.BRANCH: the branch a table is opened on
 class Catalog:
     """Databases and tables of one warehouse (a local path or a ``file://``, ``s3://``, ``hdfs://`` URI)."""
 
-    def __init__(self, warehouse: str, options: Mapping[str, str] | None = None) -> None:
+    def __init__(self, warehouse: str, *, options: Mapping[str, str] | None = None) -> None:
         self.warehouse = warehouse
         self.options = dict(options or {})
         self.io, self.root = FileIO.for_uri(warehouse, self.options)
@@ -60,7 +60,7 @@ class Catalog:
     def database_exists(self, database: str) -> bool:
         return self.io.dir_exists(self._db_path(database))
 
-    def create_database(self, database: str, ignore_if_exists: bool = False) -> None:
+    def create_database(self, database: str, *, ignore_if_exists: bool = False) -> None:
         if database == SYSTEM_DATABASE:
             raise InvalidArgumentError(
                 f"database name {database!r} is reserved for the catalog's system tables "
@@ -75,7 +75,9 @@ class Catalog:
             )
         self.io.mkdirs(self._db_path(database))
 
-    def drop_database(self, database: str, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
+    def drop_database(
+        self, database: str, *, ignore_if_not_exists: bool = False, cascade: bool = False
+    ) -> None:
         if not self.database_exists(database):
             if ignore_if_not_exists:
                 return
@@ -112,6 +114,7 @@ class Catalog:
         self,
         identifier: str,
         schema: pa.Schema,
+        *,
         primary_keys: list[str] | None = None,
         partition_keys: list[str] | None = None,
         options: Mapping[str, Any] | None = None,
@@ -127,69 +130,78 @@ class Catalog:
             )
         if self.table_exists(identifier):
             if ignore_if_exists:
-                return self.get_table(identifier)
+                return self.load_table(identifier)
             raise TableExistsError(
                 f"table {identifier} already exists in {self.warehouse}; open it with catalog.get_table, or "
                 f"pass ignore_if_exists=True"
             )
-        table_schema = check_mechanisms(
-            new_schema(
-                identifier,
-                schema,
-                list(primary_keys or []),
-                list(partition_keys or []),
-                options or {},
-                comment,
-            ),
+        table_schema = define_table(
             identifier,
+            schema,
+            primary_keys=primary_keys,
+            partition_keys=partition_keys,
+            options=options,
+            comment=comment,
         )
         manager = SchemaManager(self.io, TablePaths(path), identifier)
         try:
             manager.create(table_schema)
         except TableExistsError:
             if ignore_if_exists:
-                return self.get_table(identifier)
+                return self.load_table(identifier)
             raise
         return Table(self.io, path, identifier, table_schema)
 
     def get_table(
-        self, identifier: str, options: Mapping[str, str] | None = None, *, branch: str | None = None
+        self, identifier: str, *, options: Mapping[str, str] | None = None, branch: str | None = None
     ) -> Table | SystemTable:
-        """A table, or a system table (``db.t$snapshots``, ``sys.all_table_options``, ...; see
-        :mod:`lakehouse.system`) whose ``options`` may pick a snapshot (``scan.snapshot-id``).
+        """A table (:meth:`load_table`), or a system table (``db.t$snapshots``,
+        ``sys.all_table_options``, ...; see :mod:`lakehouse.system`) whose ``options`` may pick a
+        snapshot (``scan.snapshot-id``).
 
         The table (or its system table) on a branch: ``db.t$branch_<b>`` (``db.t$branch_<b>$snapshots``),
         ``branch="b"`` or the option ``branch`` (Paimon's); ``main`` is the table itself."""
-        if isinstance(identifier, str) and "$" in identifier:
-            base, named, system = split_identifier(identifier)
-            branch = _one_branch(identifier, named, branch, (options or {}).get(BRANCH_OPTION))
-            if system is not None:
-                from lakehouse.system import load
-
-                on_branch = base if branch == MAIN_BRANCH else f"{base}${BRANCH_PREFIX}{branch}"
-                return load(self, f"{on_branch}${system}", options)
-            return self.get_table(base).on_branch(branch)
         if is_system_name(identifier):
             from lakehouse.system import load
 
-            return load(self, identifier, options)
-        branch = _one_branch(identifier, None, branch, (options or {}).get(BRANCH_OPTION))
-        if branch != MAIN_BRANCH:
-            return self.get_table(identifier).on_branch(branch)
-        database, _, path = self._table_path(identifier)
-        latest = SchemaManager(self.io, TablePaths(path), identifier).latest()
+            if "$" not in identifier:
+                return load(self, identifier, options)
+            base, named, system = split_identifier(identifier)
+            branch = _one_branch(identifier, named, branch, (options or {}).get(BRANCH_OPTION))
+            on_branch = base if branch == MAIN_BRANCH else f"{base}${BRANCH_PREFIX}{branch}"
+            return load(self, f"{on_branch}${system}", options)
+        return self.load_table(identifier, options=options, branch=branch)
+
+    def load_table(
+        self, identifier: str, *, options: Mapping[str, str] | None = None, branch: str | None = None
+    ) -> Table:
+        """The table ``identifier`` names (``db.t``, or ``db.t$branch_<b>`` on a branch), not a system
+        table; ``options``: dynamic options of the handle (see :meth:`Table.copy`), among them
+        Paimon's ``branch``."""
+        if is_system_name(identifier):
+            raise InvalidArgumentError(
+                f"{identifier} is a system table, read-only: open it with catalog.get_table({identifier!r})"
+            )
+        base, named, _ = (
+            split_identifier(identifier) if isinstance(identifier, str) else (identifier, None, None)
+        )
+        dynamic = _dynamic(options)
+        branch = _one_branch(identifier, named, branch, (options or {}).get(BRANCH_OPTION))
+        database, _, path = self._table_path(base)
+        latest = SchemaManager(self.io, TablePaths(path), base).latest()
         if latest is None:
             if not self.database_exists(database):
                 hint = f"there is no database {database!r} either; databases are {self.list_databases()}"
             else:
                 hint = f"tables of {database} are {self.list_tables(database)}"
             raise TableNotFoundError(
-                f"table {identifier} does not exist in {self.warehouse}; check the name ({hint}) or create "
+                f"table {base} does not exist in {self.warehouse}; check the name ({hint}) or create "
                 f"it with catalog.create_table"
             )
-        return Table(self.io, path, identifier, latest)
+        table = Table(self.io, path, base, latest).on_branch(branch)
+        return table.copy(dynamic) if dynamic else table
 
-    def drop_table(self, identifier: str, ignore_if_not_exists: bool = False) -> None:
+    def drop_table(self, identifier: str, *, ignore_if_not_exists: bool = False) -> None:
         if not self.table_exists(identifier):
             if ignore_if_not_exists:
                 return
@@ -198,9 +210,27 @@ class Catalog:
         self.io.delete_dir(path)
 
 
-def table_at(path: str, options: Mapping[str, str] | None = None, branch: str | None = None) -> Table:
+def define_table(
+    identifier: str,
+    schema: pa.Schema,
+    *,
+    primary_keys: list[str] | None = None,
+    partition_keys: list[str] | None = None,
+    options: Mapping[str, Any] | None = None,
+    comment: str | None = None,
+) -> TableSchema:
+    """The Paimon schema :meth:`Catalog.create_table` creates for these arguments, validated as it
+    validates them (a bad definition raises before anything is written); writes nothing."""
+    defined = new_schema(
+        identifier, schema, list(primary_keys or []), list(partition_keys or []), options or {}, comment
+    )
+    return check_mechanisms(defined, identifier)
+
+
+def table_at(path: str, *, options: Mapping[str, str] | None = None, branch: str | None = None) -> Table:
     """The table stored at ``path`` (a local path or URI), read without a catalog, on ``branch``
-    (default ``main``); ``options``: how to reach its store (as a catalog's).
+    (default ``main``); ``options``: how to reach its store (as a catalog's), and the dynamic
+    options of the handle (see :meth:`Table.copy`).
 
     Its name is ``<database>.<table>`` when it sits in a catalog's database directory.
     """
@@ -211,7 +241,17 @@ def table_at(path: str, options: Mapping[str, str] | None = None, branch: str | 
     latest = SchemaManager(io, TablePaths(root), name).latest()
     if latest is None:
         raise TableNotFoundError(f"no Paimon table at {path} (it has no schema files); check the path")
-    return Table(io, root, name, latest).on_branch(branch)
+    dynamic = _dynamic(options)
+    branch = _one_branch(path, branch, (options or {}).get(BRANCH_OPTION))
+    table = Table(io, root, name, latest).on_branch(branch)
+    return table.copy(dynamic) if dynamic else table
+
+
+def _dynamic(options: Mapping[str, str] | None) -> dict[str, str]:
+    """The dynamic options among the options a table is opened with: not the branch, not how to
+    reach its store."""
+    storage = storage_options(options or {})
+    return {k: v for k, v in (options or {}).items() if k != BRANCH_OPTION and k not in storage}
 
 
 def _one_branch(identifier: str, *given: str | None) -> str:

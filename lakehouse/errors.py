@@ -91,5 +91,9 @@ class MissingExtraError(LakehouseError, ImportError):
         self.extra = extra
 
 
+class WorkerEnvironmentError(LakehouseError):
+    """The processes an integration hands work to (Spark's Python workers) cannot run the engine."""
+
+
 class WriteAbortedError(LakehouseError):
     """A writer learnt that its write had ended (aborted, or committed without it) and stopped."""

@@ -359,6 +359,16 @@ VALUE_CHECKS: dict[str, Callable[[str, str], object]] = {
 }  # fmt: skip
 
 
+# every option name above, by its lowercase spelling
+_NAMES = {v.lower(): v for k, v in dict(globals()).items() if k.isupper() and isinstance(v, str)}
+
+
+def canonical_name(key: str) -> str:
+    """An option's name as Paimon spells it (``read.stream.maxFilesPerTrigger``), whatever its
+    case: engines such as Spark hand over option names lowercased."""
+    return _NAMES.get(key.lower(), key)
+
+
 def check_values(options: Mapping[str, str], table: str) -> None:
     """Refuse an option whose value Paimon would not parse, naming the table and the option."""
     for key, value in options.items():

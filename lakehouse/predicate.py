@@ -14,15 +14,34 @@ sound: "may match" of a negation is not the negation of "may match".
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from enum import StrEnum
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakehouse.errors import ArgumentTypeError, SchemaMismatchError
+
+
+class Op(StrEnum):
+    """The comparison of a :class:`Leaf` (its ``op``)."""
+
+    EQ = "eq"
+    NE = "ne"
+    LT = "lt"
+    LE = "le"
+    GT = "gt"
+    GE = "ge"
+    IN = "in"
+    NOT_IN = "not_in"
+    IS_NULL = "is_null"
+    IS_NOT_NULL = "is_not_null"
+    STARTS_WITH = "starts_with"
+    NOT_STARTS_WITH = "not_starts_with"
+
 
 # op -> op of its negation (SQL three-valued logic: NOT(x = 1) is x <> 1 for non-null x).
 _NEGATION = {
@@ -56,10 +75,20 @@ class Predicate:
     def columns(self) -> set[str]:
         raise NotImplementedError
 
+    def fits(self, types: Mapping[str, pa.DataType]) -> bool:
+        """Whether it names only columns of ``types`` (name -> Arrow type) and each literal fits its
+        column's type: what a read of such columns takes as a filter."""
+        try:
+            bind(self, types, "")
+        except SchemaMismatchError:
+            return False
+        return True
+
 
 @dataclass(frozen=True)
 class Leaf(Predicate):
-    """One comparison of one column with literals (none for IS NULL, several for IN)."""
+    """One comparison of one column with literals (none for IS NULL, several for IN); ``op`` is
+    an :class:`Op`."""
 
     op: str
     column: str

@@ -53,6 +53,7 @@ from lakehouse.options import (
     TYPE,
     CoreOptions,
     MergeEngineKind,
+    canonical_name,
     check_values,
 )
 from lakehouse.paths import TablePaths
@@ -479,6 +480,24 @@ def set_options(schema: TableSchema, table: str, updates: Mapping[str, Any], has
                     f"create a new table and copy the data"
                 )
     return replace(schema, options={**schema.options, **new})
+
+
+def with_dynamic_options(schema: TableSchema, table: str, options: Mapping[str, Any]) -> TableSchema:
+    """``schema`` seen with ``options`` over its own, for one handle of the table and never stored
+    (Paimon's dynamic options, ``FileStoreTable.copy``): a read's snapshot or buffer sizes, say.
+    Keys and the options fixed at creation (:data:`IMMUTABLE_OPTIONS`) cannot differ."""
+    new = {canonical_name(k): _option_string(v) for k, v in options.items()}
+    fixed = [
+        k for k in (*KEY_DECLARATIONS, *IMMUTABLE_OPTIONS) if k in new and new[k] != schema.options.get(k)
+    ]
+    if fixed:
+        raise InvalidOptionError(
+            f"table {table}: options {fixed} are fixed when the table is created and cannot be given for "
+            f"one read or write; drop them from the options"
+        )
+    merged = replace(schema, options={**schema.options, **new})
+    check_values(merged.options, table)
+    return merged
 
 
 def remove_options(schema: TableSchema, table: str, keys: list[str], has_data: bool) -> TableSchema:

@@ -116,7 +116,7 @@ def _bucket_rows(table, key) -> list[int]:
         i
         for split in table.plan().splits
         if (split.partition, split.bucket) == key
-        for i in table.new_read(["order_id"]).read_split(split).column("order_id").to_pylist()
+        for i in table.new_read(columns=["order_id"]).read_split(split).column("order_id").to_pylist()
     ]
 
 

@@ -111,7 +111,7 @@ def test_watermark_tags_follow_the_watermark(catalog):
 
 def test_retained_max_deletes_the_oldest_automatic_tags_and_their_files(catalog):
     t = auto_table(catalog, **{"tag.num-retained-max": "2", "write-only": "false"})
-    t.create_tag("manual", commit_at(t, "2024-01-02 10:00", i=0))
+    t.create_tag("manual", snapshot_id=commit_at(t, "2024-01-02 10:00", i=0))
     seen = {}
     for day in range(3, 7):
         commit_at(t, f"2024-01-0{day} 10:00", i=day)
@@ -129,7 +129,7 @@ def test_restarts_from_the_newest_automatic_tag(catalog):
     t = auto_table(catalog)
     commit_at(t, "2024-01-02 10:00")
     t.delete_tag("2024-01-01")
-    t.create_tag("2024-01-04", 1)  # a tag named like a period counts as automatic
+    t.create_tag("2024-01-04", snapshot_id=1)  # a tag named like a period counts as automatic
     commit_at(t, "2024-01-05 10:00")
     assert t.tags() == {"2024-01-04": 1}
     commit_at(t, "2024-01-06 10:00")

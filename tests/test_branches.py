@@ -53,7 +53,7 @@ def t(catalog):
     table = pk_orders_table(catalog)
     for i in range(3):
         table.write(orders(range(i * 4, i * 4 + 6), price=float(i)))
-    table.create_tag("t2", 2)
+    table.create_tag("t2", snapshot_id=2)
     return table
 
 
@@ -69,7 +69,7 @@ def test_create_from_tag_lays_out_the_branch_as_paimon_does(catalog, t):
     for b in (
         catalog.get_table("db.t$branch_b"),
         catalog.get_table("db.t", branch="b"),
-        catalog.get_table("db.t", {"branch": "b"}),
+        catalog.get_table("db.t", options={"branch": "b"}),
         t.on_branch("b"),
     ):
         assert b.name == "db.t$branch_b" and b.branch == "b"
@@ -134,8 +134,8 @@ def test_fast_forward_replaces_main_after_the_branch_point(catalog, t):
     b.add_column("note", pa.string())
     b.write(orders(range(60, 63)).append_column("note", pa.array(["a", "b", "c"])))
     b.create_tag("b-tag")
-    t.create_tag("t3", 3)  # after the branch point: goes
-    t.create_tag("t1", 1)  # before it: stays
+    t.create_tag("t3", snapshot_id=3)  # after the branch point: goes
+    t.create_tag("t1", snapshot_id=1)  # before it: stays
     expected = rows(b.read())
     result = t.fast_forward("b")
     assert (result.snapshot_id, result.snapshots_removed, result.snapshots_copied) == (3, 2, 2)

@@ -171,7 +171,7 @@ def test_committing_the_same_messages_again_is_a_no_op(catalog):
     first = t.new_commit().commit(messages)
     t.write(orders([20]))  # someone else commits in between
     latest = t.latest_snapshot_id()
-    for committer in (t.new_commit(), t.new_commit("another-user")):
+    for committer in (t.new_commit(), t.new_commit(commit_user="another-user")):
         assert committer.commit(messages) is None
     assert t.latest_snapshot_id() == latest and first is not None
     assert [r["order_id"] for r in rows(t.read())] == [*range(10), 20]
@@ -198,15 +198,17 @@ def test_a_commit_identifier_lands_once_per_commit_user(catalog):
         writer.write(orders(ids))
         return writer.prepare_commit()
 
-    assert t.new_commit("query").commit(written([1]), identifier=0) == 1
+    assert t.new_commit(commit_user="query").commit(written([1]), identifier=0) == 1
     t.write(orders([2]))  # a batch commit of another user in between
-    assert t.new_commit("query").commit(written([3]), identifier=1) == 3
-    again = t.new_commit("query")
+    assert t.new_commit(commit_user="query").commit(written([3]), identifier=1) == 3
+    again = t.new_commit(commit_user="query")
     assert [again.committed(i) for i in (0, 1, 2)] == [True, True, False]
     assert again.commit(written([4]), identifier=1) is None  # a replay: nothing lands
-    assert t.new_commit("other").commit(written([5]), identifier=0) == 4  # another query's batch 0
+    assert (
+        t.new_commit(commit_user="other").commit(written([5]), identifier=0) == 4
+    )  # another query's batch 0
     assert again.commit(written([6]), identifier=2) == 5
-    assert t.new_commit("query").commit(written([7]), identifier=BATCH_COMMIT_IDENTIFIER) == 6
+    assert t.new_commit(commit_user="query").commit(written([7]), identifier=BATCH_COMMIT_IDENTIFIER) == 6
     assert [r["order_id"] for r in rows(t.read())] == [1, 2, 3, 5, 6, 7]
     assert [(s.commit_user, s.commit_identifier) for s in map(t.snapshot, range(1, 6))] == [
         ("query", 0),

@@ -167,7 +167,7 @@ def test_a_rollback_killed_after_any_deletion_leaves_a_shorter_history(catalog, 
     t = pk_orders_table(catalog)
     seen = history(t, 5)
     latest = t.latest_snapshot_id()
-    t.create_tag("late", 4)
+    t.create_tag("late", snapshot_id=4)
     done = killed_after(t, deletions)
     with pytest.raises(Killed):
         t.rollback_to(snapshot_id=2)
@@ -196,7 +196,7 @@ def test_expire_after_commit_is_opt_in(catalog):
 def test_tags_pin_snapshots_through_expiration(catalog):
     t = pk_orders_table(catalog)
     seen = history(t, 6)
-    t.create_tag("first", 1)
+    t.create_tag("first", snapshot_id=1)
     tag = t.create_tag("now")
     assert tag.snapshot.id == t.latest_snapshot_id()
     assert t.tags() == {"first": 1, "now": tag.snapshot.id}
@@ -220,9 +220,9 @@ def test_tag_errors(catalog):
     history(t, 2)
     t.create_tag("x")
     with pytest.raises(TagExistsError):
-        t.create_tag("x", 1)
+        t.create_tag("x", snapshot_id=1)
     with pytest.raises(SnapshotNotFoundError):
-        t.create_tag("y", 99)
+        t.create_tag("y", snapshot_id=99)
     with pytest.raises(InvalidArgumentError):
         t.create_tag("a/b")
     with pytest.raises(SnapshotNotFoundError):
@@ -236,8 +236,8 @@ def test_tag_errors(catalog):
 def test_rollback_to_snapshot_removes_later_snapshots_tags_and_files(catalog):
     t = pk_orders_table(catalog)
     seen = history(t, 5)
-    t.create_tag("early", 2)
-    t.create_tag("late", 4)
+    t.create_tag("early", snapshot_id=2)
+    t.create_tag("late", snapshot_id=4)
     latest = t.latest_snapshot_id()
     result = t.rollback_to(snapshot_id=3)
     assert result.snapshots_removed == latest - 3 and result.deleted.data_files > 0
@@ -253,7 +253,7 @@ def test_rollback_to_snapshot_removes_later_snapshots_tags_and_files(catalog):
 def test_rollback_to_a_tag_older_than_every_snapshot(catalog):
     t = pk_orders_table(catalog)
     seen = history(t, 5)
-    t.create_tag("v1", 1)
+    t.create_tag("v1", snapshot_id=1)
     t.expire_snapshots(retain_min=2, older_than_ms=FUTURE)
     assert t.snapshots.earliest_id() > 1
     t.rollback_to(tag="v1")

@@ -45,7 +45,7 @@ def test_the_file_io_travels_to_other_processes(s3_warehouse):
 
 def test_a_pk_table_lives_its_whole_life_on_s3(s3_warehouse):
     uri, options = s3_warehouse
-    catalog = Catalog(uri, options)
+    catalog = Catalog(uri, options=options)
     catalog.create_database("db")
     t = pk_orders_table(catalog)
     t.write(orders(range(100)))
@@ -59,21 +59,21 @@ def test_a_pk_table_lives_its_whole_life_on_s3(s3_warehouse):
     time.sleep(0.05)
     removed = t.remove_orphan_files(older_than_ms=int(time.time() * 1000) - 1)
     assert [p.rsplit("/", 1)[1] for p in removed.paths] == ["data-orphan.parquet"]
-    reopened = Catalog(uri, options).get_table("db.t")
+    reopened = Catalog(uri, options=options).get_table("db.t")
     assert rows(reopened.read()) == expected
     assert rows(oracle.read(uri, "db.t", options)) == expected
 
 
 def _commit_many(args: tuple[str, dict, int]) -> None:
     uri, options, writer = args
-    table = Catalog(uri, options).get_table("db.t")
+    table = Catalog(uri, options=options).get_table("db.t")
     for i in range(COMMITS):
         table.write(orders([writer * 1000 + i]))
 
 
 def test_concurrent_commits_from_processes_land_exactly_once(s3_warehouse):
     uri, s3 = s3_warehouse
-    catalog = Catalog(uri, s3)
+    catalog = Catalog(uri, options=s3)
     catalog.create_database("db")
     # 4 writers committing back to back: one may lose the race many times in a row
     options = {"commit.min-retry-wait": "1 ms", "commit.max-retries": "100"}
@@ -125,7 +125,7 @@ def test_a_store_without_atomic_creates_refuses_commits_without_a_lock(tmp_path)
 
 def test_conditional_writes_switched_off_need_the_lock(s3_warehouse):
     uri, options = s3_warehouse
-    catalog = Catalog(uri, {**options, "s3.conditional-writes": "false"})
+    catalog = Catalog(uri, options={**options, "s3.conditional-writes": "false"})
     catalog.create_database("db")
     with pytest.raises(UnsafeCommitError):
         catalog.create_table("db.t", ORDERS)
@@ -152,11 +152,11 @@ def test_the_catalog_lock_makes_creates_exclusive_across_processes(tmp_path, loc
 def test_a_locked_s3_catalog_commits(s3_warehouse, lock_uri):
     uri, options = s3_warehouse
     locked = {**options, "s3.conditional-writes": "false", "lock.enabled": "true", "lock.uri": lock_uri}
-    catalog = Catalog(uri, locked)
+    catalog = Catalog(uri, options=locked)
     catalog.create_database("db")
     t = catalog.create_table("db.t", ORDERS)
     t.write(orders(range(3)))
-    assert rows(Catalog(uri, options).get_table("db.t").read()) == rows(orders(range(3)))
+    assert rows(Catalog(uri, options=options).get_table("db.t").read()) == rows(orders(range(3)))
 
 
 def test_resolved_settings_travel_as_options(monkeypatch):
@@ -176,7 +176,7 @@ def test_bad_storage_options_are_typed_errors_and_create_nothing(tmp_path):
         {"lock.enabled": "true", "lock-acquire-timeout": "soon"},
     ):
         with pytest.raises(InvalidOptionError, match="lock"):
-            Catalog(str(tmp_path / "warehouse"), options)
+            Catalog(str(tmp_path / "warehouse"), options=options)
     with pytest.raises(InvalidOptionError, match="s3.conditional-writes"):
-        Catalog("s3://bucket/warehouse", {"s3.conditional-writes": "sometimes"})
+        Catalog("s3://bucket/warehouse", options={"s3.conditional-writes": "sometimes"})
     assert not (tmp_path / "warehouse").exists()

@@ -122,7 +122,7 @@ def test_values_time_drops_old_partitions_in_one_overwrite_snapshot(catalog):
     t = events_table(catalog)
     t.write(events(["2000-01-01", "2000-01-02", "2999-01-01"]))
     t.write(events(["2000-01-01"]))
-    result = t.expire_partitions("7 d")
+    result = t.expire_partitions(expiration_time="7 d")
     assert result.partitions == ({"dt": "2000-01-01"}, {"dt": "2000-01-02"})
     assert (result.partitions_expired, result.files, result.rows, result.dry_run) == (2, 3, 3, False)
     snap = t.snapshot()
@@ -131,7 +131,7 @@ def test_values_time_drops_old_partitions_in_one_overwrite_snapshot(catalog):
     assert snap.total_record_count == 1
     assert dts(t) == ["2999-01-01"]
     assert t.read(snapshot_id=2).num_rows == 4  # time travel still sees them
-    assert t.expire_partitions("7 d").snapshot_id is None  # nothing left to expire
+    assert t.expire_partitions(expiration_time="7 d").snapshot_id is None  # nothing left to expire
     assert t.latest_snapshot_id() == 3
 
 
@@ -173,18 +173,20 @@ def test_values_are_read_as_java_prints_them(catalog):
     schema = pa.schema([("id", pa.int64()), ("day", pa.int32()), ("date", pa.date32())])
     t = catalog.create_table("db.n", schema, partition_keys=["day", "date"])
     t.write(pa.table({"id": [1, 2], "day": [20000101, 29990101], "date": [0, 0]}, schema=schema))
-    done = t.expire_partitions("1 d", timestamp_formatter="yyyyMMdd", dry_run=True)
+    done = t.expire_partitions(expiration_time="1 d", timestamp_formatter="yyyyMMdd", dry_run=True)
     assert done.partitions == ({"day": "20000101", "date": "0"},)
     # a DATE is its epoch day count in Java's toString(), which no pattern reads: never expires
-    assert t.expire_partitions("1 d", timestamp_pattern="$date", dry_run=True).partitions == ()
+    assert (
+        t.expire_partitions(expiration_time="1 d", timestamp_pattern="$date", dry_run=True).partitions == ()
+    )
 
 
 def test_nulls_never_expire_by_value_but_do_by_update_time(catalog):
     t = events_table(catalog)
     t.write(events([None, "2000-01-01"]))
-    assert t.expire_partitions("1 d").partitions == ({"dt": "2000-01-01"},)
+    assert t.expire_partitions(expiration_time="1 d").partitions == ({"dt": "2000-01-01"},)
     time.sleep(0.01)
-    done = t.expire_partitions("0 ms", strategy="update-time")
+    done = t.expire_partitions(expiration_time="0 ms", strategy="update-time")
     assert done.partitions == ({"dt": "__DEFAULT_PARTITION__"},)
     assert t.read().num_rows == 0
 
@@ -194,10 +196,10 @@ def test_arguments_override_the_table_options(catalog):
     t.write(events(["20000101", "2000-01-02"]))
     t.set_options({"partition.expiration-time": "1 d", "partition.timestamp-formatter": "yyyyMMdd"})
     assert t.expire_partitions(dry_run=True).partitions == ({"dt": "20000101"},)
-    assert t.expire_partitions(timedelta(days=1), True, timestamp_formatter="yyyy-MM-dd").partitions == (
-        {"dt": "2000-01-02"},
-    )
-    assert t.expire_partitions("100000 d", dry_run=True).partitions == ()
+    assert t.expire_partitions(
+        expiration_time=timedelta(days=1), dry_run=True, timestamp_formatter="yyyy-MM-dd"
+    ).partitions == ({"dt": "2000-01-02"},)
+    assert t.expire_partitions(expiration_time="100000 d", dry_run=True).partitions == ()
 
 
 # ---- update-time ------------------------------------------------------------------------------
@@ -209,7 +211,7 @@ def test_update_time_expires_partitions_whose_newest_file_is_old(catalog):
     time.sleep(0.05)
     t.write(events(["b"]))  # b's newest file is younger
     newest = {e.file.creation_time for e in t.live_entries()}
-    assert t.expire_partitions("1 h").partitions == ()
+    assert t.expire_partitions(expiration_time="1 h").partitions == ()
     # one hour after b's newest file: a is older than an hour, b exactly an hour old stays
     now = datetime(1970, 1, 1) + timedelta(milliseconds=max(newest), hours=1)
     done = expire_partitions(t.store, now=now, expiration_time="1 h")
@@ -224,9 +226,14 @@ def test_max_num_takes_the_first_partitions_by_value(catalog):
     t = events_table(catalog, **{"partition.expiration-max-num": "2"})
     days = ["2000-01-05", "2000-01-01", "2000-01-04", "2000-01-02", "2000-01-03", "2999-01-01"]
     t.write(events(days))
-    assert [p["dt"] for p in t.expire_partitions("1 d").partitions] == ["2000-01-01", "2000-01-02"]
-    assert [p["dt"] for p in t.expire_partitions("1 d", max_expires=1).partitions] == ["2000-01-03"]
-    assert [p["dt"] for p in t.expire_partitions("1 d", max_expires=10).partitions] == [
+    assert [p["dt"] for p in t.expire_partitions(expiration_time="1 d").partitions] == [
+        "2000-01-01",
+        "2000-01-02",
+    ]
+    assert [p["dt"] for p in t.expire_partitions(expiration_time="1 d", max_expires=1).partitions] == [
+        "2000-01-03"
+    ]
+    assert [p["dt"] for p in t.expire_partitions(expiration_time="1 d", max_expires=10).partitions] == [
         "2000-01-04",
         "2000-01-05",
     ]
@@ -237,7 +244,7 @@ def test_a_dry_run_changes_nothing(catalog):
     t = events_table(catalog)
     t.write(events(["2000-01-01", "2999-01-01"]))
     files = {e.file.file_name for e in t.live_entries()}
-    done = t.expire_partitions("1 d", dry_run=True)
+    done = t.expire_partitions(expiration_time="1 d", dry_run=True)
     assert done == PartitionExpiration(None, ({"dt": "2000-01-01"},), 1, 1, True)
     assert t.latest_snapshot_id() == 1 and {e.file.file_name for e in t.live_entries()} == files
 
@@ -283,7 +290,7 @@ def test_an_unpartitioned_table_has_no_partitions_to_expire(catalog):
     t = catalog.create_table("db.u", EVENTS)
     t.write(events(["2000-01-01"]))
     with pytest.raises(InvalidArgumentError, match="no partition keys"):
-        t.expire_partitions("1 d")
+        t.expire_partitions(expiration_time="1 d")
 
 
 def test_a_primary_key_table_keeps_reading_right_after_expiration(catalog):
@@ -292,7 +299,7 @@ def test_a_primary_key_table_keeps_reading_right_after_expiration(catalog):
     t.write(orders(range(2), dt="2999-01-01", price=2.0))
     t.compact(full=True)
     expected = [r for r in rows(t.read()) if r["dt"] != "2000-01-01"]
-    assert t.expire_partitions("1 d").partitions == ({"dt": "2000-01-01"},)
+    assert t.expire_partitions(expiration_time="1 d").partitions == ({"dt": "2000-01-01"},)
     assert rows(t.read()) == expected
     assert all(e.partition == t.live_entries()[0].partition for e in t.index_entries())
 
@@ -320,10 +327,12 @@ def test_expiration_after_a_streaming_commit_carries_its_identifier(catalog):
     )
     writer = t.new_write()
     writer.write(events(["2000-01-01", "2999-01-01"]))
-    assert t.new_commit("query").commit(writer.prepare_commit(), identifier=4) == 1
+    assert t.new_commit(commit_user="query").commit(writer.prepare_commit(), identifier=4) == 1
     assert expire_partitions_after_commit(t.store, "query", 4).snapshot_id == 2
     assert (t.snapshot(2).commit_user, t.snapshot(2).commit_identifier) == ("query", 4)
-    assert dts(t) == ["2999-01-01"] and not t.new_commit("query").committed(5)  # batch 5 still lands
+    assert dts(t) == ["2999-01-01"] and not t.new_commit(commit_user="query").committed(
+        5
+    )  # batch 5 still lands
 
 
 def test_end_input_check_expires_after_every_batch_commit(catalog):

@@ -41,7 +41,7 @@ def test_row_counts_equal_reads(tmp_path, options):
     assert table.row_count() == table.read().num_rows == 150 - 15 + 10
     counts = table.partition_row_counts()
     assert counts == {("a",): table.read(filter=col("dt") == "a").num_rows, ("b",): 10}
-    assert table.row_count(col("dt") == "b") == 10
+    assert table.row_count(filter=col("dt") == "b") == 10
     first = table.snapshots.snapshot_ids()[0]
     assert table.row_count(snapshot_id=first) == table.read(snapshot_id=first).num_rows
 
@@ -51,4 +51,4 @@ def test_append_table_counts_from_metadata(tmp_path):
     table.write(_rows(list(range(5)), "a"))
     table.write(_rows(list(range(5)), "a"))
     assert table.partition_row_counts() == {("a",): 10}
-    assert table.row_count(col("dt") == "zzz") == 0
+    assert table.row_count(filter=col("dt") == "zzz") == 0

@@ -182,7 +182,7 @@ def test_a_filter_fixing_the_bucket_key_reads_only_its_buckets(catalog):
     schema = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.string())])
     t = catalog.create_table("db.buckets", schema, primary_keys=["k"], options={"bucket": "8"})
     t.write(pa.table({"k": range(200), "v": [str(i) for i in range(200)]}, schema=schema))
-    written = {s.bucket: {r["k"] for r in rows(t.new_read().read([s]), ["k"])} for s in t.plan().splits}
+    written = {s.bucket: {r["k"] for r in rows(t.new_read().to_arrow([s]), ["k"])} for s in t.plan().splits}
     bucket_of = {k: b for b, keys in written.items() for k in keys}
     for pred, keys in [
         (col("k") == 7, {7}),

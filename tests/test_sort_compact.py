@@ -73,7 +73,7 @@ def test_clustering_keeps_the_rows_and_prunes_files(catalog, strategy):
     t = scattered(catalog)
     before, base = t.read(), t.latest_snapshot_id()
     point, ranged = opened(t, POINT), opened(t, RANGE)
-    done = t.sort_compact(["x", "y"], strategy)
+    done = t.sort_compact(["x", "y"], strategy=strategy)
     assert t.snapshot().commit_kind == CommitKind.COMPACT and done.snapshot_id == base + 1
     assert done.files_before == 20 and done.files_after > 4
     assert sorted_rows(t.read()) == sorted_rows(before)
@@ -84,7 +84,7 @@ def test_clustering_keeps_the_rows_and_prunes_files(catalog, strategy):
 
 def test_order_clusters_lexicographically(catalog):
     t = scattered(catalog)
-    t.sort_compact(["x"], "order", partitions={"dt": "2024-01-01"})
+    t.sort_compact(["x"], strategy="order", partitions={"dt": "2024-01-01"})
     day = [e for e in t.live_entries() if e.file.file_source == 1]
     ranges = []
     for e in day:
@@ -101,7 +101,7 @@ def test_order_clusters_lexicographically(catalog):
 def test_partitions_larger_than_the_buffer_sort_in_chunks(catalog):
     t = scattered(catalog, **{"write-buffer-size": "64 kb"})
     before = t.read()
-    t.sort_compact(["x"], "order")
+    t.sort_compact(["x"], strategy="order")
     assert sorted_rows(t.read()) == sorted_rows(before)
     for e in t.live_entries():
         x = file_column(t, e, "x")
@@ -112,22 +112,22 @@ def test_bad_arguments_are_refused_before_any_work(catalog):
     t = scattered(catalog, writes=1)
     latest = t.latest_snapshot_id()
     with pytest.raises(SchemaMismatchError, match="no column 'z'"):
-        t.sort_compact(["x", "z"], "zorder")
+        t.sort_compact(["x", "z"], strategy="zorder")
     with pytest.raises(InvalidArgumentError, match="unknown strategy 'spiral'.*order, zorder, hilbert"):
-        t.sort_compact(["x"], "spiral")
+        t.sort_compact(["x"], strategy="spiral")
     with pytest.raises(InvalidArgumentError, match="partition key"):
-        t.sort_compact(["dt"], "order")
+        t.sort_compact(["dt"], strategy="order")
     with pytest.raises(InvalidArgumentError, match="at least two columns"):
-        t.sort_compact(["x"], "hilbert")
+        t.sort_compact(["x"], strategy="hilbert")
     with pytest.raises(InvalidArgumentError, match="non-empty list"):
-        t.sort_compact([], "order")
+        t.sort_compact([], strategy="order")
     keyed = catalog.create_table("db.k", ORDERS, primary_keys=["order_id", "dt"], partition_keys=["dt"],
                                  options={"bucket": "1"})  # fmt: skip
     with pytest.raises(UnsupportedFeatureError, match="primary-key table"):
-        keyed.sort_compact(["price"], "zorder")
+        keyed.sort_compact(["price"], strategy="zorder")
     fixed = catalog.create_table("db.f", ORDERS, options={"bucket": "2", "bucket-key": "order_id"})
     with pytest.raises(UnsupportedFeatureError, match="fixed-bucket"):
-        fixed.sort_compact(["price"], "order")
+        fixed.sort_compact(["price"], strategy="order")
     assert t.latest_snapshot_id() == latest
 
 

@@ -162,9 +162,9 @@ def test_files_partitions_buckets_follow_the_chosen_snapshot(catalog, table):
     assert sum(f["record_count"] for f in files) == sum(e.file.row_count for e in table.live_entries())
     assert all(f["file_format"] == "parquet" and f["min_key"].startswith("[") for f in files)
     assert "order_id=" in files[0]["min_value_stats"]
-    first = catalog.get_table("db.t$files", {"scan.snapshot-id": "1"}).read()
+    first = catalog.get_table("db.t$files", options={"scan.snapshot-id": "1"}).read()
     assert sum(first.column("record_count").to_pylist()) == 4
-    table.create_tag("one", 1)
+    table.create_tag("one", snapshot_id=1)
     tagged = catalog.get_table("db.t$files").with_options({"scan.tag-name": "one"}).read()
     assert tagged.equals(first)
     parts = catalog.get_table("db.t$partitions").read().to_pylist()
@@ -173,11 +173,11 @@ def test_files_partitions_buckets_follow_the_chosen_snapshot(catalog, table):
     buckets = catalog.get_table("db.t$buckets").read()
     assert sum(buckets.column("file_count").to_pylist()) == len(files)
     with pytest.raises(SnapshotNotFoundError):
-        catalog.get_table("db.t$files", {"scan.snapshot-id": "99"}).read()
+        catalog.get_table("db.t$files", options={"scan.snapshot-id": "99"}).read()
 
 
 def test_tags_consumers_manifests_indexes(catalog, table):
-    table.create_tag("b", 1)
+    table.create_tag("b", snapshot_id=1)
     table.create_tag("a")
     tags = catalog.get_table("db.t$tags").read().to_pylist()
     assert [(t["tag_name"], t["snapshot_id"]) for t in tags] == [("a", table.latest_snapshot_id()), ("b", 1)]

@@ -43,6 +43,7 @@ from lakehouse.options import (
     COMMIT_MIN_RETRY_WAIT,
     COMMIT_TIMEOUT,
     COMMIT_USER_PREFIX,
+    CoreOptions,
 )
 from lakehouse.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from lakehouse.store.partitions import PartitionFilter, partition_filter, partition_spec, partition_values
@@ -122,8 +123,7 @@ class TableCommit:
         self.table = table
         self.clock = clock or _now_millis  # the snapshots' commit time, epoch millis
         options = table.schema.core_options
-        prefix = options.get(COMMIT_USER_PREFIX)
-        self.commit_user = commit_user or (f"{prefix}_{uuid.uuid4()}" if prefix else str(uuid.uuid4()))
+        self.commit_user = commit_user or prefixed_user(options, str(uuid.uuid4()))
         self.max_retries = options.get_int(COMMIT_MAX_RETRIES)
         self.timeout_ms = options.duration_ms(COMMIT_TIMEOUT)
         self.min_wait_ms = options.duration_ms(COMMIT_MIN_RETRY_WAIT)
@@ -616,6 +616,12 @@ def _partition_specs(overwrite: Overwrite) -> list[Mapping[str, Any]] | None:
     if isinstance(overwrite, list | tuple) and all(isinstance(s, Mapping) for s in overwrite):
         return list(overwrite)
     return None
+
+
+def prefixed_user(options: CoreOptions, base: str) -> str:
+    """The commit user ``base`` names, behind the table's ``commit.user-prefix`` if it has one."""
+    prefix = options.get(COMMIT_USER_PREFIX)
+    return f"{prefix}_{base}" if prefix else base
 
 
 def _now_millis() -> int:

@@ -90,6 +90,15 @@ class FileIO:
         filesystem, path = pafs.FileSystem.from_uri(uri)
         return cls(filesystem, lock=lock), path.rstrip("/") or "/"
 
+    def uri(self, path: str) -> str | None:
+        """The URI other readers reach the file at ``path`` by (``file://``, ``s3://``), None on
+        the stores this engine does not name so."""
+        if self.is_local:
+            return "file://" + path
+        if self.bucket is not None:
+            return "s3://" + path
+        return None
+
     @property
     def atomic_create(self) -> bool:
         """Whether :meth:`try_create` is atomic without the catalog lock."""

@@ -209,7 +209,7 @@ def verify_primary_key(
     splits = _in(table, scan.plan(view, snap).splits, partitions)
     columns = list(dict.fromkeys([*schema.primary_keys, *schema.partition_keys]))
     key = list(schema.primary_keys) if schema.cross_partition_update else columns
-    rows = TableRead(table, columns).read(splits)
+    rows = TableRead(table, columns).to_arrow(splits)
     keys = comparable_keys(rows, key).append_column("_row", pa.array(np.arange(rows.num_rows)))
     counts = keys.group_by(key, use_threads=False).aggregate([([], "count_all"), ("_row", "min")])
     repeated = counts.filter(pc.greater(counts.column("count_all"), 1))

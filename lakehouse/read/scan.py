@@ -37,6 +37,7 @@ from lakehouse.manifest.entries import DataFileMeta, ManifestEntry, ManifestFile
 from lakehouse.mergetree.levels import level0_invisible
 from lakehouse.options import SOURCE_SPLIT_OPEN_FILE_COST, SOURCE_SPLIT_TARGET_SIZE
 from lakehouse.predicate import ColumnStats, Predicate, bind, may_match, only_columns
+from lakehouse.schema import TableSchema
 from lakehouse.snapshot import Snapshot
 from lakehouse.types import TIMESTAMP_ROOTS, DataType, timestamp_unit
 
@@ -77,15 +78,50 @@ class Split:
             return None
         return self.row_count - sum(deleted)
 
+    def by_file(self) -> list[Split]:
+        """This split as one split per file when its files are read independently (no key
+        merge): a reader then holds one file's rows at a time."""
+        return file_by_file(self)
+
 
 @dataclass(frozen=True)
 class Plan:
-    """The splits of a scan, the schema to read them with, and what pruning achieved (file counts)."""
+    """The splits of a scan, the schema to read them with, and what pruning achieved (file counts);
+    ``target_size`` and ``open_file_cost``: the table's ``source.split.target-size`` and
+    ``source.split.open-file-cost``, which :meth:`groups` sizes groups of splits by."""
 
     snapshot_id: int | None
     schema_id: int
     splits: list[Split]
     stats: dict[str, int] = field(default_factory=dict)
+    target_size: int = 128 << 20
+    open_file_cost: int = 4 << 20
+
+    def groups(
+        self, parallelism: int | None = None, splits: Sequence[Split] | None = None
+    ) -> list[list[Split]]:
+        """The splits (default: the plan's) in groups, each read by one reader one split after the
+        other, as Spark's file sources and Paimon's connectors size them for ``parallelism``
+        readers: the files of merge-free splits packed in order into groups of at most
+        ``min(target_size, max(open_file_cost, total / parallelism))`` bytes (each file weighing
+        at least ``open_file_cost``), each split that merges keys a group of its own. Without
+        ``parallelism``: a group per split, its files one by one."""
+        splits = self.splits if splits is None else list(splits)
+        if parallelism is None:
+            return [file_by_file(split) for split in splits]
+        files = [part for split in splits if split.raw_convertible for part in file_by_file(split)]
+        weights = [max(part.files[0].file_size, self.open_file_cost) for part in files]
+        size = min(self.target_size, max(self.open_file_cost, sum(weights) // max(parallelism, 1)))
+        return pack_ordered(files, weights, size) + [[split] for split in splits if not split.raw_convertible]
+
+
+def target_sizes(schema: TableSchema) -> dict[str, int]:
+    """A plan's split sizes from the table's options (see :class:`Plan`)."""
+    options = schema.core_options
+    return {
+        "target_size": options.memory(SOURCE_SPLIT_TARGET_SIZE),
+        "open_file_cost": options.memory(SOURCE_SPLIT_OPEN_FILE_COST),
+    }
 
 
 def plan(table: TableStore, snapshot: Snapshot | None, filter: Predicate | None = None) -> Plan:
@@ -104,7 +140,7 @@ def plan(table: TableStore, snapshot: Snapshot | None, filter: Predicate | None 
         files_selected=0,
     )
     if snapshot is None:
-        return Plan(None, table.schema.id, [], counts)
+        return Plan(None, table.schema.id, [], counts, **target_sizes(table.schema))
     schema = table.schema
     store = table.manifests()
     manifests = store.data_manifests(snapshot)
@@ -137,7 +173,7 @@ def plan(table: TableStore, snapshot: Snapshot | None, filter: Predicate | None 
     deletions = deletion_files(table.paths, table.index_entries(snapshot)) if merge_free else {}
     merged = bool(schema.primary_keys) and not merge_free
     splits = _splits(table, snapshot.id, selected, merged, selections, deletions)
-    return Plan(snapshot.id, schema.id, splits, counts)
+    return Plan(snapshot.id, schema.id, splits, counts, **target_sizes(schema))
 
 
 class _Pruner:
@@ -360,9 +396,8 @@ def _splits(
     groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
     for e in entries:
         groups.setdefault((e.partition, e.bucket), []).append(e.file)
-    options = table.schema.core_options
-    target = options.memory(SOURCE_SPLIT_TARGET_SIZE)
-    open_cost = options.memory(SOURCE_SPLIT_OPEN_FILE_COST)
+    sizes = target_sizes(table.schema)
+    target, open_cost = sizes["target_size"], sizes["open_file_cost"]
     splits = []
     for (partition, bucket), files in groups.items():
         path = table.bucket_path(partition, bucket)

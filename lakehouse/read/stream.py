@@ -4,10 +4,10 @@ As Paimon's streaming scan, a stream reads the rows of its starting snapshot (``
 ``latest-full`` or ``from-snapshot-full``), then the changes of every later snapshot, found as
 :mod:`lakehouse.read.changes` finds them: changelog files when the table has a changelog
 producer, else the new files of APPEND snapshots; OVERWRITE snapshots add nothing. The work of
-one snapshot is a list of :class:`Unit`s in a fixed order - a split of the full scan, or one
-changed file - so a :class:`Position` (a snapshot, whether its full scan is pending, and how many
-of its units were read) names the same rows whenever it is read again: a stream restarted from
-its checkpoint goes on exactly where it stopped. Limits cut a step between two units.
+one snapshot is a list of :class:`StreamUnit`s in a fixed order - a split of the full scan, or
+one changed file - so a :class:`StreamPosition` (a snapshot, whether its full scan is pending,
+and how many of its units were read) names the same rows whenever it is read again: a stream
+restarted from its checkpoint goes on exactly where it stopped. Limits cut a step between two units.
 
 A stream needs every snapshot from its position on; a consumer (``consumer-id``) records the
 position's snapshot, and snapshot expiration keeps it (:mod:`lakehouse.ops.expire`).
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class Position:
+class StreamPosition:
     """Where a stream stands: the next unit it reads is unit ``index`` of the work of snapshot
     ``snapshot`` - its full scan when ``full``, else its changes."""
 
@@ -42,7 +42,7 @@ class Position:
 
 
 @dataclass(frozen=True)
-class Unit:
+class StreamUnit:
     """One piece of a stream's work, read on its own: a split of a full scan (``changes``
     False), or one changed file."""
 
@@ -64,7 +64,7 @@ class Unit:
 
 
 @dataclass(frozen=True)
-class Limits:
+class StreamLimits:
     """At most this many files, rows and bytes per step (None: no limit); a step reads at least
     one unit, however large."""
 
@@ -76,13 +76,13 @@ class Limits:
     def unlimited(self) -> bool:
         return self.files is None and self.rows is None and self.bytes is None
 
-    def tighter(self, other: Limits) -> Limits:
+    def tighter(self, other: StreamLimits) -> StreamLimits:
         """The smaller of the two limits of each kind."""
 
         def smaller(a: int | None, b: int | None) -> int | None:
             return b if a is None else a if b is None else min(a, b)
 
-        return Limits(
+        return StreamLimits(
             smaller(self.files, other.files), smaller(self.rows, other.rows), smaller(self.bytes, other.bytes)
         )
 
@@ -94,7 +94,7 @@ class Limits:
 
 def start_position(
     table: TableStore, mode: StartupMode, snapshot_id: int | None, timestamp_ms: int | None
-) -> Position:
+) -> StreamPosition:
     """Where a new stream starts in ``mode`` (not ``default``: resolved by the caller), from
     ``snapshot_id`` (``from-snapshot``...) or ``timestamp_ms`` (``from-timestamp``).
 
@@ -104,16 +104,16 @@ def start_position(
     snapshots = table.snapshots
     latest, earliest = snapshots.latest_id(), snapshots.earliest_id()
     if mode == StartupMode.LATEST_FULL:
-        return Position(latest or 1, full=True)
+        return StreamPosition(latest or 1, full=True)
     if mode == StartupMode.LATEST:
-        return Position((latest or 0) + 1)
+        return StreamPosition((latest or 0) + 1)
     if mode == StartupMode.FROM_TIMESTAMP:
         before = snapshots.newest_at_or_before(timestamp_ms - 1)
-        return Position(before + 1 if before is not None else earliest or 1)
-    return Position(max(snapshot_id, earliest or 1), full=mode == StartupMode.FROM_SNAPSHOT_FULL)
+        return StreamPosition(before + 1 if before is not None else earliest or 1)
+    return StreamPosition(max(snapshot_id, earliest or 1), full=mode == StartupMode.FROM_SNAPSHOT_FULL)
 
 
-def units_of(table: TableStore, snapshot_id: int, full: bool) -> list[Unit]:
+def units_of(table: TableStore, snapshot_id: int, full: bool) -> list[StreamUnit]:
     """The work of snapshot ``snapshot_id`` in a stream: the splits of its full scan (a
     split of files read without merging: one per file), or its changed files."""
     snapshots = table.snapshots
@@ -126,17 +126,17 @@ def units_of(table: TableStore, snapshot_id: int, full: bool) -> list[Unit]:
             f"keeps the snapshots it still needs, and start it again (a new checkpoint location)"
         ) from None
     if full:
-        return [Unit(s, False) for split in scan.plan(table, snap).splits for s in file_by_file(split)]
-    return [Unit(s, True) for s in changed_splits(table, snap)]
+        return [StreamUnit(s, False) for split in scan.plan(table, snap).splits for s in file_by_file(split)]
+    return [StreamUnit(s, True) for s in changed_splits(table, snap)]
 
 
-def advance(table: TableStore, start: Position, last: int, limits: Limits) -> Position:
+def advance(table: TableStore, start: StreamPosition, last: int, limits: StreamLimits) -> StreamPosition:
     """The position after the next step from ``start``: the units of snapshots up to ``last``,
     as many as ``limits`` admit (at least one). Only limits make it open manifests."""
     if start.snapshot > last:
         return start
     if limits.unlimited:
-        return Position(last + 1)
+        return StreamPosition(last + 1)
     taken = files = rows = size = 0
     position = start
     while position.snapshot <= last:
@@ -145,16 +145,16 @@ def advance(table: TableStore, start: Position, last: int, limits: Limits) -> Po
             unit = work[i]
             used = (files + unit.files, rows + unit.rows, size + unit.size)
             if taken and not limits.admits(*used):
-                return Position(position.snapshot, position.full, i)
+                return StreamPosition(position.snapshot, position.full, i)
             taken, (files, rows, size) = taken + 1, used
-        position = Position(position.snapshot + 1)
+        position = StreamPosition(position.snapshot + 1)
     return position
 
 
-def between(table: TableStore, start: Position, end: Position) -> list[Unit]:
+def between(table: TableStore, start: StreamPosition, end: StreamPosition) -> list[StreamUnit]:
     """The units a step from ``start`` to ``end`` (a position :func:`advance` returned) reads, in
     order."""
-    units: list[Unit] = []
+    units: list[StreamUnit] = []
     position = start
     while position.snapshot < end.snapshot or (
         position.snapshot == end.snapshot and position.index < end.index
@@ -162,7 +162,7 @@ def between(table: TableStore, start: Position, end: Position) -> list[Unit]:
         work = units_of(table, position.snapshot, position.full)
         stop = end.index if position.snapshot == end.snapshot else len(work)
         units += work[position.index : stop]
-        position = Position(position.snapshot + 1)
+        position = StreamPosition(position.snapshot + 1)
     return units
 
 
@@ -174,5 +174,5 @@ class StreamRead:
         self.table = table
         self.full = TableRead(table, row_kinds=True)
 
-    def read(self, unit: Unit) -> pa.Table:
+    def read(self, unit: StreamUnit) -> pa.Table:
         return read_changed(self.table, unit.split) if unit.changes else self.full.read_split(unit.split)

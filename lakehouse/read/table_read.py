@@ -30,8 +30,10 @@ from lakehouse.mergetree.stream import merge_steps
 from lakehouse.mergetree.versions import LEVEL, KeyLevels, lookup_merge, with_level
 from lakehouse.options import SORT_SPILL_BUFFER_SIZE
 from lakehouse.predicate import Predicate, bind, to_expression
+from lakehouse.read.changes import read_changed
+from lakehouse.read.raw_files import RawFile, deleted_rows, raw_files
 from lakehouse.read.scan import Split
-from lakehouse.rowkind import ROW_KIND_FIELD, short_strings
+from lakehouse.rowkind import ROW_KIND, ROW_KIND_FIELD, short_strings
 from lakehouse.schema import check_readable
 from lakehouse.store.data_reader import iter_data_file
 from lakehouse.types import arrow_field
@@ -44,7 +46,8 @@ READ_BATCH_ROWS = 1 << 20  # rows of a batch read straight from a file (fewer: s
 
 
 class TableRead:
-    """Reads splits of one table with a projection and a filter; picklable, reusable."""
+    """Reads splits of one table with a projection and a filter; picklable, reusable (Paimon's
+    ``TableRead``)."""
 
     def __init__(
         self,
@@ -52,9 +55,12 @@ class TableRead:
         columns: list[str] | None = None,
         filter: Predicate | None = None,
         row_kinds: bool = False,
+        changes: bool = False,
     ) -> None:
         """``row_kinds``: also return each row's kind (``+I``, ``+U``: the kind of the version
-        that won the merge) as a last ``_row_kind`` column, as ``$audit_log`` shows it."""
+        that won the merge) as a last ``_row_kind`` column, as ``$audit_log`` shows it.
+        ``changes``: the splits are changed files (an incremental read's), read as they were
+        written, each row with the kind it was committed with."""
         self.table = table
         schema = table.schema
         names = schema.field_names
@@ -78,14 +84,29 @@ class TableRead:
         self.read_fields = [f for f in schema.fields if f.name in needed]
         self.columns_schema = pa.schema([arrow_field(n, schema.field(n).type) for n in columns])
         self.row_kinds = row_kinds
+        self.changes = changes
         self.output_schema = self.columns_schema.append(ROW_KIND_FIELD) if row_kinds else self.columns_schema
 
-    def read(self, splits: list[Split]) -> pa.Table:
+    def to_arrow(self, splits: list[Split]) -> pa.Table:
         """All rows of ``splits`` in one table (splits read in parallel)."""
         if not splits:
             return self.output_schema.empty_table()
         parts = map_parallel(self.read_split, splits)
         return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+
+    def to_arrow_batch_reader(self, splits: list[Split]) -> pa.RecordBatchReader:
+        """The rows of ``splits``, split after split, a batch at a time (see :meth:`batches`)."""
+        batches = (b for split in splits for part in self.batches(split) for b in part.to_batches())
+        return pa.RecordBatchReader.from_batches(self.output_schema, batches)
+
+    def raw_files(self, split: Split) -> list[RawFile] | None:
+        """The files of ``split`` for readers of other engines, None when its files are merged by
+        key (:func:`~lakehouse.read.raw_files.raw_files`)."""
+        return raw_files(self.table, split)
+
+    def deleted_rows(self, file: RawFile) -> np.ndarray:
+        """The positions of the rows of a raw file that its deletion vector deletes."""
+        return deleted_rows(self.table, file)
 
     def read_split(self, split: Split) -> pa.Table:
         """All rows of one split in one table (see :meth:`batches`)."""
@@ -101,7 +122,9 @@ class TableRead:
         section (``sort-spill-buffer-size`` in all, as compaction's merges). Buckets keyed by
         floating-point columns are merged whole: a file another writer sorted may not follow
         this engine's order of NaN and signed zeros, which a streaming merge relies on."""
-        if not self.key or split.raw_convertible:
+        if self.changes:
+            versions = iter([read_changed(self.table, split)])
+        elif not self.key or split.raw_convertible:
             versions = self._raw(split)
         elif self.streams_merge:
             versions = self._merged(split)
@@ -115,6 +138,8 @@ class TableRead:
 
     def _output(self, data: pa.Table) -> pa.Table:
         out = data.select(self.columns).cast(self.columns_schema)
+        if self.changes:
+            return out.append_column(ROW_KIND_FIELD, data.column(ROW_KIND)) if self.row_kinds else out
         if not self.row_kinds:
             return out
         if not self.key:

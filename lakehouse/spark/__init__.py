@@ -12,6 +12,8 @@ try:
 except ImportError as e:
     raise MissingExtraError("lakehouse.spark", "spark", e) from e
 
+from lakehouse.spark.connect import SPARK_ENV
+from lakehouse.spark.kinds import functions_for
 from lakehouse.spark.maintenance import (
     compact,
     expire_partitions,
@@ -20,21 +22,31 @@ from lakehouse.spark.maintenance import (
     rewrite_file_index,
     sort_compact,
 )
-from lakehouse.spark.native_read import read
+from lakehouse.spark.native_read import read, read_changes
 from lakehouse.spark.routing import write, write_stream
-from lakehouse.spark.session import session
+from lakehouse.spark.session import CONNECT, DRIVER_LOG, session
 from lakehouse.spark.source import register
+from lakehouse.spark.types import arrow_layout, spark_schema, spark_schema_of_arrow, spark_type
 
 __all__ = [
+    "CONNECT",
+    "DRIVER_LOG",
+    "SPARK_ENV",
+    "arrow_layout",
     "compact",
     "expire_partitions",
     "expire_snapshots",
+    "functions_for",
     "read",
+    "read_changes",
     "register",
     "remove_orphan_files",
     "rewrite_file_index",
     "session",
     "sort_compact",
+    "spark_schema",
+    "spark_schema_of_arrow",
+    "spark_type",
     "write",
     "write_stream",
 ]

@@ -1,42 +1,52 @@
-"""A read's WHERE condition - SQL text or a Spark Column - read on the driver before Spark sees it.
+"""A read's WHERE condition - SQL text, an engine predicate or a Spark Column - read on the driver.
 
 :func:`lakehouse.spark.read` applies the condition with Spark after reading, and reads it here
-for two things Spark does not hand out to code outside a query:
+for two things:
 
-- the columns it may use (:func:`used_columns`): every table column whose name occurs in the
-  condition's text, case-insensitively (Spark resolves names so), or all of them when the text
-  holds a ``*`` or a regex (``colRegex``). A superset: an extra column costs a little reading,
-  a missing one would fail the query;
-- its top-level AND conjuncts the engine can prune files with (:func:`pushable_filters`), as the
-  ``pyspark.sql.datasource`` filters Spark pushes into data sources, which
-  :func:`lakehouse.spark.filters.to_predicate` then keeps where the engine is exact:
-  ``col <op> literal`` (``=``, ``==``, ``<=>``, ``!=``, ``<>``, ``<``, ``<=``, ``>``, ``>=``,
-  either side), ``col [NOT] IN (literals)``, ``col IS [NOT] NULL``, ``col LIKE 'prefix%'``
-  (``startswith``), ``col BETWEEN a AND b`` and NOT of these. A literal must be of its
-  column's kind (a quoted string for strings, ``DATE '...'`` for dates, a number for numbers,
-  TRUE/FALSE for booleans), so no implicit cast of Spark's can differ from the engine's.
+- the columns it may use (:func:`used_columns`): a predicate's own columns; for text and Columns,
+  every table column whose name occurs in the condition's text (a Column's is how Spark prints
+  it), case-insensitively (Spark resolves names so), or all of them when the text holds a ``*``
+  or a regex (``colRegex``). A superset: an extra column costs a little reading, a missing one
+  would fail the query;
+- what the engine prunes files with (:func:`pruning_predicate`): an engine predicate
+  (``col("dt").isin(days)``) as it is; of SQL text, its top-level AND conjuncts of the forms
+  this module reads exactly, as the ``pyspark.sql.datasource`` filters Spark pushes into data
+  sources, which :func:`lakehouse.spark.filters.to_predicate` then keeps where the engine is
+  exact: ``col <op> literal`` (``=``, ``==``, ``<=>``, ``!=``, ``<>``, ``<``, ``<=``, ``>``,
+  ``>=``, either side), ``col [NOT] IN (literals)``, ``col IS [NOT] NULL``, ``col LIKE
+  'prefix%'`` (``startswith``), ``col BETWEEN a AND b`` and NOT of these. A literal must be of
+  its column's kind (a quoted string for strings, ``DATE '...'`` for dates, a number for numbers,
+  TRUE/FALSE for booleans), so no implicit cast of Spark's can differ from the engine's. A Spark
+  Column prunes nothing: Spark offers no public view of its expression (pass the same condition
+  as an engine predicate or SQL text to prune).
 
-SQL text is tokenized (quoted strings without escapes, backquoted names); a Spark Connect Column's
-expression tree and a classic Column's JVM column tree are walked. Anything else - ORs, functions,
-casts, nested fields - is simply not pushed: the condition is still applied in full by Spark.
+SQL text is tokenized here (quoted strings without escapes, backquoted names); anything else -
+ORs, functions, casts, nested fields - is simply not pushed: the condition is still applied in full
+by Spark. An engine predicate becomes a Spark Column (:func:`spark_condition`) through Column's
+public API, each literal cast to its column's Spark type.
 """
 
 from __future__ import annotations
 
 import datetime
+import functools
+import operator
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from types import ModuleType
 from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import datasource as sf
+from pyspark.sql import types as st
 
-from lakehouse.spark.kinds import is_connect
-from lakehouse.types import INTEGER_ROOTS, STRING_ROOTS, DataType
+from lakehouse import INTEGER_ROOTS, STRING_ROOTS, And, DataType, Leaf, Not, Op, Or, Predicate, TableSchema
+from lakehouse.spark.filters import to_predicate
+from lakehouse.spark.types import spark_type
 
-Condition = Column | str
+Condition = Column | str | Predicate
 
 
 # ---- a condition's shape: references, literals, calls -------------------------------------
@@ -94,13 +104,16 @@ def _call(name: str, args: Sequence) -> Call:
 # ---- the columns a condition uses ---------------------------------------------------------
 
 
-def condition_text(condition: Condition) -> str:
+def condition_text(condition: Column | str) -> str:
     """The condition as text: SQL as given, a Column as Spark prints it (names and literals)."""
     return condition if isinstance(condition, str) else str(condition)
 
 
 def used_columns(condition: Condition, columns: Sequence[str]) -> list[str]:
     """The ``columns`` the condition may use (a superset, in table order)."""
+    if isinstance(condition, Predicate):
+        named = condition.columns()
+        return [c for c in columns if c in named]
     text = condition_text(condition).lower()
     if "*" in text or "regex" in text:
         return list(columns)
@@ -110,25 +123,33 @@ def used_columns(condition: Condition, columns: Sequence[str]) -> list[str]:
 # ---- the conjuncts the engine can prune with ----------------------------------------------
 
 
-def pushable_filters(condition: Condition, types: dict[str, DataType]) -> list[sf.Filter]:
-    """The top-level conjuncts of ``condition`` as data source filters on the columns of
+def pruning_predicate(condition: Condition, schema: TableSchema) -> Predicate | None:
+    """What of ``condition`` the engine prunes a read of ``schema`` with (see the module's
+    documentation); a predicate that does not fit the schema is refused (``SchemaMismatchError``)."""
+    if isinstance(condition, Predicate):
+        return condition
+    if not isinstance(condition, str):
+        return None  # a Column: applied by Spark only
+    types = {f.name: f.type for f in schema.fields}
+    return to_predicate(pushable_filters(condition, types), schema.arrow_schema)[0]
+
+
+def pushable_filters(condition: str, types: dict[str, DataType]) -> list[sf.Filter]:
+    """The top-level conjuncts of SQL ``condition`` as data source filters on the columns of
     ``types`` (name -> Paimon type), those of a form and literal kind this module reads exactly."""
     resolve = _resolver(types)
     out: list[sf.Filter] = []
-    for conjunct in _conjuncts(_shape(condition)):
+    for conjunct in parse_conjuncts(condition):
         out.extend(_filters(conjunct, resolve, types))
     return out
 
 
-def _shape(condition: Condition) -> Call | Ref | Lit:
-    if isinstance(condition, str):
-        return _call("and", parse_conjuncts(condition))
-    try:
-        if is_connect(condition):  # (a classic Column has every attribute: its struct fields)
-            return _connect_shape(condition._expr)
-        return _jvm_shape(condition._jc.node())  # classic
-    except Exception:  # a form this module does not know: nothing is pushed
-        return OTHER
+def spark_condition(condition: Condition, f: ModuleType, schema: TableSchema) -> Column | str:
+    """``condition`` as Spark applies it: an engine predicate as a Column of ``f``'s kind, each
+    literal cast to its column's Spark type (the engine compares in the column's type too)."""
+    if not isinstance(condition, Predicate):
+        return condition
+    return _column_of(condition, f, {x.name: spark_type(x.type) for x in schema.fields})
 
 
 def _conjuncts(node: Call | Ref | Lit) -> list[Call | Ref | Lit]:
@@ -423,77 +444,38 @@ def _literal_list(tokens: list[_Token]) -> list[Lit] | None:
     return values
 
 
-# ---- Column trees -------------------------------------------------------------------------
+# ---- engine predicates as Columns ---------------------------------------------------------
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|`(?:[^`]|``)*`")
-
-
-def _reference(identifier: str) -> Ref | None:
-    """A top-level column of an unparsed identifier (``a``, ```a b```), None for ``t.a``/``a.b``."""
-    if not _IDENTIFIER.fullmatch(identifier):
-        return None
-    return Ref(identifier[1:-1].replace("``", "`") if identifier.startswith("`") else identifier)
-
-
-def _literal_of(value: Any) -> Lit:
-    """A literal of a Python value (as Column literals carry them)."""
-    if value is None:
-        return Lit(None, "null")
-    if isinstance(value, bool):
-        return Lit(value, "bool")
-    if isinstance(value, int):
-        return Lit(value, "int")
-    if isinstance(value, str):
-        return Lit(value, "string")
-    if isinstance(value, Decimal):
-        return Lit(value, "decimal")
-    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
-        return Lit(value, "date")
-    return Lit(value, "other")
+_COMPARE: dict[str, Callable[[Column, Column], Column]] = {
+    Op.EQ: operator.eq,
+    Op.NE: operator.ne,
+    Op.LT: operator.lt,
+    Op.LE: operator.le,
+    Op.GT: operator.gt,
+    Op.GE: operator.ge,
+}
 
 
-def _connect_shape(expr: Any) -> Call | Ref | Lit:
-    """The shape of a Spark Connect expression tree."""
-    from pyspark.sql.connect import expressions as ce
-    from pyspark.sql.types import DateType
-
-    if isinstance(expr, ce.ColumnReference):
-        return _reference(expr._unparsed_identifier) or OTHER
-    if isinstance(expr, ce.LiteralExpression):
-        value = expr._value
-        if isinstance(expr._dataType, DateType) and value is not None:
-            value = DateType().fromInternal(value)
-        return _literal_of(value)
-    if isinstance(expr, ce.SQLExpression):
-        return _call("and", parse_conjuncts(expr._expr))
-    if isinstance(expr, ce.UnresolvedFunction) and not expr._is_distinct:
-        return _call(expr._name, [_connect_shape(a) for a in expr._args])
-    return OTHER
-
-
-def _jvm_shape(node: Any) -> Call | Ref | Lit:
-    """The shape of a classic Column's JVM column tree (``org.apache.spark.sql.internal``)."""
-    kind = node.getClass().getSimpleName()
-    if kind == "UnresolvedAttribute":
-        parts = node.nameParts()
-        return Ref(parts.apply(0)) if parts.length() == 1 and not node.isMetadataColumn() else OTHER
-    if kind == "Literal":
-        return _literal_of(_jvm_value(node.value()))
-    if kind == "SqlExpression":
-        return _call("and", parse_conjuncts(node.expression()))
-    if kind == "UnresolvedFunction" and not node.isDistinct() and not node.isUserDefinedFunction():
-        args = node.arguments()
-        return _call(node.functionName(), [_jvm_shape(args.apply(i)) for i in range(args.length())])
-    return OTHER
+def _column_of(pred: Predicate, f: ModuleType, types: Mapping[str, st.DataType]) -> Column:
+    if isinstance(pred, And | Or):
+        parts = [_column_of(c, f, types) for c in pred.children]
+        return functools.reduce(operator.and_ if isinstance(pred, And) else operator.or_, parts)
+    if isinstance(pred, Not):
+        return ~_column_of(pred.child, f, types)
+    assert isinstance(pred, Leaf)
+    column = f.col(quoted(pred.column))
+    values = [f.lit(v).cast(types[pred.column]) for v in pred.literals]
+    if pred.op in _COMPARE:
+        return _COMPARE[pred.op](column, values[0])
+    if pred.op in (Op.IN, Op.NOT_IN):
+        found = column.isin(values)
+        return found if pred.op == Op.IN else ~found
+    if pred.op in (Op.IS_NULL, Op.IS_NOT_NULL):
+        return column.isNull() if pred.op == Op.IS_NULL else column.isNotNull()
+    found = column.startswith(f.lit(pred.literals[0]))
+    return found if pred.op == Op.STARTS_WITH else ~found
 
 
-def _jvm_value(value: Any) -> Any:
-    """A JVM literal's value in Python: Py4J converts strings, numbers and booleans itself."""
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    kind = value.getClass().getSimpleName()
-    if kind == "BigDecimal":
-        return Decimal(value.toPlainString())
-    if kind in ("LocalDate", "Date"):
-        return datetime.date.fromisoformat(value.toString())
-    return value  # a float, a timestamp...: an "other" literal, not pushed
+def quoted(name: str) -> str:
+    """A column name as Spark resolves it literally (dots and all)."""
+    return "`" + name.replace("`", "``") + "`"

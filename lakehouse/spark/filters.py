@@ -19,35 +19,21 @@ from collections.abc import Sequence
 import pyarrow as pa
 from pyspark.sql import datasource as sf
 
-from lakehouse.errors import SchemaMismatchError
-from lakehouse.predicate import Leaf, Not, Predicate, bind
-
-_COMPARISONS = {
-    sf.EqualTo: "eq",
-    sf.GreaterThan: "gt",
-    sf.GreaterThanOrEqual: "ge",
-    sf.LessThan: "lt",
-    sf.LessThanOrEqual: "le",
-}
+from lakehouse import Predicate, col
 
 
-def to_predicate(
-    filters: Sequence[sf.Filter], types: dict[str, pa.DataType], table: str
-) -> tuple[Predicate | None, list[sf.Filter]]:
-    """The AND of the filters the engine evaluates exactly, and the filters left to Spark."""
+def to_predicate(filters: Sequence[sf.Filter], schema: pa.Schema) -> tuple[Predicate | None, list[sf.Filter]]:
+    """The AND of the filters the engine evaluates exactly on a table of ``schema``, and the
+    filters left to Spark."""
+    types = {f.name: f.type for f in schema}
     pushed: list[Predicate] = []
     rejected: list[sf.Filter] = []
     for f in filters:
         pred = _translate(f, types)
-        if pred is not None:
-            try:
-                bind(pred, types, table)  # the literals must fit the column's type
-            except SchemaMismatchError:
-                pred = None
-        if pred is None:
-            rejected.append(f)
-        else:
+        if pred is not None and pred.fits(types):  # the literals must fit the column's type
             pushed.append(pred)
+        else:
+            rejected.append(f)
     if not pushed:
         return None, rejected
     combined = pushed[0]
@@ -59,29 +45,41 @@ def to_predicate(
 def _translate(f: sf.Filter, types: dict[str, pa.DataType], negated: bool = False) -> Predicate | None:
     if isinstance(f, sf.Not):
         inner = _translate(f.child, types, negated=True)
-        return None if inner is None else Not(inner)
+        return None if inner is None else ~inner
     column = _column(f, types)
     if column is None:
         return None
+    c = col(column)
     if isinstance(f, sf.IsNull):
-        return Leaf("is_null", column)
+        return c.is_null()
     if isinstance(f, sf.IsNotNull):
-        return Leaf("is_not_null", column)
+        return c.is_not_null()
     if pa.types.is_floating(types[column]):
         return None
-    if type(f) in _COMPARISONS:
-        return None if f.value is None else Leaf(_COMPARISONS[type(f)], column, (f.value,))
     if isinstance(f, sf.EqualNullSafe):
         if negated:
             return None
-        return Leaf("is_null", column) if f.value is None else Leaf("eq", column, (f.value,))
+        return c.is_null() if f.value is None else c == f.value
     if isinstance(f, sf.In):
-        values = tuple(v for v in f.value if v is not None)
+        values = [v for v in f.value if v is not None]
         if negated and len(values) < len(f.value):
             return None  # NOT IN (.., NULL) matches nothing in SQL
-        return Leaf("in", column, values) if values else None
+        return c.isin(values) if values else None
     if isinstance(f, sf.StringStartsWith):
-        return Leaf("starts_with", column, (f.value,))
+        return c.startswith(f.value)
+    value = getattr(f, "value", None)
+    if value is None:
+        return None
+    if isinstance(f, sf.EqualTo):
+        return c == value
+    if isinstance(f, sf.GreaterThan):
+        return c > value
+    if isinstance(f, sf.GreaterThanOrEqual):
+        return c >= value
+    if isinstance(f, sf.LessThan):
+        return c < value
+    if isinstance(f, sf.LessThanOrEqual):
+        return c <= value
     return None
 
 

@@ -37,30 +37,10 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import types as st
 
-from lakehouse.deletionvectors.index_file import DeletionFile
-from lakehouse.errors import InvalidArgumentError, InvalidOptionError, UnsupportedFeatureError
-from lakehouse.format.parquet import VALUE_KIND
-from lakehouse.manifest.entries import DataFileMeta
-from lakehouse.options import INCREMENTAL_BETWEEN, READ_CHANGELOG
-from lakehouse.predicate import Predicate
-from lakehouse.read.scan import Plan, Split, file_by_file
-from lakehouse.read.table_read import TableRead
-from lakehouse.rowkind import RETRACT_KINDS
-from lakehouse.schema import TableSchema
-from lakehouse.spark.conditions import Condition, pushable_filters, used_columns
-from lakehouse.spark.filters import to_predicate
-from lakehouse.spark.kinds import functions_for
-from lakehouse.spark.parallelism import default_parallelism
-from lakehouse.spark.reader import ScanOptions, SplitPartition, input_partitions, read_partition
-from lakehouse.spark.routing import hash_partition_keys
-from lakehouse.spark.source import open_table
-from lakehouse.spark.types import arrow_layout, as_nullable, spark_type
-from lakehouse.store.data_reader import check_format
-from lakehouse.system import is_system_name
-from lakehouse.table.table import Table
-from lakehouse.types import (
+from lakehouse import (
     BINARY_ROOTS,
     INTEGER_ROOTS,
+    ROW_KIND,
     STRING_ROOTS,
     TIMESTAMP_ROOTS,
     ArrayType,
@@ -68,12 +48,33 @@ from lakehouse.types import (
     DataType,
     MapType,
     MultisetType,
+    Plan,
+    Predicate,
+    RawFile,
+    ReadBuilder,
     RowType,
+    Split,
+    Table,
+    TableSchema,
+    is_system_name,
 )
+from lakehouse.errors import InvalidArgumentError, InvalidOptionError
+from lakehouse.spark.conditions import Condition, pruning_predicate, quoted, spark_condition, used_columns
+from lakehouse.spark.kinds import functions_for
+from lakehouse.spark.options import (
+    INCREMENTAL_BETWEEN,
+    READ_CHANGELOG,
+    SCAN_SNAPSHOT_ID,
+    STREAMING_READ_OVERWRITE,
+)
+from lakehouse.spark.parallelism import default_parallelism
+from lakehouse.spark.reader import SplitPartition, read_splits
+from lakehouse.spark.routing import hash_partition_keys
+from lakehouse.spark.source import open_table, register
+from lakehouse.spark.types import arrow_layout, as_nullable, spark_type
 
 FILE, ROW = "__lakehouse_file", "__lakehouse_row"  # a deleted row: its file's name, its position
 ROUTE, TASK = "route", "task"
-Deletions = tuple[tuple[str, DeletionFile], ...]  # (data file name, where its deletion vector is)
 METADATA = "_metadata"  # Spark's hidden column of file-source rows
 DELETED_ROWS = st.StructType([st.StructField(FILE, st.StringType()), st.StructField(ROW, st.LongType())])
 TASKS = st.StructType([st.StructField(ROUTE, st.IntegerType()), st.StructField(TASK, st.BinaryType())])
@@ -96,85 +97,105 @@ def read(
     where: Condition | None = None,
     warehouse: str | None = None,
     options: Mapping[str, str] | None = None,
+    snapshot_id: int | None = None,
 ) -> DataFrame:
     """``columns`` (default: all, in table order) of the rows of ``table`` ("db.table" with
-    ``warehouse``, or a table path) that match ``where`` (a Spark Column or SQL text), reading
-    only those columns and the ones ``where`` uses.
+    ``warehouse``, or a table path) that match ``where`` (SQL text, an engine predicate such as
+    ``col("dt").isin(days)``, or a Spark Column), reading only those columns and the ones ``where``
+    uses; SQL text and engine predicates also prune partitions and files when the read is planned.
 
     ``options``: the data source's read options - storage settings, ``branch``, time travel
-    (``scan.snapshot-id``, ``scan.timestamp-millis``, ``scan.tag-name``). The rows are those of
+    (``scan.snapshot-id``, ``scan.timestamp-millis``, ``scan.tag-name``; ``snapshot_id`` is the
+    first). The rows are those of
     ``spark.read.format("paimon")...load(table).where(where).select(*columns)``, of the snapshot
     that was the latest (or the one addressed) when ``read`` planned: every query of the DataFrame
     reads those files. See :mod:`lakehouse.spark.native_read` for how they are read.
     """
     given = {**(options or {}), **({"warehouse": warehouse} if warehouse else {})}
+    if snapshot_id is not None:
+        given[SCAN_SNAPSHOT_ID] = str(snapshot_id)
     if given.get("warehouse") and is_system_name(table):
         raise InvalidArgumentError(
             f"{table} is a system table; read it with spark.read.format('paimon').load({table!r})"
         )
     target = open_table({**given, "path": table})
-    planned = plan_read(target, ScanOptions.parse(given), columns, where, default_parallelism(spark))
-    return planned.frame(spark)
+    return plan_read(target, columns, where, default_parallelism(spark)).frame(spark)
+
+
+def read_changes(
+    spark: SparkSession,
+    table: str,
+    start_snapshot_id: int,
+    end_snapshot_id: int,
+    *,
+    warehouse: str | None = None,
+    options: Mapping[str, str] | None = None,
+    overwrites: bool = False,
+) -> DataFrame:
+    """The rows snapshots ``start+1 .. end`` of ``table`` changed, each with its kind in a
+    ``_row_kind`` column (``+I``, ``-U``, ``+U``, ``-D``), as ``Table.read_changes`` finds them;
+    ``overwrites``: the files overwrites added count as changes (``streaming-read-overwrite``)."""
+    register(spark)
+    given = {
+        **(options or {}),
+        **({"warehouse": warehouse} if warehouse else {}),
+        INCREMENTAL_BETWEEN: f"{start_snapshot_id},{end_snapshot_id}",
+        READ_CHANGELOG: "true",
+        STREAMING_READ_OVERWRITE: str(overwrites).lower(),
+    }
+    return spark.read.format("paimon").options(**given).load(table)
 
 
 def plan_read(
     table: Table,
-    scan: ScanOptions,
     columns: Sequence[str] | None = None,
     where: Condition | None = None,
     parallelism: int | None = None,
 ) -> NativeRead:
-    """The read of ``columns`` of ``table`` under ``where``, planned: which files Spark reads
-    natively, which input partitions the engine reads (sized for ``parallelism``)."""
-    if scan.changelog or scan.incremental is not None:
+    """The read of ``columns`` of ``table`` (its handle's options address the snapshot) under
+    ``where``, planned: which files Spark reads natively, which input partitions the engine reads
+    (sized for ``parallelism``)."""
+    builder = table.new_read_builder()
+    if builder.incremental is not None or ROW_KIND in builder.read_schema.names:
         raise InvalidOptionError(
-            f"{READ_CHANGELOG} and {INCREMENTAL_BETWEEN} read changes with their row kinds, which "
-            f"lakehouse.spark.read does not: read them with spark.read.format('paimon')"
+            "read.changelog and incremental-between read changes with their row kinds, which "
+            "lakehouse.spark.read does not: read them with spark.read.format('paimon')"
         )
-    view = scan.view(table)
-    schema = view.schema
+    schema = builder.schema
     wanted = _wanted(columns, schema, table.name)
     used = used_columns(where, schema.field_names) if where is not None else []
     needed = wanted + [c for c in used if c not in wanted]
-    predicate = None
-    if where is not None:
-        types = {f.name: f.type for f in schema.fields}
-        predicate, _ = to_predicate(pushable_filters(where, types), schema.arrow_types(), table.name)
-    TableRead(view, needed, predicate)  # refuses what the engine's reads refuse (data evolution...)
-    plan = scan.plan(table, predicate)
-    native = table.io.is_local and all(_native_type(schema.field(c).type) for c in needed)
+    predicate = pruning_predicate(where, schema) if where is not None else None
+    builder = builder.with_projection(needed).with_filter(predicate)
+    reader = builder.new_read()  # refuses what the engine's reads refuse (data evolution...)
+    plan = builder.new_scan().plan()
+    native = all(_native_type(schema.field(c).type) for c in needed)
     layouts: dict[int, FileLayout | None] = {}
-    groups: dict[tuple[int, bool, bool], list[tuple[str, str, DeletionFile | None]]] = {}
+    groups: dict[tuple[int, bool, bool], list[RawFile]] = {}
     engine: list[Split] = []
     for split in plan.splits:
-        if not (native and split.raw_convertible):
-            engine.append(split)
-            continue
-        for part in file_by_file(split):
-            meta = part.files[0]
-            if meta.schema_id not in layouts:
-                layouts[meta.schema_id] = FileLayout.of(view.schema_by_id(meta.schema_id), schema, needed)
-            path = _native_path(table, part.bucket_path, meta)
-            if layouts[meta.schema_id] is None or path is None:
+        for part in split.by_file() if native else [split]:
+            raw = reader.raw_files(part)
+            file = raw[0] if raw else None
+            if file is None or not _native_file(file):
                 engine.append(part)
                 continue
-            deletion = part.deletions[0] if part.deletions else None
-            retracts = bool(schema.primary_keys) and meta.delete_row_count != 0
-            groups.setdefault((meta.schema_id, deletion is not None, retracts), []).append(
-                (path, meta.file_name, deletion)
-            )
+            if file.schema_id not in layouts:
+                layouts[file.schema_id] = FileLayout.of(table.schema_by_id(file.schema_id), schema, needed)
+            if layouts[file.schema_id] is None:
+                engine.append(part)
+                continue
+            key = (file.schema_id, file.deletion is not None, bool(file.retracted_kinds))
+            groups.setdefault(key, []).append(file)
     files = [
-        FileGroup(
-            layouts[schema_id],
-            tuple(path for path, _, _ in found),
-            tuple((name, d) for _, name, d in found if d is not None),
-            retracts,
-        )
+        FileGroup(layouts[schema_id], tuple(found), retracts)
         for (schema_id, _, retracts), found in groups.items()
     ]
-    merged = input_partitions(table, engine, plan.schema_id, parallelism)
+    merged = [SplitPartition(tuple(g)) for g in plan.groups(parallelism, engine)]
     output = st.StructType([st.StructField(c, as_nullable(spark_type(schema.field(c).type))) for c in needed])
-    return NativeRead(table, list(wanted), needed, where, predicate, plan, files, merged, output, parallelism)
+    return NativeRead(
+        builder, schema, list(wanted), needed, where, predicate, plan, files, merged, output, parallelism
+    )
 
 
 def _wanted(columns: Sequence[str] | None, schema: TableSchema, table: str) -> list[str]:
@@ -219,19 +240,12 @@ def _widens(old: DataType, new: DataType) -> bool:
     return False
 
 
-def _native_path(table: Table, bucket_path: str, meta: DataFileMeta) -> str | None:
-    """The URI Spark reads a data file at, None when the engine reads it: files in other formats or
-    at external paths, paths Spark would expand as globs."""
-    if meta.external_path is not None:
-        return None
-    path = table.paths.data_file(bucket_path, meta.file_name)
-    try:
-        check_format(table.name, path)
-    except UnsupportedFeatureError:
-        return None  # the engine's read names the format it does not read
-    if _GLOB & set(path):
-        return None
-    return f"file://{path}"
+def _native_file(file: RawFile) -> bool:
+    """Whether Spark's Parquet reader reads ``file``: a Parquet file of the local filesystem (Spark's
+    Hadoop filesystems are not set up for the engine's other stores) at a path Spark would not
+    expand as a glob; the engine reads the others (and names a format it does not read)."""
+    uri = file.uri or ""
+    return file.format == "parquet" and uri.startswith("file://") and not _GLOB & set(uri)
 
 
 @dataclass(frozen=True)
@@ -277,13 +291,17 @@ class FileLayout:
 
 @dataclass(frozen=True)
 class FileGroup:
-    """Data files one native Parquet scan reads: one layout, and whether retractions are dropped;
-    ``deletions``: the deletion vector of each file that has one (by file name)."""
+    """Data files one native Parquet scan reads: one layout, and whether the rows of their retracted
+    kinds are dropped; the files' deletion vectors drop their rows too."""
 
     layout: FileLayout
-    paths: tuple[str, ...]
-    deletions: Deletions
+    files: tuple[RawFile, ...]
     retracts: bool
+
+    @property
+    def deleting(self) -> tuple[RawFile, ...]:
+        """The files that have a deletion vector."""
+        return tuple(f for f in self.files if f.deletion is not None)
 
 
 @dataclass(frozen=True)
@@ -291,7 +309,8 @@ class NativeRead:
     """A planned read: the engine's plan, the file groups Spark reads natively, the input
     partitions the engine reads; :meth:`frame` builds the DataFrame."""
 
-    table: Table
+    builder: ReadBuilder  # the engine's read of the needed columns, pruned by the pushable filter
+    table_schema: TableSchema
     columns: list[str]
     needed: list[str]  # the columns, then the others ``where`` may use
     where: Condition | None
@@ -313,31 +332,31 @@ class NativeRead:
         if self.where is None and self.needed == self.columns:
             return df  # every part has exactly these columns
         if self.where is not None:
-            df = df.where(self.where)
-        return df.select(*[_quoted(c) for c in self.columns])
+            df = df.where(spark_condition(self.where, functions_for(df), self.table_schema))
+        return df.select(*[quoted(c) for c in self.columns])
 
     def _native(self, spark: SparkSession, group: FileGroup) -> DataFrame:
         """The needed columns of a file group, read by Spark, retractions and deleted rows dropped."""
         read = st.StructType([st.StructField(name, dtype) for name, dtype in group.layout.read])
         if group.retracts:
-            read = read.add(VALUE_KIND, st.ByteType())
-        df = spark.read.schema(read).options(**PARQUET_OPTIONS).parquet(*group.paths)
+            read = read.add(RawFile.KIND_COLUMN, st.ByteType())
+        df = spark.read.schema(read).options(**PARQUET_OPTIONS).parquet(*(f.uri for f in group.files))
         f = functions_for(df)
         if group.retracts:
-            df = df.where(~f.col(VALUE_KIND).isin(list(RETRACT_KINDS)))
+            df = df.where(~f.col(RawFile.KIND_COLUMN).isin(list(group.files[0].retracted_kinds)))
         columns = [_column(f, *source) for source in group.layout.sources]
-        if not group.deletions:
+        if not group.deleting:
             return df.select(*columns)
         located = df.select(*columns, f.col(f"{METADATA}.file_name").alias(FILE),
                             f.col(f"{METADATA}.row_index").alias(ROW))  # fmt: skip
-        deleted = self._deleted_rows(spark, group.deletions)
+        deleted = self._deleted_rows(spark, group.deleting)
         return located.join(f.broadcast(deleted), [FILE, ROW], "left_anti").drop(FILE, ROW)
 
-    def _deleted_rows(self, spark: SparkSession, deletions: Deletions) -> DataFrame:
+    def _deleted_rows(self, spark: SparkSession, files: tuple[RawFile, ...]) -> DataFrame:
         """(file name, row position) of every row the deletion vectors delete, read by tasks."""
-        tasks = max(1, min(len(deletions), self.parallelism or 1))
-        ids = spark.range(0, len(deletions), 1, tasks)
-        return ids.mapInArrow(DeletedRows(self.table, deletions), DELETED_ROWS)
+        tasks = max(1, min(len(files), self.parallelism or 1))
+        ids = spark.range(0, len(files), 1, tasks)
+        return ids.mapInArrow(DeletedRows(self.builder, files), DELETED_ROWS)
 
     def _engine(self, spark: SparkSession) -> DataFrame:
         """The needed columns of the input partitions the engine reads, one task each: their
@@ -346,23 +365,24 @@ class NativeRead:
         keys = hash_partition_keys(n)
         rows = [(int(keys[i]), pickle.dumps(p)) for i, p in enumerate(self.merged)]
         tasks = spark.createDataFrame(rows, TASKS).repartition(n, ROUTE)
-        reader = EngineTasks(self.table, self.filter, tuple(self.needed), arrow_layout(self.schema))
-        return tasks.mapInArrow(reader, self.schema)
+        return tasks.mapInArrow(EngineTasks(self.builder, arrow_layout(self.schema)), self.schema)
 
 
 @dataclass(frozen=True)
 class DeletedRows:
-    """``mapInArrow`` function: for the ids in its batches, the rows those deletion vectors delete."""
+    """``mapInArrow`` function: for the ids in its batches, the rows those files' deletion vectors
+    delete."""
 
-    table: Table
-    deletions: Deletions
+    builder: ReadBuilder
+    files: tuple[RawFile, ...]
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        reader = self.builder.new_read()
         for batch in batches:
             for i in batch.column(0).to_pylist():
-                name, where = self.deletions[i]
-                rows = where.read(self.table.io).positions()
-                names = pa.repeat(pa.scalar(name, pa.string()), len(rows))
+                file = self.files[i]
+                rows = reader.deleted_rows(file)
+                names = pa.repeat(pa.scalar(file.name, pa.string()), len(rows))
                 yield pa.RecordBatch.from_arrays([names, pa.array(rows, pa.int64())], names=[FILE, ROW])
 
 
@@ -370,27 +390,20 @@ class DeletedRows:
 class EngineTasks:
     """``mapInArrow`` function: reads the input partitions pickled in its batches with the engine."""
 
-    table: Table
-    filter: Predicate | None
-    columns: tuple[str, ...]
+    builder: ReadBuilder
     layout: pa.Schema
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for blob in batch.column(TASK).to_pylist():
                 partition = pickle.loads(blob)  # written by this read's driver
-                yield from read_partition(self.table, partition, self.layout, self.filter, list(self.columns))
+                yield from read_splits(self.builder, partition.splits, self.layout)
 
 
 def _column(f: ModuleType, name: str, stored: str | None, cast: st.DataType | None) -> Column | str:
     """A needed column of a file group: its name when stored under it as it is (a cheaper select),
     else the stored column (None: nulls) cast and renamed."""
     if stored == name and cast is None:
-        return _quoted(name)
-    source = f.lit(None) if stored is None else f.col(_quoted(stored))
+        return quoted(name)
+    source = f.lit(None) if stored is None else f.col(quoted(stored))
     return (source if cast is None else source.cast(cast)).alias(name)
-
-
-def _quoted(name: str) -> str:
-    """A column name as Spark resolves it literally (dots and all)."""
-    return "`" + name.replace("`", "``") + "`"

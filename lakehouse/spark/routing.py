@@ -21,7 +21,6 @@ The bucket or channel of a row is computed by an Arrow UDF over only the key col
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -30,41 +29,17 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql.types import IntegerType
 
-from lakehouse.bucket.fixed import fixed_buckets
-from lakehouse.murmur import murmur_hash
-from lakehouse.options import DYNAMIC_BUCKET_ASSIGNER_PARALLELISM
-from lakehouse.schema import TableSchema
+from lakehouse import BucketMode, Overwrite, RowRouter, Table, murmur_hash
 from lakehouse.spark.kinds import arrow_udf_for
+from lakehouse.spark.options import write_options
 from lakehouse.spark.parallelism import default_parallelism
 from lakehouse.spark.source import open_table, register
-from lakehouse.spark.writer import assigner_parallelism
-from lakehouse.table.table import Table
-from lakehouse.write.bucket_assigner import assigner_channels
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming import DataStreamWriter
 
 ROUTE = "__lakehouse_route"
-
-
-def fixed_bucket_ids(schema: TableSchema, *columns: pa.Array) -> np.ndarray:
-    """The fixed bucket of each row from its bucket-key columns (``schema.bucket_keys`` order)."""
-    fields = schema.fields_named(schema.bucket_keys)
-    arrays = [_as_column(c, schema, f.name) for c, f in zip(columns, fields, strict=True)]
-    return fixed_buckets(arrays, [f.type for f in fields], schema.core_options.bucket)
-
-
-def channel_columns(schema: TableSchema) -> list[str]:
-    """The columns :func:`channel_ids` reads, in its argument order."""
-    return [*schema.partition_keys, *schema.trimmed_primary_keys]
-
-
-def channel_ids(schema: TableSchema, num_channels: int, *columns: pa.Array) -> np.ndarray:
-    """The dynamic-bucket assigner channel (0..num_channels-1) of each row, from the columns of
-    :func:`channel_columns`."""
-    names = channel_columns(schema)
-    data = pa.table({n: _as_column(c, schema, n) for n, c in zip(names, columns, strict=True)})
-    return assigner_channels(schema, data, num_channels)
+DYNAMIC_BUCKET_ASSIGNER_PARALLELISM = "dynamic-bucket.assigner-parallelism"
 
 
 def hash_partition_keys(num_partitions: int) -> np.ndarray:
@@ -83,19 +58,6 @@ def hash_partition_keys(num_partitions: int) -> np.ndarray:
     return keys.astype(np.int32)
 
 
-def _as_column(array: pa.Array, schema: TableSchema, name: str) -> pa.Array:
-    """A column as the table stores it (Spark may hand a wider or differently laid out type)."""
-    target = schema.arrow_types()[name]
-    return array if array.type == target else array.cast(target)
-
-
-def _channel_partition_keys(
-    schema: TableSchema, num_channels: int, partition_keys: np.ndarray, *columns: pa.Array
-) -> np.ndarray:
-    """Per row, the int that sends it to the Spark partition numbered like its channel."""
-    return partition_keys[channel_ids(schema, num_channels, *columns)]
-
-
 def _route_udf(route: Callable[..., np.ndarray], df: DataFrame) -> Callable[..., Column]:
     """An Arrow UDF giving each row of ``df`` the int route ``route(*columns)`` computes."""
 
@@ -105,21 +67,28 @@ def _route_udf(route: Callable[..., np.ndarray], df: DataFrame) -> Callable[...,
     return arrow_udf_for(df, ids, IntegerType())
 
 
+class ChannelRoute:
+    """Per row, the int that sends it to the Spark partition numbered like its assigner channel
+    (picklable: it runs in Spark's Python workers)."""
+
+    def __init__(self, router: RowRouter) -> None:
+        self.router = router
+        self.keys = hash_partition_keys(router.writers)
+
+    def __call__(self, *columns: pa.Array) -> np.ndarray:
+        return self.keys[self.router.route(*columns)]
+
+
 def routed(df: DataFrame, table: Table, num_tasks: int) -> DataFrame:
     """``df`` shuffled so that each bucket (or dynamic-bucket assigner) is in one partition."""
-    schema = table.schema
-    if schema.core_options.bucket > 0:
-        route = _route_udf(functools.partial(fixed_bucket_ids, schema), df)(
-            *(df[k] for k in schema.bucket_keys)
-        )
-        keys = list(schema.partition_keys)
-    elif schema.dynamic_buckets:
-        channels = functools.partial(
-            _channel_partition_keys, schema, num_tasks, hash_partition_keys(num_tasks)
-        )
-        route = _route_udf(channels, df)(*(df[c] for c in channel_columns(schema)))
+    router = table.new_row_router(num_tasks)
+    if router.mode == BucketMode.HASH_FIXED:
+        route = _route_udf(router.route, df)(*(df[k] for k in router.columns))
+        keys = list(table.partition_keys)
+    elif router.mode == BucketMode.HASH_DYNAMIC:
+        route = _route_udf(ChannelRoute(router), df)(*(df[c] for c in router.columns))
         keys = []
-    elif schema.cross_partition_update:
+    elif router.mode == BucketMode.KEY_DYNAMIC:
         return df.repartition(1)  # one writer knows where every key lives
     else:
         return df
@@ -134,9 +103,19 @@ def write(
     warehouse: str | None = None,
     options: Mapping[str, str] | None = None,
     num_tasks: int | None = None,
+    overwrite: Overwrite = None,
+    commit_user: str | None = None,
+    commit_identifier: int | None = None,
+    commit_properties: Mapping[str, str] | None = None,
 ) -> None:
     """Write ``df`` into ``table`` ("db.table" with ``warehouse``, or a table path) through the
     ``paimon`` data source, each bucket by one of ``num_tasks`` tasks.
+
+    ``overwrite`` (as ``Table.write``'s): ``True`` replaces the whole table, ``"dynamic"`` the
+    partitions ``df`` writes to, a partition dict or a list of them those partitions (even the
+    ones ``df`` has no rows for); ``mode="overwrite"`` without it replaces what the table's
+    ``dynamic-partition-overwrite`` says. ``commit_user``, ``commit_identifier`` and
+    ``commit_properties``: the snapshot's (see :mod:`lakehouse.spark.options`).
 
     ``num_tasks`` defaults to Spark's default parallelism; for dynamic-bucket tables to the
     table's ``dynamic-bucket.assigner-parallelism`` (default 1, as the engine's own writer), so
@@ -145,7 +124,9 @@ def write(
     key living in a bucket another task's assigner owns. Cross-partition upsert tables are
     written from one task.
     """
-    data, given = _routed_write(df, table, warehouse, options, num_tasks)
+    extra = write_options(overwrite, commit_user, commit_identifier, commit_properties)
+    data, given = _routed_write(df, table, warehouse, {**(options or {}), **extra}, num_tasks)
+    mode = mode if overwrite in (None, False) else "overwrite"
     data.write.format("paimon").options(**given).mode(mode).save(table)
 
 
@@ -177,10 +158,10 @@ def _routed_write(
     register(spark)
     given = {**(options or {}), **({"warehouse": warehouse} if warehouse else {})}
     target = open_table({**given, "path": table})
-    if target.schema.dynamic_buckets:
-        tasks = num_tasks or assigner_parallelism(target, given)
-        given[DYNAMIC_BUCKET_ASSIGNER_PARALLELISM] = str(tasks)
-    elif target.schema.cross_partition_update:
+    if target.bucket_mode == BucketMode.HASH_DYNAMIC:
+        tasks = num_tasks or target.assigner_parallelism
+        given[DYNAMIC_BUCKET_ASSIGNER_PARALLELISM] = str(tasks)  # the writers write as as many assigners
+    elif target.bucket_mode == BucketMode.KEY_DYNAMIC:
         tasks = 1
     else:
         tasks = num_tasks or default_parallelism(spark)

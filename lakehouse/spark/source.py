@@ -26,23 +26,22 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from lakehouse.catalog import BRANCH_OPTION, Catalog, table_at
+from lakehouse import Catalog, Table, is_system_name, storage_options, table_at
 from lakehouse.errors import InvalidOptionError
-from lakehouse.io.fs import storage_options
+from lakehouse.spark.options import SPARK_OPTIONS
 from lakehouse.spark.parallelism import default_parallelism
 from lakehouse.spark.reader import (
     PaimonReader,
     PushdownReader,
-    ScanOptions,
     SystemTableReader,
+    read_schema,
     read_system_table,
 )
-from lakehouse.spark.stream import PaimonStreamReader, StreamOptions
+from lakehouse.spark.stream import PaimonStreamReader
 from lakehouse.spark.stream_writer import PaimonStreamWriter
 from lakehouse.spark.types import spark_schema_of_arrow
+from lakehouse.spark.workers import check_workers
 from lakehouse.spark.writer import PaimonWriter
-from lakehouse.system import is_system_name
-from lakehouse.table.table import Table
 
 NAME = "paimon"
 FILTER_PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
@@ -60,6 +59,7 @@ def register(spark: SparkSession) -> None:
     parallelism = default_parallelism(spark)
     if spark.conf.get(REGISTERED, None) == str(parallelism):
         return  # registered already: registering again would replace it, with a warning per write
+    check_workers(spark)
     spark.conf.set(FILTER_PUSHDOWN, "true")
     settings = {"parallelism": parallelism, "pushdown": True}
     spark.dataSource.register(type(PaimonDataSource.__name__, (PaimonDataSource,), settings))
@@ -67,7 +67,9 @@ def register(spark: SparkSession) -> None:
 
 
 def open_table(options: Mapping[str, str]) -> Table:
-    """The table named by the ``path`` (and ``warehouse``) options of a read or write."""
+    """The table named by the ``path`` (and ``warehouse``) options of a read or write, with the
+    other options as the handle's dynamic options (time travel, buffers, ``branch``...) but those
+    of the data source itself and how to reach the store."""
     path = options.get("path")
     if not path:
         raise InvalidOptionError(
@@ -75,14 +77,12 @@ def open_table(options: Mapping[str, str]) -> Table:
             "or the table's path"
         )
     warehouse, storage = options.get("warehouse"), storage_options(options)
-    branch = options.get(BRANCH_OPTION)
-    if warehouse:
-        table = Catalog(warehouse, storage).get_table(path, branch=branch)
-    else:
-        table = table_at(path, storage, branch)
-    if not isinstance(table, Table):
+    dynamic = {k: v for k, v in options.items() if k not in SPARK_OPTIONS}
+    if not warehouse:
+        return table_at(path, options={**storage, **dynamic})
+    if is_system_name(path):
         raise InvalidOptionError(f"{path} is a system table: it can be read, not written or maintained")
-    return table
+    return Catalog(warehouse, options=storage).load_table(path, options=dynamic)
 
 
 class PaimonDataSource(DataSource):
@@ -105,22 +105,20 @@ class PaimonDataSource(DataSource):
     def schema(self) -> StructType:
         if self._system_table:
             return spark_schema_of_arrow(read_system_table(self.options).schema)
-        return ScanOptions.parse(self.options).spark_schema(open_table(self.options))
+        return read_schema(open_table(self.options))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         if self._system_table:
             return SystemTableReader(self.options, schema)
         reader = PushdownReader if self.pushdown else PaimonReader
-        return reader(open_table(self.options), ScanOptions.parse(self.options), schema, self.parallelism)
+        return reader(open_table(self.options), self.options, schema, self.parallelism)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark's name)
         if self._system_table:
             raise InvalidOptionError(
                 f"{self.options['path']} is a system table: it can be read, not streamed; stream its table"
             )
-        table = open_table(self.options)
-        view = ScanOptions.parse(self.options).view(table)
-        return PaimonStreamReader(view, StreamOptions.parse(self.options, table.store), schema)
+        return PaimonStreamReader(open_table(self.options).new_stream_scan(), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         return PaimonWriter(open_table(self.options), schema, overwrite, dict(self.options))

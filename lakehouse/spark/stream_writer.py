@@ -9,7 +9,7 @@ Exactly once, as Paimon's streaming sinks: every snapshot of a query is committe
 commit user with the micro-batch id as its ``commitIdentifier``. A query killed after its commit
 landed but before Spark logged the batch as done replays the batch when it restarts from its
 checkpoint; the commit then finds the batch id covered by the user's newest snapshot
-(:meth:`~lakehouse.commit.table_commit.TableCommit.committed`), commits nothing and deletes the
+(:meth:`lakehouse.WriteJob.commit`), commits nothing and deletes the
 files written again. A query killed before its commit landed leaves files no snapshot references
 (``remove_orphan_files`` deletes them), and the replay commits the batch.
 
@@ -31,13 +31,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pyspark import TaskContext
-from pyspark.sql.datasource import DataSourceStreamArrowWriter
+from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from lakehouse import Table
 from lakehouse.errors import InvalidOptionError
-from lakehouse.options import COMMIT_USER_PREFIX
-from lakehouse.spark.writer import COMMIT_USER, TableWriter, TaskCommit
-from lakehouse.table.table import Table
+from lakehouse.spark.options import COMMIT_USER
+from lakehouse.spark.writer import TableWriter
 
 QUERY_ID = "sql.streaming.queryId"  # the local property Spark gives a streaming query's tasks
 
@@ -61,14 +61,13 @@ class PaimonStreamWriter(TableWriter, DataSourceStreamArrowWriter):
                 f"to commit as; set the write option {COMMIT_USER} to a name kept with the query's "
                 f"checkpoint"
             )
-        prefix = self.table.schema.core_options.get(COMMIT_USER_PREFIX)
-        return f"{prefix}_{query}" if prefix else query
+        return self.table.commit_user(query)
 
-    def commit(self, messages: list[TaskCommit | None], batchId: int) -> None:
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Commit the micro-batch as one snapshot with ``batchId`` as its commit identifier, unless
         the query's commit user committed it already (see :meth:`TableWriter._commit`)."""
         self._commit(messages, batchId)
 
-    def abort(self, messages: list[TaskCommit | None], batchId: int) -> None:
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Delete every file of the micro-batch's write (see :meth:`TableWriter._abort`)."""
         self._abort(messages)

@@ -12,8 +12,7 @@ import pyarrow as pa
 from pyspark.sql import types as st
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from lakehouse.errors import UnsupportedFeatureError
-from lakehouse.types import (
+from lakehouse import (
     ArrayType,
     AtomicType,
     DataField,
@@ -23,6 +22,7 @@ from lakehouse.types import (
     RowType,
     from_arrow_field,
 )
+from lakehouse.errors import UnsupportedFeatureError
 
 _ATOMIC = {
     "BOOLEAN": st.BooleanType(),

@@ -82,13 +82,19 @@ def _locate(table: TableStore, bucket_path: str, meta: DataFileMeta, fields: lis
     return path, old_by_id, wanted + list(system)
 
 
-def check_format(table: str, path: str) -> None:
-    """Refuse a data file this engine cannot read: its format (the name's extension, as Paimon
-    decides it) is not Parquet. The file is valid; a newer or other Paimon wrote it."""
+def file_format(path: str) -> str:
+    """A data file's format as Paimon decides it: its name's extension (``parquet``, ``orc``...),
+    ``vector`` for vector files, ``""`` for none."""
     name = path.rsplit("/", 1)[-1]
-    fmt = name.rsplit(".", 1)[-1].lower() if "." in name else ""
-    if fmt != "parquet" or ".vector." in name:
-        kind = "vector" if ".vector." in name else fmt.upper() or "an unknown"
+    return "vector" if ".vector." in name else name.rsplit(".", 1)[-1].lower() if "." in name else ""
+
+
+def check_format(table: str, path: str) -> None:
+    """Refuse a data file this engine cannot read: its format is not Parquet. The file is valid;
+    a newer or other Paimon wrote it."""
+    fmt = file_format(path)
+    if fmt != "parquet":
+        kind = "vector" if fmt == "vector" else fmt.upper() or "an unknown"
         raise UnsupportedFeatureError(
             f"table {table}: data file {path} is in {kind} format; this engine reads Parquet data files "
             f"only - read the table with Apache Paimon (Java) or pypaimon"

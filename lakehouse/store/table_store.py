@@ -9,6 +9,9 @@ the facade, the catalog, system tables, Spark and Dagster know ``Table``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from lakehouse.errors import ArgumentTypeError, BranchNotFoundError, CorruptFileError, InvalidArgumentError
 from lakehouse.io.fs import FileIO
 from lakehouse.manifest import binary_row
@@ -16,36 +19,59 @@ from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
 from lakehouse.manifest.files import ManifestStore
 from lakehouse.options import PARTITION_DEFAULT_NAME
 from lakehouse.paths import BRANCH_PREFIX, MAIN_BRANCH, TablePaths, normalize_branch, partition_path
-from lakehouse.schema import SchemaManager, TableSchema
+from lakehouse.schema import SchemaManager, TableSchema, with_dynamic_options
 from lakehouse.snapshot import Snapshot, SnapshotManager
 
 
 class TableStore:
-    """The files of one Paimon table, as one of its branches sees them, under one schema version."""
+    """The files of one Paimon table, as one of its branches sees them, under one schema version.
+
+    ``dynamic``: options of this handle over every schema version's own (Paimon's dynamic
+    options: a read's snapshot, a write's buffer size), never stored in the table."""
 
     def __init__(
-        self, io: FileIO, path: str, name: str, schema: TableSchema, branch: str = MAIN_BRANCH
+        self,
+        io: FileIO,
+        path: str,
+        name: str,
+        schema: TableSchema,
+        branch: str = MAIN_BRANCH,
+        dynamic: Mapping[str, str] | None = None,
     ) -> None:
         self.io = io
         self.paths = TablePaths(path, normalize_branch(branch))
         self.name = name
-        self.schema = schema
-        self._schemas: dict[int, TableSchema] = {schema.id: schema}
+        self.dynamic = dict(dynamic or {})
+        self.schema = self._seen(schema)
+        self._schemas: dict[int, TableSchema] = {schema.id: self.schema}
 
     def __repr__(self) -> str:
         return f"TableStore({self.name!r}, schema_id={self.schema.id})"
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return {
             "io": self.io,
             "path": self.paths.root,
             "name": self.name,
             "schema": self.schema,
             "branch": self.branch,
+            "dynamic": self.dynamic,
         }
 
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(state["io"], state["path"], state["name"], state["schema"], state["branch"])
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(  # type: ignore[misc]
+            state["io"], state["path"], state["name"], state["schema"], state["branch"], state["dynamic"]
+        )
+
+    def _seen(self, schema: TableSchema) -> TableSchema:
+        """A schema version as this handle sees it: with its dynamic options."""
+        return with_dynamic_options(schema, self.name, self.dynamic) if self.dynamic else schema
+
+    def copy(self, options: Mapping[str, str]) -> TableStore:
+        """This table with ``options`` as dynamic options over those it has (checked: options
+        fixed at creation cannot change)."""
+        dynamic = {**self.dynamic, **{k: str(v) for k, v in options.items()}}
+        return TableStore(self.io, self.paths.root, self.name, self.schema, self.branch, dynamic)
 
     # ---- branches ------------------------------------------------------------------------
 
@@ -79,7 +105,7 @@ class TableStore:
                 f"table {base} has no branch {branch!r}; its branches are {self.branches()} "
                 f"(create one with create_branch)"
             )
-        return TableStore(self.io, paths.root, name, latest, branch)
+        return TableStore(self.io, paths.root, name, latest, branch, self.dynamic)
 
     def other_branches(self) -> list[TableStore]:
         """The table on each of its other branches, ``main`` included when this is a branch.
@@ -123,13 +149,13 @@ class TableStore:
         """A schema version (cached: schema files never change, but for a fast-forward's)."""
         found = self._schemas.get(schema_id)
         if found is None:
-            found = self._schemas[schema_id] = self.schema_manager.schema(schema_id)
+            found = self._schemas[schema_id] = self._seen(self.schema_manager.schema(schema_id))
         return found
 
     def adopt(self, schema: TableSchema) -> None:
-        """Make ``schema`` (a newer version of this table's) the current one."""
-        self.schema = schema
-        self._schemas[schema.id] = schema
+        """Make ``schema`` (a newer version of this table's, as stored) the current one."""
+        self.schema = self._seen(schema)
+        self._schemas[schema.id] = self.schema
 
     def refresh(self) -> TableStore:
         """Reload the latest schema (after another process changed it)."""
@@ -149,6 +175,7 @@ class TableStore:
         if schema_id == self.schema.id:
             return self
         view = TableStore(self.io, self.paths.root, self.name, self.schema_by_id(schema_id), self.branch)
+        view.dynamic = self.dynamic  # (its schema is seen with them already)
         view._schemas = self._schemas
         return view
 

@@ -28,7 +28,7 @@ AUDIT_KIND = "rowkind"  # $audit_log's column of row kinds
 
 def audit_log(table: TableStore, options: Mapping[str, str]) -> pa.Table:
     snap, view = travel(table, options)
-    data = TableRead(view, row_kinds=True).read(scan.plan(view, snap).splits)
+    data = TableRead(view, row_kinds=True).to_arrow(scan.plan(view, snap).splits)
     kinds = data.column(ROW_KIND)
     kind = pa.field(AUDIT_KIND, pa.string(), nullable=False)
     return data.drop_columns([ROW_KIND]).add_column(0, kind, kinds)
@@ -54,7 +54,7 @@ def read_optimized(table: TableStore, options: Mapping[str, str]) -> pa.Table:
     if view.schema.primary_keys:
         top = view.schema.core_options.num_levels - 1
         splits = [s for s in map(lambda s: _only_level(s, top), splits) if s.files]
-    return TableRead(view).read(splits)
+    return TableRead(view).to_arrow(splits)
 
 
 def _only_level(split: scan.Split, level: int) -> scan.Split:

@@ -16,38 +16,55 @@ import pyarrow as pa
 from lakehouse import schema as schemas
 from lakehouse.append.sort_keys import SortStrategy
 from lakehouse.bucket.channels import AssignerSplit
-from lakehouse.commit.table_commit import Overwrite, TableCommit
+from lakehouse.bucket.mode import BucketMode
+from lakehouse.commit.table_commit import Overwrite, TableCommit, prefixed_user
 from lakehouse.io.fs import FileIO
 from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
 from lakehouse.manifest.files import ManifestStore
 from lakehouse.ops.background_compaction import BackgroundCompaction, compacts_in_background
 from lakehouse.ops.branches import Branch, FastForward, create_branch, delete_branch, fast_forward
 from lakehouse.ops.clustering import sort_compact
-from lakehouse.ops.compaction import compact
-from lakehouse.ops.expire import expire_snapshots
-from lakehouse.ops.file_index import rewrite_file_index, verify_file_indexes
-from lakehouse.ops.lsm_shape import lsm_shape
+from lakehouse.ops.compaction import Compaction, compact
+from lakehouse.ops.expire import Expiration, expire_snapshots
+from lakehouse.ops.file_index import IndexReport, IndexRewrite, rewrite_file_index, verify_file_indexes
+from lakehouse.ops.lsm_shape import BucketShape, lsm_shape
 from lakehouse.ops.manifest_compaction import ManifestCompaction, compact_manifest
-from lakehouse.ops.orphans import remove_orphan_files
+from lakehouse.ops.orphans import OrphanFiles, remove_orphan_files
 from lakehouse.ops.partition_expire import (
     PartitionExpiration,
+    PartitionExpireSettings,
     expire_partitions,
     expire_partitions_after_commit,
 )
 from lakehouse.ops.rollback import Rollback, rollback_to, rollback_to_timestamp
 from lakehouse.ops.verify import verify_buckets, verify_deletion_vectors, verify_primary_key
-from lakehouse.options import CONSUMER_ID, SNAPSHOT_EXPIRE_AFTER_COMMIT, STREAMING_READ_OVERWRITE, WRITE_ONLY
-from lakehouse.paths import MAIN_BRANCH, FileNamer, TablePaths
+from lakehouse.options import (
+    CONSUMER_ID,
+    DYNAMIC_PARTITION_OVERWRITE,
+    SNAPSHOT_EXPIRE_AFTER_COMMIT,
+    STREAMING_READ_OVERWRITE,
+    WRITE_ONLY,
+    ChangelogProducerKind,
+)
+from lakehouse.paths import MAIN_BRANCH, FileNamer, TablePaths, checked_name
 from lakehouse.predicate import Predicate
 from lakehouse.read import scan
-from lakehouse.read.changes import read_changes
+from lakehouse.read.changes import read_changes, replaced_partitions
 from lakehouse.read.table_read import TableRead
 from lakehouse.schema import SchemaManager, TableSchema
 from lakehouse.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
+from lakehouse.store import consumers
 from lakehouse.store.partitions import Partitions, partition_values
+from lakehouse.store.references import Deleted
 from lakehouse.store.table_store import TableStore
-from lakehouse.store.tags import create_tag, delete_tag, list_tags
+from lakehouse.store.tags import Tag, create_tag, delete_tag, list_tags
+from lakehouse.table.jobs import CompactionJob, ExpirationJob, IndexRewriteJob, OrphanCleanupJob
+from lakehouse.table.read_builder import ReadBuilder
+from lakehouse.table.stream_scan import StreamScan
 from lakehouse.table.validation import check_mechanisms
+from lakehouse.table.write_builder import BatchWriteBuilder, StreamWriteBuilder
+from lakehouse.table.write_job import ROUTE_ROWS, WriteJob, assigner_parallelism
+from lakehouse.write.router import RowRouter
 from lakehouse.write.scope import WriteScope
 from lakehouse.write.table_write import TableWrite
 
@@ -65,13 +82,27 @@ class Table:
         self.store = TableStore(io, path, name, schema, branch)
         self._background: BackgroundCompaction | None = None  # compaction.async, started on use
 
+    @classmethod
+    def of(cls, store: TableStore) -> Table:
+        """The facade of ``store`` (its branch and dynamic options kept)."""
+        table = cls.__new__(cls)
+        table.__setstate__({"store": store})
+        return table
+
+    def copy(self, options: Mapping[str, str]) -> Table:
+        """This table with dynamic ``options`` over its own, for this handle only (Paimon's
+        ``FileStoreTable.copy``): what its reads address (``scan.snapshot-id``,
+        ``incremental-between``...), its writers' buffers, its streams' start. Options fixed at
+        creation (bucket, keys, merge engine...) cannot change (``InvalidOptionError``)."""
+        return Table.of(self.store.copy(options))
+
     def __repr__(self) -> str:
         return f"Table({self.name!r}, schema_id={self.schema.id})"
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return {"store": self.store}
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.store = state["store"]
         self._background = None
 
@@ -123,6 +154,16 @@ class Table:
         return self.schema.arrow_schema
 
     @property
+    def bucket_mode(self) -> BucketMode:
+        """How the table puts rows into buckets (fixed, dynamic, cross-partition, unaware)."""
+        return BucketMode.of(self.schema)
+
+    def partition_spec(self, partition: bytes) -> dict[str, Any]:
+        """A serialized partition (a split's or commit message's ``partition``) as its values by
+        partition key, e.g. ``{"dt": "2024-01-01"}``."""
+        return partition_values(self.schema, partition)
+
+    @property
     def identity(self) -> str:
         """What tells this table from any other (see :attr:`TableStore.identity`)."""
         return self.store.identity
@@ -138,11 +179,45 @@ class Table:
         """Directory of a bucket relative to the table, e.g. ``dt=2024-01-01/bucket-3``."""
         return self.store.bucket_path(partition, bucket)
 
+    @property
+    def uri(self) -> str:
+        """Where the table is, as a URI (``file://`` for a local warehouse, ``s3://``...)."""
+        return self.io.uri(self.paths.root) or self.paths.root
+
     def latest_snapshot_id(self) -> int | None:
         return self.store.latest_snapshot_id()
 
+    def earliest_snapshot_id(self) -> int | None:
+        """The oldest snapshot still retained (None for an empty table)."""
+        return self.snapshots.earliest_id()
+
+    def latest_snapshot_of_user(self, commit_user: str) -> Snapshot | None:
+        """The newest snapshot ``commit_user`` committed (Paimon's ``latestSnapshotOfUser``): where
+        a writer that commits as one user stands, and which identifier it committed last."""
+        return self.snapshots.latest_of_user(commit_user)
+
+    @property
+    def changelog_producer(self) -> ChangelogProducerKind:
+        """Where the table's changelog comes from (``changelog-producer``)."""
+        return self.schema.core_options.changelog_producer
+
+    def list_snapshots(self, *, after: int | None = None) -> list[Snapshot]:
+        """The retained snapshots (after snapshot ``after``, if given), oldest first."""
+        snapshots = self.snapshots
+        ids = snapshots.snapshot_ids()
+        return [snapshots.snapshot(i) for i in ids if after is None or i > after]
+
+    def delta_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        """The files ``snapshot``'s commit added (``FileKind.ADD``) and removed (``DELETE``)."""
+        manifests = self.manifests()
+        return [
+            e
+            for m in manifests.read_list(snapshot.delta_manifest_list)
+            for e in manifests.read_manifest(m.file_name)
+        ]
+
     def snapshot(
-        self, snapshot_id: int | None = None, timestamp_ms: int | None = None, tag: str | None = None
+        self, snapshot_id: int | None = None, *, timestamp_ms: int | None = None, tag: str | None = None
     ) -> Snapshot | None:
         """The snapshot a read addresses: by id, by time, by tag, or the latest (None if empty)."""
         return self.store.snapshot(snapshot_id, timestamp_ms, tag)
@@ -178,17 +253,62 @@ class Table:
         return TableWrite(self.store, overwrite=overwrite, assigner=assigner, names=names, compact=compact)
 
     def new_commit(
-        self, commit_user: str | None = None, clock: Callable[[], int] | None = None
+        self, *, commit_user: str | None = None, clock: Callable[[], int] | None = None
     ) -> TableCommit:
         """A committer turning writers' messages into snapshots (phase two); ``clock`` (epoch
         millis, default the system clock) stamps their commit time."""
         return TableCommit(self.store, commit_user, clock)
 
+    def commit_user(self, base: str) -> str:
+        """The commit user a writer that names itself ``base`` (a streaming query's id, say) commits
+        as: ``base`` behind the table's ``commit.user-prefix``, if it has one."""
+        return prefixed_user(self.schema.core_options, base)
+
+    def new_batch_write_builder(self, *, commit_user: str | None = None) -> BatchWriteBuilder:
+        """The writers and committer of one batch write, in Paimon's shape (see
+        :mod:`lakehouse.table.write_builder`)."""
+        return BatchWriteBuilder(self.store, commit_user)
+
+    def new_stream_write_builder(self, commit_user: str) -> StreamWriteBuilder:
+        """The writers and committer of a stream that commits as ``commit_user`` with increasing
+        identifiers, each at most once (see :mod:`lakehouse.table.write_builder`)."""
+        return StreamWriteBuilder(self.store, checked_name("commit user", commit_user, self.name))
+
+    def new_write_job(
+        self,
+        *,
+        overwrite: Overwrite = None,
+        commit_user: str | None = None,
+        properties: Mapping[str, str] | None = None,
+        routing: str = ROUTE_ROWS,
+    ) -> WriteJob:
+        """A write by writers in other processes, committed as one snapshot by this one (see
+        :mod:`lakehouse.table.write_job`)."""
+        return WriteJob(self.store, overwrite=overwrite, commit_user=commit_user, properties=properties,
+                        routing=routing)  # fmt: skip
+
+    def overwrite_scope(self) -> Overwrite:
+        """What an overwrite replaces when the caller names no partitions (Paimon's ``INSERT
+        OVERWRITE``): with ``dynamic-partition-overwrite`` (default true) the partitions the write
+        writes to (``"dynamic"``) of a partitioned table, else the whole table (``True``)."""
+        dynamic = self.schema.core_options.get_bool(DYNAMIC_PARTITION_OVERWRITE)
+        return "dynamic" if dynamic and self.partition_keys else True
+
+    @property
+    def assigner_parallelism(self) -> int:
+        """How many writers a write by several processes has for a dynamic-bucket table, each one
+        assigner: ``dynamic-bucket.assigner-parallelism`` (this handle's options; default 1)."""
+        return assigner_parallelism(self.store)
+
+    def new_row_router(self, writers: int) -> RowRouter:
+        """Which of ``writers`` writers each row goes to (see :mod:`lakehouse.write.router`)."""
+        return RowRouter(self.schema, writers)
+
     def write(
         self,
         data: pa.Table | pa.RecordBatchReader,
-        overwrite: Overwrite = None,
         *,
+        overwrite: Overwrite = None,
         commit_user: str | None = None,
         identifier: int | None = None,
         properties: Mapping[str, str] | None = None,
@@ -208,7 +328,7 @@ class Table:
         write that leaves a bucket with more than ``num-sorted-run.stop-trigger`` sorted runs
         waits for that compaction. :meth:`wait_compaction` waits for it too.
         """
-        committer = self.new_commit(commit_user)
+        committer = self.new_commit(commit_user=commit_user)
         committer.check_overwrite(overwrite)
         if identifier is not None and committer.committed(identifier):
             return None  # a replay
@@ -266,6 +386,7 @@ class Table:
 
     def plan(
         self,
+        *,
         filter: Predicate | None = None,
         snapshot_id: int | None = None,
         timestamp_ms: int | None = None,
@@ -275,8 +396,20 @@ class Table:
         snap, view = self.store.travel(snapshot_id, timestamp_ms, tag)
         return scan.plan(view, snap, filter)
 
+    def new_read_builder(self) -> ReadBuilder:
+        """A read in Paimon's shape: filter and projection, then a scan that plans splits and a
+        read of splits (see :mod:`lakehouse.table.read_builder`); the snapshot it reads is the
+        one this handle's options address (``copy({"scan.snapshot-id": ...})``), else the latest."""
+        return ReadBuilder(self.store)
+
+    def new_stream_scan(self) -> StreamScan:
+        """The steps of a stream of this table, started as this handle's options say (see
+        :mod:`lakehouse.table.stream_scan`)."""
+        return StreamScan(self.store)
+
     def new_read(
         self,
+        *,
         columns: list[str] | None = None,
         filter: Predicate | None = None,
         schema_id: int | None = None,
@@ -289,6 +422,7 @@ class Table:
 
     def read(
         self,
+        *,
         columns: list[str] | None = None,
         filter: Predicate | None = None,
         snapshot_id: int | None = None,
@@ -297,16 +431,16 @@ class Table:
     ) -> pa.Table:
         """Rows of the latest snapshot (or a past one) as an Arrow table."""
         snap, view = self.store.travel(snapshot_id, timestamp_ms, tag)
-        return TableRead(view, columns, filter).read(scan.plan(view, snap, filter).splits)
+        return TableRead(view, columns, filter).to_arrow(scan.plan(view, snap, filter).splits)
 
-    def row_count(self, filter: Predicate | None = None, snapshot_id: int | None = None) -> int:
+    def row_count(self, *, filter: Predicate | None = None, snapshot_id: int | None = None) -> int:
         """The exact number of rows a read returns (of the partitions ``filter`` selects: a filter
         on partition keys only keeps it exact)."""
-        return sum(self.partition_row_counts(filter, snapshot_id).values())
+        return sum(self.partition_row_counts(filter=filter, snapshot_id=snapshot_id).values())
 
     def partition_row_counts(
-        self, filter: Predicate | None = None, snapshot_id: int | None = None
-    ) -> dict[tuple, int]:
+        self, *, filter: Predicate | None = None, snapshot_id: int | None = None
+    ) -> dict[tuple[Any, ...], int]:
         """The exact rows of each partition (its values in partition-key order) a read returns.
         Counted from file metadata and deletion-vector cardinalities where a split needs no merge;
         the other splits are merged on their key columns only, one split at a time."""
@@ -324,11 +458,11 @@ class Table:
 
     def compact(
         self,
+        *,
         full: bool = False,
         partitions: list[Mapping[str, Any]] | Mapping[str, Any] | None = None,
-        *,
         commit_user: str | None = None,
-    ):
+    ) -> Compaction:
         """Compact every bucket of ``partitions`` (None: all) as one COMPACT snapshot; returns a
         :class:`Compaction` report. Primary-key tables: universal compaction (``full``: each
         bucket into one run at the highest level); append tables: small files merged into files
@@ -338,11 +472,11 @@ class Table:
     def sort_compact(
         self,
         order_by: list[str],
+        *,
         strategy: str | SortStrategy = SortStrategy.ORDER,
         partitions: list[Mapping[str, Any]] | Mapping[str, Any] | None = None,
-        *,
         commit_user: str | None = None,
-    ):
+    ) -> Compaction:
         """Cluster a bucket-unaware append table: rewrite ``partitions`` (None: all) with rows
         sorted by ``order_by`` - ``strategy`` ``"order"`` (lexicographic), ``"zorder"`` or
         ``"hilbert"`` - as one COMPACT snapshot; returns a :class:`Compaction` report."""
@@ -350,29 +484,33 @@ class Table:
 
     def rewrite_file_index(
         self,
-        partitions: list[Mapping[str, Any]] | Mapping[str, Any] | None = None,
         *,
+        partitions: list[Mapping[str, Any]] | Mapping[str, Any] | None = None,
         commit_user: str | None = None,
-    ):
+    ) -> IndexRewrite:
         """Build or refresh file indexes per the current options; data files are not rewritten."""
         return rewrite_file_index(self.store, partitions, commit_user)
 
     def verify_file_indexes(
-        self, snapshot_id: int | None = None, commit_user: str | None = None, *, partitions: Partitions = None
-    ):
+        self, *, snapshot_id: int | None = None, commit_user: str | None = None, partitions: Partitions = None
+    ) -> IndexReport:
         """Check every file index of a snapshot (default latest; of ``partitions``, default all)
         against its data; ``commit_user``: only the files that user's commits added."""
         return verify_file_indexes(self.store, snapshot_id, commit_user, partitions)
 
-    def verify_deletion_vectors(self, snapshot_id: int | None = None, *, partitions: Partitions = None):
+    def verify_deletion_vectors(
+        self, *, snapshot_id: int | None = None, partitions: Partitions = None
+    ) -> IndexReport:
         """Check every deletion vector of a snapshot against its data file."""
         return verify_deletion_vectors(self.store, snapshot_id, partitions)
 
-    def verify_buckets(self, snapshot_id: int | None = None, *, partitions: Partitions = None):
+    def verify_buckets(self, *, snapshot_id: int | None = None, partitions: Partitions = None) -> IndexReport:
         """Check that every row is in its bucket (fixed: by hash; dynamic: by the HASH files)."""
         return verify_buckets(self.store, snapshot_id, partitions)
 
-    def verify_primary_key(self, snapshot_id: int | None = None, *, partitions: Partitions = None):
+    def verify_primary_key(
+        self, *, snapshot_id: int | None = None, partitions: Partitions = None
+    ) -> IndexReport:
         """Check that every primary key is visible once."""
         return verify_primary_key(self.store, snapshot_id, partitions)
 
@@ -381,30 +519,75 @@ class Table:
         merged) as one COMPACT snapshot with no data change; nothing when already compact."""
         return compact_manifest(self.store, commit_user)
 
-    def lsm_shape(self, snapshot_id: int | None = None):
+    def lsm_shape(self, *, snapshot_id: int | None = None) -> list[BucketShape]:
         """Per bucket: files per level, sorted runs, size amplification, compaction due."""
         return lsm_shape(self.store, snapshot_id)
+
+    # ---- maintenance as jobs (see lakehouse.table.jobs) -----------------------------------
+
+    def new_compaction_job(
+        self, *, full: bool = False, partitions: Partitions = None, commit_user: str | None = None
+    ) -> CompactionJob:
+        """:meth:`compact` as a job whose units (buckets) other processes run."""
+        return CompactionJob(self.store, full=full, partitions=partitions, commit_user=commit_user)
+
+    def new_sort_compaction_job(
+        self,
+        order_by: list[str],
+        strategy: str | SortStrategy = SortStrategy.ORDER,
+        *,
+        partitions: Partitions = None,
+        commit_user: str | None = None,
+    ) -> CompactionJob:
+        """:meth:`sort_compact` as a job whose units (buckets) other processes run."""
+        return CompactionJob(self.store, partitions=partitions, order_by=order_by, strategy=strategy,
+                             commit_user=commit_user)  # fmt: skip
+
+    def new_index_rewrite_job(
+        self, *, partitions: Partitions = None, commit_user: str | None = None
+    ) -> IndexRewriteJob:
+        """:meth:`rewrite_file_index` as a job whose units (data files) other processes run."""
+        return IndexRewriteJob(self.store, partitions=partitions, commit_user=commit_user)
+
+    def new_expiration_job(
+        self,
+        *,
+        retain_min: int | None = None,
+        retain_max: int | None = None,
+        older_than_ms: int | None = None,
+        max_deletes: int | None = None,
+    ) -> ExpirationJob:
+        """:meth:`expire_snapshots` as a job whose units (files to delete) other processes run."""
+        return ExpirationJob(self.store, retain_min=retain_min, retain_max=retain_max,
+                             older_than_ms=older_than_ms, max_deletes=max_deletes)  # fmt: skip
+
+    def new_orphan_cleanup_job(
+        self, *, older_than_ms: int | None = None, dry_run: bool = False
+    ) -> OrphanCleanupJob:
+        """:meth:`remove_orphan_files` as a job whose units (orphans) other processes delete."""
+        return OrphanCleanupJob(self.store, older_than_ms=older_than_ms, dry_run=dry_run)
 
     # ---- lifecycle -----------------------------------------------------------------------
 
     def expire_snapshots(
         self,
+        *,
         retain_min: int | None = None,
         retain_max: int | None = None,
         older_than_ms: int | None = None,
         max_deletes: int | None = None,
-    ):
+    ) -> Expiration:
         """Expire old snapshots and the files only they reference; each argument defaults to the
         table option (``snapshot.num-retained.min/max``, now minus ``snapshot.time-retained``,
         ``snapshot.expire.limit``). ``older_than_ms`` is an epoch-millisecond timestamp.
         Returns an :class:`~lakehouse.ops.expire.Expiration`."""
         return expire_snapshots(self.store, retain_min, retain_max, older_than_ms, max_deletes)
 
-    def create_tag(self, name: str, snapshot_id: int | None = None):
+    def create_tag(self, name: str, *, snapshot_id: int | None = None) -> Tag:
         """Pin a snapshot (default: the latest) as tag ``name``; read it with ``read(tag=name)``."""
         return create_tag(self.store, name, snapshot_id)
 
-    def delete_tag(self, name: str):
+    def delete_tag(self, name: str) -> Deleted:
         """Delete tag ``name`` (and files only it still kept alive); returns what was deleted."""
         return delete_tag(self.store, name)
 
@@ -412,7 +595,7 @@ class Table:
         """Tag name -> snapshot id, ordered by snapshot id."""
         return {t.name: t.snapshot.id for t in list_tags(self.store)}
 
-    def rollback_to(self, snapshot_id: int | None = None, tag: str | None = None):
+    def rollback_to(self, *, snapshot_id: int | None = None, tag: str | None = None) -> Rollback:
         """Make a snapshot or a tag the latest again; later snapshots, their tags and files go."""
         return rollback_to(self.store, snapshot_id, tag)
 
@@ -423,9 +606,9 @@ class Table:
 
     def expire_partitions(
         self,
+        *,
         expiration_time: str | timedelta | None = None,
         dry_run: bool = False,
-        *,
         strategy: str | None = None,
         timestamp_formatter: str | None = None,
         timestamp_pattern: str | None = None,
@@ -447,7 +630,13 @@ class Table:
             commit_user=commit_user,
         )
 
-    def remove_orphan_files(self, older_than_ms: int | None = None, dry_run: bool = False):
+    @property
+    def partition_expiration_time(self) -> timedelta | None:
+        """``partition.expiration-time``: the age at which a partition expires (None: never)."""
+        ms = PartitionExpireSettings.of(self.store).expiration_ms
+        return None if ms is None else timedelta(milliseconds=ms)
+
+    def remove_orphan_files(self, *, older_than_ms: int | None = None, dry_run: bool = False) -> OrphanFiles:
         """Delete files no snapshot or tag references, last modified before ``older_than_ms``
         (epoch millis; default one day ago); ``dry_run`` only lists them."""
         return remove_orphan_files(self.store, older_than_ms, dry_run)
@@ -456,8 +645,8 @@ class Table:
         self,
         start_snapshot_id: int,
         end_snapshot_id: int | None = None,
-        consumer_id: str | None = None,
         *,
+        consumer_id: str | None = None,
         overwrites: bool | None = None,
     ) -> pa.Table:
         """Rows changed after ``start_snapshot_id`` up to ``end_snapshot_id`` (default latest) with
@@ -470,6 +659,24 @@ class Table:
         if overwrites is None:
             overwrites = options.get_bool(STREAMING_READ_OVERWRITE)
         return read_changes(self.store, start_snapshot_id, end_snapshot_id, consumer_id, overwrites)
+
+    def replaced_partitions(
+        self, start_snapshot_id: int, end_snapshot_id: int
+    ) -> list[dict[str, Any]] | None:
+        """The partitions whose rows snapshots ``start+1 .. end`` replaced rather than changed
+        (overwrites): their changes do not say what they replaced, so a consumer of the changes
+        recomputes them from the whole table; None when a snapshot of the range has expired."""
+        found = replaced_partitions(self.store, start_snapshot_id, end_snapshot_id)
+        return None if found is None else [self.partition_spec(p) for p in sorted(found)]
+
+    def consumer(self, consumer_id: str) -> int | None:
+        """The next snapshot consumer ``consumer_id`` reads (None: no such consumer); expiration
+        keeps it and every later one."""
+        return consumers.next_snapshot(self.store, consumer_id)
+
+    def record_consumer(self, consumer_id: str, next_snapshot_id: int) -> None:
+        """Record that consumer ``consumer_id`` reads snapshot ``next_snapshot_id`` next."""
+        consumers.record(self.store, checked_name("consumer id", consumer_id, self.name), next_snapshot_id)
 
     # ---- branches ------------------------------------------------------------------------
 
@@ -484,10 +691,9 @@ class Table:
     def on_branch(self, name: str | None) -> Table:
         """The same table on branch ``name`` (``main`` for None): reads, writes, time travel,
         tags and maintenance there leave the other branches alone."""
-        store = self.store.on_branch(name)
-        return Table(store.io, store.paths.root, store.name, store.schema, store.branch)
+        return Table.of(self.store.on_branch(name))
 
-    def create_branch(self, name: str, snapshot_id: int | None = None, tag: str | None = None) -> Branch:
+    def create_branch(self, name: str, *, snapshot_id: int | None = None, tag: str | None = None) -> Branch:
         """Create branch ``name`` from a snapshot or a tag of this branch, or with no snapshot and
         the current schema when neither is given; open it with :meth:`on_branch`."""
         return create_branch(self.store, name, snapshot_id, tag)
@@ -519,7 +725,7 @@ class Table:
     def remove_options(self, keys: list[str]) -> None:
         self._change_schema(lambda s, has_data: schemas.remove_options(s, self.name, list(keys), has_data))
 
-    def add_column(self, name: str, type: pa.DataType, comment: str | None = None) -> None:
+    def add_column(self, name: str, type: pa.DataType, *, comment: str | None = None) -> None:
         self._change_schema(lambda s, _: schemas.add_column(s, self.name, name, type, comment))
 
     def rename_column(self, old: str, new: str) -> None:

@@ -32,7 +32,7 @@ import threading
 import time
 import uuid
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from lakehouse.errors import InvalidArgumentError, WriteAbortedError
@@ -258,3 +258,43 @@ def committed_since(table: TableStore, base_snapshot: int | None) -> set[str]:
     if not later:
         return set()
     return References(table).of_removed([snapshots.snapshot(sid) for sid in later]).all()
+
+
+@dataclass(frozen=True)
+class LeasedWrite:
+    """A write whose writers run in other processes: its leased scope and the latest snapshot when
+    it started (an abort keeps what later snapshots reference). Picklable: the writers take it
+    along; each writes under :meth:`lease`, the one that commits calls :meth:`finish` or
+    :meth:`abort`."""
+
+    table: TableStore
+    scope: WriteScope
+    base_snapshot: int | None
+
+    @classmethod
+    def start(cls, table: TableStore) -> LeasedWrite:
+        """A new leased write; its heartbeat timing from the table's (dynamic) options."""
+        return cls(table, WriteScope.leased_from(table.schema.options), table.latest_snapshot_id())
+
+    def of(self, write_id: str, base_snapshot: int | None) -> LeasedWrite:
+        """The same kind of write, started at ``base_snapshot`` under id ``write_id`` (that of the
+        writers being committed, when another instance started them)."""
+        return LeasedWrite(self.table, replace(self.scope, write_id=write_id), base_snapshot)
+
+    def lease(self, writer: str) -> Lease:
+        """Take writer ``writer``'s lease (a token unique within the write: letters and digits)."""
+        return Lease(self.table, self.scope, writer).acquire()
+
+    def names(self, writer: str, lease: Lease) -> FileNamer:
+        """The file names of writer ``writer`` while it holds ``lease``."""
+        return self.scope.namer(writer, lease)
+
+    def finish(self, committed_writers: Collection[str]) -> list[str]:
+        """After the commit: delete the files of writers that were not committed (see
+        :func:`finish_write`)."""
+        return finish_write(self.table, self.scope, committed_writers)
+
+    def abort(self) -> list[str]:
+        """Delete every file of the write, once none of its writers can still create one; what a
+        snapshot after its start references stays (its commit may have landed)."""
+        return abort_write(self.table, self.scope, committed_since(self.table, self.base_snapshot))

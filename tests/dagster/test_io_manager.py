@@ -13,10 +13,10 @@ import pytest
 from dagster import AssetIn, AssetSpec, DailyPartitionsDefinition, MetadataValue, asset, materialize
 from pyspark.sql import DataFrame as SparkFrame
 
-from lakehouse import Catalog, Table
 from dagster_lakehouse.factory import commit_user
 from dagster_lakehouse.io_manager import PaimonIOManager
 from dagster_lakehouse.resources import LakehouseResource, SparkResource
+from lakehouse import Catalog, Table
 from lakehouse.errors import ArgumentTypeError, InvalidArgumentError, SchemaMismatchError
 
 DAYS = ["2024-01-01", "2024-01-02"]
@@ -98,7 +98,7 @@ def test_a_reader_reaches_the_engine_as_a_stream(warehouse, monkeypatch):
     run([t], warehouse)
     run([t], warehouse)
     assert written == [pa.Table, pa.RecordBatchReader]
-    extra = table(warehouse).read(["id", "extra"]).sort_by("id").column("extra")
+    extra = table(warehouse).read(columns=["id", "extra"]).sort_by("id").column("extra")
     assert extra.to_pylist() == [1.5, None, None, None]
 
 
@@ -466,7 +466,7 @@ def test_spark_inputs_and_overwrite_of_the_runs_partitions(spark, warehouse):
     for day in DAYS:
         run([t, daily], warehouse, partition_key=day, spark=True)
     assert sorted_rows(table(warehouse, "db.daily").read()) == sorted_rows(
-        table(warehouse).read(["id", "dt"])
+        table(warehouse).read(columns=["id", "dt"])
     )
     outputs[DAYS[0]] = []  # a day without rows empties its partition (static partition overwrite)
     run([t], warehouse, partition_key=DAYS[0])

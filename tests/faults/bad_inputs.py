@@ -74,7 +74,7 @@ def _pk(catalog: Catalog, writes: int = 2, **options: str) -> Table:
     )
     for i in range(writes):
         t.write(orders(range(i * 5, i * 5 + 10), status=f"S{i}"))
-    t.create_tag("first", 1)
+    t.create_tag("first", snapshot_id=1)
     return t
 
 
@@ -372,11 +372,11 @@ CASES: list[Case] = [
          InvalidArgumentError, r"db\.orders.*past"),
     Case("roll back to a snapshot that never was", lambda c, t: t.rollback_to(snapshot_id=99),
          SnapshotNotFoundError, r"db\.orders.*99"),
-    Case("cluster a primary-key table", lambda c, t: t.sort_compact(["price"], "zorder"),
+    Case("cluster a primary-key table", lambda c, t: t.sort_compact(["price"], strategy="zorder"),
          UnsupportedFeatureError, r"db\.orders.*primary-key table.*bucket-unaware append"),
-    Case("cluster by an unknown column", lambda c, t: t.sort_compact(["nope"], "order"), SchemaMismatchError,
-         r"db\.orders.*no column 'nope'", table="append"),
-    Case("cluster along an unknown curve", lambda c, t: t.sort_compact(["price"], "spiral"),
+    Case("cluster by an unknown column", lambda c, t: t.sort_compact(["nope"], strategy="order"),
+         SchemaMismatchError, r"db\.orders.*no column 'nope'", table="append"),
+    Case("cluster along an unknown curve", lambda c, t: t.sort_compact(["price"], strategy="spiral"),
          InvalidArgumentError, r"db\.orders.*unknown strategy 'spiral'", table="append"),
     # damaged files
     Case("truncated snapshot", lambda c, t: t.read(), CorruptFileError, r"snapshot-2",

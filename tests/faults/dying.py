@@ -18,7 +18,7 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceWriter
 from pyspark.sql.types import StructType
 
-from lakehouse.ops.compaction import compact_buckets
+from lakehouse import CompactionJob
 from lakehouse.paths import FileNamer
 from lakehouse.spark.source import PaimonDataSource, open_table
 from lakehouse.spark.writer import PaimonWriter, TaskCommit
@@ -61,13 +61,19 @@ class DyingSource(PaimonDataSource):
         return DyingWriter(open_table(self.options), schema, overwrite, dict(self.options))
 
 
-def compact_then_die(table: Table, victim: int, share: list, names: FileNamer) -> list:
-    """A compaction task of ``lakehouse.spark.maintenance`` that dies (``os._exit``) in
-    partition ``victim`` after compacting its buckets, before returning their messages."""
-    messages = compact_buckets(table, share, True, names)
-    if TaskContext.get().partitionId() == victim:
-        os._exit(3)
-    return messages
+class CompactThenDie(CompactionJob):
+    """A full compaction job whose run in Spark partition ``victim`` dies (``os._exit``) after
+    compacting its buckets, before returning what it wrote."""
+
+    def __init__(self, table: Table, victim: int) -> None:
+        super().__init__(table.store, full=True)
+        self.victim = victim
+
+    def rewrite(self, units: list, names: FileNamer) -> list:
+        messages = super().rewrite(units, names)
+        if TaskContext.get().partitionId() == self.victim:
+            os._exit(3)
+        return messages
 
 
 LEASES = {"write.heartbeat-interval": "100 ms", "write.heartbeat-timeout": "2 s"}

@@ -4,18 +4,16 @@ write's ``ENDED`` marker); the table takes the next write as if nothing happened
 
 from __future__ import annotations
 
-import functools
 import os
 
 import pytest
 
-from lakehouse.ops.compaction import compaction_buckets
 from lakehouse.spark import maintenance, write
 from lakehouse.write.scope import ENDED, SCOPES_DIR
 
 from ..conftest import ORDERS, orders, rows
 from ..interop import oracle
-from .dying import LEASES, DyingSource, compact_then_die, orders_df, table_files
+from .dying import LEASES, CompactThenDie, DyingSource, orders_df, table_files
 
 pytestmark = pytest.mark.spark
 
@@ -65,11 +63,11 @@ def test_a_dying_compaction_task_leaves_no_file_of_the_job(spark, catalog, wareh
     for price in range(3):
         t.write(orders(range(40), dt=["2024-01-01", "2024-01-02"] * 20, price=price))
     latest, before = t.latest_snapshot_id(), table_files(t.paths.root)
-    job = maintenance.WriteJob(t)
+    job = CompactThenDie(t, victim=1)
     with pytest.raises(Exception, match="crashed|exited|Python worker"):
-        job.run(spark, compaction_buckets(t), functools.partial(compact_then_die, t, 1))
+        maintenance.run_job(spark, job)
     assert t.latest_snapshot_id() == latest
     [marker] = set(table_files(t.paths.root)) - set(before)
-    assert marker == os.path.join(SCOPES_DIR, job.scope.write_id, ENDED)
+    assert marker == os.path.join(SCOPES_DIR, job.write.scope.write_id, ENDED)
     maintenance.compact(spark, "db.t", full=True, warehouse=warehouse)
     assert rows(t.read()) == rows(orders(range(40), dt=["2024-01-01", "2024-01-02"] * 20, price=2))

@@ -38,7 +38,7 @@ def test_pypaimon_reads_our_compacted_append_table(catalog, warehouse, options):
 def test_pypaimon_reads_our_clustered_table(catalog, warehouse, strategy):
     t = catalog.create_table("db.c", ORDERS, partition_keys=["dt"], options={"target-file-size": "4 kb"})
     _small_appends(t.write)
-    t.sort_compact(["price", "user_id"], strategy)
+    t.sort_compact(["price", "user_id"], strategy=strategy)
     same(t.read(), oracle.read(warehouse, "db.c"), "order_id")
 
 

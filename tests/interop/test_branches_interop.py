@@ -19,7 +19,7 @@ def test_pypaimon_reads_a_branch_we_created_and_wrote(catalog, warehouse):
     t = pk_orders_table(catalog)
     for i in range(3):
         t.write(orders(range(i * 3, i * 3 + 5), price=float(i)))
-    t.create_tag("two", 2)
+    t.create_tag("two", snapshot_id=2)
     t.create_branch("b", tag="two")
     t.create_branch("s", snapshot_id=3)
     b = t.on_branch("b")

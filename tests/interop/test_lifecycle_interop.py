@@ -32,7 +32,7 @@ def test_pypaimon_reads_retained_snapshots_and_tags_after_expiration_and_rollbac
     for i in range(8):
         t.write(orders(range(i * 5, i * 5 + 30), dt=["d1", "d2"] * 15, price=float(i)))
     seen = {sid: rows(t.read(snapshot_id=sid)) for sid in t.snapshots.snapshot_ids()}
-    t.create_tag("early", 2)
+    t.create_tag("early", snapshot_id=2)
     t.expire_snapshots(retain_min=3, older_than_ms=FUTURE)
     t.rollback_to(snapshot_id=t.latest_snapshot_id() - 1)
     for sid in t.snapshots.snapshot_ids():

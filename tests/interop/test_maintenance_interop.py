@@ -38,7 +38,7 @@ def test_pypaimon_reads_our_table_after_partition_expiration_and_manifest_compac
     if keys:
         t.compact(full=True)
     before = t.latest_snapshot_id()
-    done = t.expire_partitions("7 d")
+    done = t.expire_partitions(expiration_time="7 d")
     assert [p["dt"] for p in done.partitions] == DAYS[:2]
     ours = rows(t.read())
     assert {r["dt"] for r in ours} == set(DAYS[2:])
@@ -53,7 +53,7 @@ def test_we_expire_partitions_of_a_pypaimon_table(warehouse):
                   options={"bucket": "1", "partition.timestamp-formatter": "yyyy-MM-dd"})  # fmt: skip
     commits(lambda d: oracle.write(warehouse, "db.t", d))
     t = Catalog(warehouse).get_table("db.t")
-    assert t.expire_partitions("7 d", max_expires=1).partitions == ({"dt": DAYS[0]},)
+    assert t.expire_partitions(expiration_time="7 d", max_expires=1).partitions == ({"dt": DAYS[0]},)
     assert t.compact_manifest().snapshot_id is not None
     assert {r["dt"] for r in pypaimon_read(warehouse)} == set(DAYS[1:])
     assert pypaimon_read(warehouse) == rows(t.read())

@@ -49,7 +49,7 @@ def test_compaction_job_compacts_append_tables_as_the_engine_does(spark, catalog
 
 def test_sort_compaction_job_clusters_as_the_engine_does(spark, catalog, warehouse):
     engine, distributed = twins(catalog, **{"target-file-size": "2 kb"})
-    expected = engine.sort_compact(["price", "order_id"], "zorder", partitions=[{"dt": DAYS[0]}])
+    expected = engine.sort_compact(["price", "order_id"], strategy="zorder", partitions=[{"dt": DAYS[0]}])
     got = lakespark.sort_compact(spark, "db.spark", ["price", "order_id"], "zorder", [{"dt": DAYS[0]}],
                                  warehouse=warehouse)  # fmt: skip
     assert (got.buckets, got.files_before, got.files_after) == (1, 6, expected.files_after)

@@ -32,7 +32,7 @@ DATA = pa.table(
 
 
 def matching_ids(filters: list[sf.Filter]) -> list[int | None]:
-    pred, rejected = to_predicate(filters, TYPES, "db.t")
+    pred, rejected = to_predicate(filters, pa.schema(TYPES))
     assert not rejected
     return DATA.filter(to_expression(bind(pred, TYPES, "db.t"))).column("id").to_pylist()
 
@@ -66,7 +66,7 @@ def test_inexact_filters_go_back_to_spark():
         sf.EqualTo(("id",), "not a number"),  # literal does not fit the column
         sf.StringStartsWith(("id",), "1"),
     ]
-    pred, rejected = to_predicate([sf.EqualTo(("dt",), "a"), *inexact], TYPES, "db.t")
+    pred, rejected = to_predicate([sf.EqualTo(("dt",), "a"), *inexact], pa.schema(TYPES))
     assert rejected == inexact
     assert pred is not None and pred.columns() == {"dt"}
-    assert to_predicate(inexact, TYPES, "db.t") == (None, inexact)
+    assert to_predicate(inexact, pa.schema(TYPES)) == (None, inexact)

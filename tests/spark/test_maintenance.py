@@ -101,7 +101,7 @@ def file_kinds(table) -> dict[str, int]:
 def test_expiration_job_matches_table_expire_snapshots(any_spark, catalog, warehouse):
     engine, distributed = twins(catalog, bucket="-1")  # dynamic buckets: new keys replace HASH files
     for t in (engine, distributed):
-        t.create_tag("kept", 2)
+        t.create_tag("kept", snapshot_id=2)
         t.compact(full=True)
         for first in (100, 105):
             t.write(orders(range(first, first + 5), dt=DAYS[0], price=7.0))

@@ -11,12 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lakehouse import Catalog
+from lakehouse import Catalog, Predicate, col
 from lakehouse.errors import InvalidArgumentError, InvalidOptionError
 from lakehouse.spark import read
 from lakehouse.spark.kinds import functions_for
 from lakehouse.spark.native_read import FileGroup, FileLayout, plan_read
-from lakehouse.spark.reader import ScanOptions
 from lakehouse.spark.types import as_nullable
 
 from ..conftest import ORDERS, orders, pk_orders_table
@@ -28,9 +27,14 @@ DAYS = ["2024-01-01", "2024-01-02", "2024-01-03"]
 DV = {"deletion-vectors.enabled": "true"}
 
 
+SQL = {"eq": "=", "ge": ">="}  # the comparisons the engine predicates below use
+
+
 def expected_frame(spark, warehouse, name="db.t", columns=None, where=None, **options):
     """What the ``paimon`` data source reads for the same query."""
     df = spark.read.format("paimon").option("warehouse", warehouse).options(**options).load(name)
+    if isinstance(where, Predicate):  # as SQL: the engine's translation is what is checked
+        where = " AND ".join(f"{leaf.column} {SQL[leaf.op]} {leaf.literals[0]!r}" for leaf in where.children)
     if where is not None:
         df = df.where(where)
     return df.select(*columns) if columns is not None else df
@@ -55,7 +59,8 @@ def check(spark, warehouse, name="db.t", columns=None, where=None, key="order_id
 
 
 def planned(catalog, name="db.t", columns=None, where=None, **options):
-    return plan_read(catalog.get_table(name), ScanOptions.parse(options), columns, where, 2)
+    table = catalog.load_table(name)
+    return plan_read(table.copy(options) if options else table, columns, where, 2)
 
 
 def test_append_tables_read_natively_and_only_the_columns_asked(any_spark, catalog, warehouse):
@@ -63,7 +68,7 @@ def test_append_tables_read_natively_and_only_the_columns_asked(any_spark, catal
     for start in (0, 20, 40):
         t.write(orders(range(start, start + 20), dt=DAYS * 6 + DAYS[:2], price=start / 10))
     plan = planned(catalog, columns=["price", "order_id"])
-    assert not plan.merged and sum(len(g.paths) for g in plan.files) == 9  # every file read by Spark
+    assert not plan.merged and sum(len(g.files) for g in plan.files) == 9  # every file read by Spark
     assert [name for name, _ in plan.files[0].layout.read] == ["price", "order_id"]
     check(any_spark, warehouse)
     got = check(any_spark, warehouse, columns=["price", "order_id"])
@@ -76,15 +81,19 @@ def test_partition_and_value_filters_prune_the_plan(any_spark, catalog, warehous
     for start in (0, 100, 200):
         t.write(orders(range(start, start + 30), dt=DAYS * 10))
     f = functions_for(any_spark)
-    conditions = [
+    pruning = [
         "dt = '2024-01-02' AND order_id >= 100",
+        (col("dt") == "2024-01-02") & (col("order_id") >= 100),
+    ]
+    applied = [
         (f.col("dt") == "2024-01-02") & (f.col("order_id") >= 100),
         f.expr("dt = '2024-01-02' AND order_id >= 100"),
     ]
-    for where in conditions:
+    for i, where in enumerate(pruning + applied):
         plan = planned(catalog, columns=["price"], where=where)
-        assert plan.plan.stats["pruned_by_partition"] == 6 and plan.plan.stats["pruned_by_stats"] == 1
-        assert plan.needed == ["price", "order_id", "dt"]  # what the condition uses is read too
+        pruned = (plan.plan.stats["pruned_by_partition"], plan.plan.stats["pruned_by_stats"])
+        assert pruned == ((6, 1) if i < len(pruning) else (0, 0))  # a Spark Column prunes nothing
+        assert sorted(plan.needed) == ["dt", "order_id", "price"]  # what the condition uses is read too
         got = check(any_spark, warehouse, columns=["price", "user_id"], where=where, key=["price", "user_id"])
         assert got.count() == 20
     # a condition nothing of which can be pushed still filters, in Spark
@@ -99,7 +108,7 @@ def test_deletion_vectors_drop_the_rows_they_delete(any_spark, catalog, warehous
     t.write(orders(range(0, 40, 3), dt=DAYS[0], price=2.0))  # updates: the old rows get deleted
     t.write(orders([1, 4, 7], dt=DAYS[0]).append_column("_row_kind", pa.array(["-D"] * 3)))
     plan = planned(catalog, columns=["order_id", "price"])
-    assert not plan.merged and any(g.deletions for g in plan.files)
+    assert not plan.merged and any(g.deleting for g in plan.files)
     got = check(any_spark, warehouse, columns=["order_id", "price"])
     assert got.count() == 37
     check(any_spark, warehouse, where="price > 1.5")
@@ -116,9 +125,10 @@ def test_retractions_in_files_spark_reads_are_dropped(spark, catalog):
     plan = planned(catalog, columns=["order_id", "status"])
     [split] = plan.plan.splits
     layout = FileLayout.of(t.schema, t.schema, plan.needed)
-    path = f"file://{t.paths.data_file(split.bucket_path, meta.file_name)}"
+    [raw] = t.new_read().raw_files(replace(split, raw_convertible=True))  # as if above level 0
+    assert raw.retracted_kinds
     for retracts, ids in ((True, [0, 2, 4, 5]), (False, [0, 1, 2, 3, 4, 5])):
-        native = replace(plan, files=[FileGroup(layout, (path,), (), retracts)], merged=[])
+        native = replace(plan, files=[FileGroup(layout, (raw,), retracts)], merged=[])
         assert sorted(r.order_id for r in native.frame(spark).collect()) == ids
     assert sorted(t.read().column("order_id").to_pylist()) == [0, 2, 4, 5]
 
@@ -130,7 +140,7 @@ def test_merging_buckets_are_read_by_the_engine(any_spark, catalog, warehouse):
     t.write(orders(range(10), dt=DAYS[1]))
     t.compact(full=True, partitions={"dt": DAYS[1]})  # one file per bucket: raw-convertible
     plan = planned(catalog, columns=["price", "order_id"])
-    assert len(plan.merged) == 2 and sum(len(g.paths) for g in plan.files) == 2
+    assert len(plan.merged) == 2 and sum(len(g.files) for g in plan.files) == 2
     check(any_spark, warehouse, columns=["price", "order_id"])
     check(any_spark, warehouse, where="dt = '2024-01-01' AND status = 'PAID'")
 
@@ -204,7 +214,7 @@ def test_paths_with_escaped_partition_values_or_glob_characters(spark, catalog, 
     t = catalog.create_table("db.t", ORDERS, partition_keys=["dt"])
     t.write(orders(range(8), dt=["a b:c%d=e", "x/y#z", "[x]*?", "a}b"] * 2))
     plan = planned(catalog)
-    assert not plan.merged and len(plan.files[0].paths) == 4  # Paimon escapes what Spark would expand
+    assert not plan.merged and len(plan.files[0].files) == 4  # Paimon escapes what Spark would expand
     check(spark, warehouse)
     check(spark, warehouse, where="dt = 'x/y#z'")
     odd = str(tmp_path / "w{1}[2]")  # a warehouse Spark would take for a glob: the engine reads it
@@ -218,7 +228,7 @@ def test_paths_with_escaped_partition_values_or_glob_characters(spark, catalog, 
 
 def test_tables_on_object_stores_are_read_by_the_engine(any_spark, s3_warehouse):
     uri, s3 = s3_warehouse
-    catalog = Catalog(uri, s3)
+    catalog = Catalog(uri, options=s3)
     catalog.create_database("db")
     t = pk_orders_table(catalog, **DV)
     t.write(orders(range(20)))

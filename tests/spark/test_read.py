@@ -12,7 +12,7 @@ from pyspark.sql import datasource as sf
 import lakehouse
 from lakehouse import col
 from lakehouse.errors import InvalidOptionError
-from lakehouse.spark.reader import PaimonReader, ScanOptions, file_by_file
+from lakehouse.spark.reader import PaimonReader
 from lakehouse.spark.source import PaimonDataSource
 from lakehouse.spark.types import spark_schema
 from lakehouse.system import table_system_names
@@ -174,7 +174,7 @@ def test_system_tables_by_name(any_spark, catalog, warehouse):
     t = catalog.create_table("db.t", ORDERS, primary_keys=["order_id"], options={"bucket": "2"})
     t.write(orders(range(3)))
     t.write(orders(range(2, 6), price=2.0))
-    t.create_tag("v1", 1)
+    t.create_tag("v1", snapshot_id=1)
     load = any_spark.read.format("paimon").option("warehouse", warehouse)
     names = [f"db.t${name}" for name in table_system_names()] + ["sys.all_table_options"]
     for name in names:
@@ -183,7 +183,10 @@ def test_system_tables_by_name(any_spark, catalog, warehouse):
     assert load.load("db.t$audit_log").count() == 6
     at_first = any_spark.read.format("paimon").option("warehouse", warehouse).option("scan.snapshot-id", "1")
     old = at_first.load("db.t$files").toArrow()
-    assert old.to_pylist() == catalog.get_table("db.t$files", {"scan.snapshot-id": "1"}).read().to_pylist()
+    assert (
+        old.to_pylist()
+        == catalog.get_table("db.t$files", options={"scan.snapshot-id": "1"}).read().to_pylist()
+    )
     assert old.num_rows == 2 < load.load("db.t$files").count()
     save = any_spark.createDataFrame(orders([9])).write.format("paimon").option("warehouse", warehouse)
     with pytest.raises(Exception, match=r"db.t\$snapshots is a system table: it can be read, not written"):
@@ -207,7 +210,7 @@ def test_input_partitions_are_sized_for_the_parallelism(spark, catalog, warehous
     pk.write(orders(range(5)))  # two runs per bucket: both buckets merge
     for name, parallelism, sizes in (("db.t", 2, [6, 6]), ("db.t", 3, [4, 4, 4]), ("db.pk", 2, [1, 1])):
         table = catalog.get_table(name)
-        read = PaimonReader(table, ScanOptions(), spark_schema(table.schema.fields), parallelism)
+        read = PaimonReader(table, {}, spark_schema(table.schema.fields), parallelism)
         partitions = read.partitions()
         assert [len(p.splits) for p in partitions] == sizes
         files = [f.file_name for p in partitions for s in p.splits for f in s.files]
@@ -228,7 +231,7 @@ def test_append_splits_are_read_file_by_file(catalog):
     flt = col("status") == "PAID"
     [split] = t.plan(filter=flt).splits
     assert len(split.files) == 3 and all(s is not None for s in split.selections)
-    parts = file_by_file(split)
+    parts = split.by_file()
     assert [len(p.files) for p in parts] == [1, 1, 1]
     read = t.new_read(filter=flt)
     assert pa.concat_tables(read.read_split(p) for p in parts) == read.read_split(split)

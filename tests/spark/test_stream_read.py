@@ -13,7 +13,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, Rea
 from pyspark.sql.types import StringType
 
 from lakehouse.errors import InvalidArgumentError, InvalidOptionError
-from lakehouse.read.stream import Limits
+from lakehouse.read.stream import StreamLimits
 from lakehouse.spark.source import PaimonDataSource
 from lakehouse.spark.types import spark_schema
 from lakehouse.store import consumers
@@ -137,7 +137,7 @@ def test_scan_modes_pick_where_a_stream_starts(catalog, warehouse):
     assert ids(**{"scan.mode": "from-snapshot-full", "scan.snapshot-id": "2"}) == [1, 2, 3]
     assert ids(**{"scan.timestamp-millis": str(t.snapshot(2).time_millis)}) == [2, 3]
     assert ids(**{"scan.mode": "from-timestamp", "scan.timestamp-millis": "0"}) == [1, 2, 3]
-    t.create_tag("v2", 2)
+    t.create_tag("v2", snapshot_id=2)
     assert ids(**{"scan.tag-name": "v2"}) == [2, 3]
 
     later = stream_reader(warehouse, **{"scan.mode": "from-snapshot", "scan.snapshot-id": "5"})
@@ -195,8 +195,8 @@ def test_limits_always_let_a_step_read_one_unit(catalog, warehouse):
     end = reader.latestOffset(start, reader.getDefaultReadLimit())
     assert end == {"snapshot": 2, "full": False, "index": 0}  # the one file, larger than the limit
     assert reader.latestOffset(start, ReadMaxFiles(5)) == end
-    assert Limits(files=2, rows=7).tighter(Limits(rows=3, bytes=9)) == Limits(2, 3, 9)
-    assert Limits(bytes=100).admits(1, 10**9, 100) and not Limits(bytes=100).admits(1, 1, 101)
+    assert StreamLimits(files=2, rows=7).tighter(StreamLimits(rows=3, bytes=9)) == StreamLimits(2, 3, 9)
+    assert StreamLimits(bytes=100).admits(1, 10**9, 100) and not StreamLimits(bytes=100).admits(1, 1, 101)
 
 
 def test_available_now_reads_what_there_was_when_it_started(catalog, warehouse):

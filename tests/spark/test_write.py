@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
-from lakehouse import Catalog
+from lakehouse import Catalog, RowRouter
 from lakehouse import spark as lakespark
 from lakehouse.bucket.channels import AssignerSplit
 from lakehouse.bucket.dynamic import key_hashes
@@ -17,7 +17,7 @@ from lakehouse.manifest import binary_row
 from lakehouse.schema import new_schema
 from lakehouse.snapshot import CommitKind
 from lakehouse.spark import write
-from lakehouse.spark.routing import channel_columns, channel_ids, fixed_bucket_ids, hash_partition_keys
+from lakehouse.spark.routing import hash_partition_keys
 from lakehouse.write.scope import ENDED, SCOPES_DIR
 
 from ..conftest import ORDERS, orders, pk_orders_table, rows, stored_hashes
@@ -147,7 +147,7 @@ def test_unrouted_dynamic_bucket_write_is_refused_without_a_trace(spark, catalog
     t = dynamic_orders(catalog, **{"dynamic-bucket.assigner-parallelism": "2"})
     df = spark.createDataFrame(orders(range(50))).repartition(3)
     with pytest.raises(
-        Exception, match=r"received rows of another task's bucket assigner .* lakehouse\.spark"
+        Exception, match=r"received rows of another assigner's channel.* lakehouse\.spark"
     ):
         df.write.format("paimon").option("warehouse", warehouse).mode("append").save("db.t")
     assert t.latest_snapshot_id() is None and data_files(t.paths.root) == []
@@ -167,7 +167,8 @@ def test_fixed_bucket_routing_matches_the_buckets_written(catalog):
     data = orders(range(200), dt=DAYS * 66 + DAYS[:2])
     t.write(data)
     written = {(e.partition, e.bucket) for e in t.live_entries()}
-    buckets = fixed_bucket_ids(t.schema, *(data.column(k).combine_chunks() for k in t.schema.bucket_keys))
+    router = t.new_row_router(4)
+    buckets = router.route(*(data.column(k).combine_chunks() for k in router.columns))
     partitions = [
         binary_row.serialize(binary_row.encode_row([d], t.schema.partition_types()), 1) for d in DAYS
     ]
@@ -182,7 +183,8 @@ def test_dynamic_bucket_routing_sends_each_key_to_its_assigner():
     options = {"bucket": "-1", "dynamic-bucket.initial-buckets": "2"}
     schema = new_schema("db.dyn", ORDERS, ["order_id", "dt"], ["dt"], options)
     data = orders(range(600), dt=DAYS * 200)
-    channels = channel_ids(schema, 3, *(data.column(c).combine_chunks() for c in channel_columns(schema)))
+    router = RowRouter(schema, 3)
+    channels = router.route(*(data.column(c).combine_chunks() for c in router.columns))
     keys = key_hashes(data, ["order_id"], [f.type for f in schema.fields_named(["order_id"])])
     days = np.array(data.column("dt").to_pylist())
     for day in DAYS:
@@ -218,7 +220,7 @@ def test_cross_partition_table_written_from_one_task(spark, catalog, warehouse):
 
 def test_spark_writes_reads_and_compacts_a_table_on_s3(any_spark, s3_warehouse):
     uri, s3 = s3_warehouse
-    catalog = Catalog(uri, s3)
+    catalog = Catalog(uri, options=s3)
     catalog.create_database("db")
     t = pk_orders_table(catalog)
     data = orders(range(40), dt=DAYS[:2] * 20)

@@ -20,8 +20,9 @@ then fails with WARN severity (downstream assets still run) and shows the covera
 """
 
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from dagster import (
     AssetCheckEvaluation,
@@ -46,19 +47,18 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
 
-from lakehouse import Table
 from dagster_lakehouse.factory import materialization_user
 from dagster_lakehouse.publish import Publish, audit_branch, publish
 from dagster_lakehouse.resources import LakehouseResource
 from dagster_lakehouse.spec import PARTITION_COLUMN, TableSpec
+from lakehouse import IndexReport, Table
 from lakehouse.errors import InvalidArgumentError
-from lakehouse.ops.file_index import IndexReport
-from lakehouse.store.partitions import Partitions
 
 _PROBLEMS_SHOWN = 50
 INDEX_CHECK = "indexes_match_data"
 PRIMARY_KEY_CHECK = "primary_key_unique"
 
+Partitions = Mapping[str, Any] | None  # the partition a check evaluates (None: the whole table)
 Evaluate = Callable[[Table, str | None, Partitions], AssetCheckResult]
 
 

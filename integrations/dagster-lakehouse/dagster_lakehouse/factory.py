@@ -2,7 +2,6 @@
 reads the upstream tables through the ``paimon`` data source and writes through the engine's
 Spark write path (one commit; a compaction may follow as its own snapshot)."""
 
-import json
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -18,12 +17,19 @@ from dagster import (
     asset,
 )
 
-from dagster_lakehouse.incremental import Increment, incremental_user, plan_increment, record_consumers
+from dagster_lakehouse.incremental import (
+    Commit,
+    Increment,
+    incremental_user,
+    plan_increment,
+    record_consumers,
+)
 from dagster_lakehouse.metadata import TABLE_NAME, definition_metadata, partition_metadata, run_metadata
 from dagster_lakehouse.publish import Publish, audit_branch, open_audit
 from dagster_lakehouse.resources import LakehouseResource, SparkResource
 from dagster_lakehouse.spark_logs import spark_logs
 from dagster_lakehouse.spec import PARTITION_COLUMN, Inputs, TableSpec, asset_key
+from lakehouse import Overwrite
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -99,13 +105,14 @@ def table_asset(spec: TableSpec, partitions: DailyPartitionsDefinition) -> Asset
             frame = spec.transform(inputs)
             if increment is None:
                 mode = "overwrite" if spec.write == "overwrite" else "append"
-                write(frame, target, mode=mode, warehouse=lakehouse.warehouse,
-                      options={**storage, "commit.user": user})  # fmt: skip
+                write(
+                    frame, target, mode=mode, warehouse=lakehouse.warehouse, options=storage, commit_user=user
+                )
             else:
-                for part, mode, options in _incremental_writes(frame, increment, context.run.run_id):
-                    write(
-                        part, target, mode=mode, warehouse=lakehouse.warehouse, options={**storage, **options}
-                    )
+                for part, overwrite, commit in _incremental_writes(frame, increment, context.run.run_id):
+                    write(part, target, warehouse=lakehouse.warehouse, options=storage, overwrite=overwrite,
+                          commit_user=commit.user, commit_identifier=commit.identifier,
+                          commit_properties=commit.properties)  # fmt: skip
                 record_consumers(catalog, increment)
         table = table.refresh()
         for day, metadata in partition_metadata(table, days or (), user, before).items():
@@ -118,25 +125,22 @@ def table_asset(spec: TableSpec, partitions: DailyPartitionsDefinition) -> Asset
 
 def _incremental_writes(
     frame: "DataFrame", increment: Increment, run_id: str
-) -> list[tuple["DataFrame", str, dict[str, str]]]:
+) -> list[tuple["DataFrame", Overwrite, Commit]]:
     """The writes of an incremental run, in order: in a full run the frame replacing the table;
     else the frame's rows of replaced days replacing those days (as the run), then its other
     rows upserted - the commit that records the positions, exactly once."""
-    from lakehouse.options import DYNAMIC_PARTITION_OVERWRITE
-    from lakehouse.spark.kinds import functions_for
-    from lakehouse.spark.writer import COMMIT_USER, OVERWRITE_PARTITIONS
+    from lakehouse.spark import functions_for
 
     if increment.full:
-        return [(frame, "overwrite", {**increment.write_options(), DYNAMIC_PARTITION_OVERWRITE: "false"})]
+        return [(frame, True, increment.commit)]
     replaced = list(increment.replaced)
     if not replaced:
-        return [(frame, "append", increment.write_options())]
+        return [(frame, None, increment.commit)]
     days = functions_for(frame).col(PARTITION_COLUMN).isin(replaced)
-    partitions = json.dumps([{PARTITION_COLUMN: d} for d in replaced])
-    replace = {COMMIT_USER: commit_user(run_id), OVERWRITE_PARTITIONS: partitions}
+    partitions = [{PARTITION_COLUMN: d} for d in replaced]
     return [
-        (frame.where(days), "overwrite", replace),
-        (frame.where(~days), "append", increment.write_options()),
+        (frame.where(days), partitions, Commit(commit_user(run_id))),
+        (frame.where(~days), None, increment.commit),
     ]
 
 

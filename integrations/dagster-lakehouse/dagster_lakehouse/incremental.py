@@ -27,19 +27,14 @@ expiration keeps the snapshots the next run reads.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from lakehouse import Catalog, Table
+from lakehouse import ROW_KIND, Catalog, ChangelogProducerKind, Predicate, Table
 from lakehouse.errors import InvalidOptionError
-from lakehouse.options import ChangelogProducerKind
-from lakehouse.read.changes import replaced_partitions
-from lakehouse.store import consumers
-from lakehouse.store.partitions import partition_values
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -72,6 +67,16 @@ class Position:
 
 
 @dataclass(frozen=True)
+class Commit:
+    """How a write commits: as ``user``, with commit ``identifier`` (None: a batch commit, never
+    deduplicated) and snapshot ``properties``."""
+
+    user: str
+    identifier: int | None = None
+    properties: Mapping[str, str] | None = field(default=None)
+
+
+@dataclass(frozen=True)
 class Increment:
     """The upstream positions of one materialization of ``table`` and the commit identifier it
     commits with."""
@@ -98,15 +103,10 @@ class Increment:
         """The snapshot properties recording the positions."""
         return {PROPERTY_PREFIX + name: str(p.end) for name, p in self.positions.items()}
 
-    def write_options(self) -> dict[str, str]:
-        """The Spark write options that commit this increment exactly once, with its positions."""
-        from lakehouse.spark.writer import COMMIT_IDENTIFIER, COMMIT_PROPERTIES, COMMIT_USER
-
-        return {
-            COMMIT_USER: incremental_user(self.table),
-            COMMIT_IDENTIFIER: str(self.identifier),
-            COMMIT_PROPERTIES: json.dumps(self.properties),
-        }
+    @property
+    def commit(self) -> Commit:
+        """How this increment commits exactly once, with its positions."""
+        return Commit(incremental_user(self.table), self.identifier, self.properties)
 
 
 def plan_increment(catalog: Catalog, name: str, upstream: Sequence[str], day_column: str | None) -> Increment:
@@ -115,11 +115,11 @@ def plan_increment(catalog: Catalog, name: str, upstream: Sequence[str], day_col
     one cannot be read incrementally (the table is then replaced, so all must be whole).
     ``day_column``: the partition column of days, the unit replaced days are recomputed in (None:
     a replaced partition makes the run full)."""
-    sources = {u: catalog.get_table(u) for u in upstream}
+    sources = {u: catalog.load_table(u) for u in upstream}
     for source in sources.values():
         _check_changelog(source, name)
-    table = catalog.get_table(name) if catalog.table_exists(name) else None
-    last = table.store.snapshots.latest_of_user(incremental_user(name)) if table is not None else None
+    table = catalog.load_table(name) if catalog.table_exists(name) else None
+    last = table.latest_snapshot_of_user(incremental_user(name)) if table is not None else None
     recorded = dict(last.properties or {}) if last is not None else {}
     positions = {}
     for upstream_name, source in sources.items():
@@ -142,7 +142,7 @@ def plan_increment(catalog: Catalog, name: str, upstream: Sequence[str], day_col
 def _check_changelog(source: Table, downstream: str) -> None:
     """Refuse a primary-key upstream without a changelog producer: its changes are upserts without
     the rows they replace (no ``-U``), so what a downstream table derives would drift."""
-    if source.primary_keys and source.schema.core_options.changelog_producer == ChangelogProducerKind.NONE:
+    if source.primary_keys and source.changelog_producer == ChangelogProducerKind.NONE:
         raise InvalidOptionError(
             f"incremental table {downstream} reads the changes of {source.name}, a primary-key table "
             f"without a changelog producer: its updates come without the rows they replace. Set "
@@ -156,24 +156,24 @@ def _start(source: Table, recorded: str | None, consumer: str) -> int | None:
     recorded, else the one its consumer on ``source`` stands after (that commit expired)."""
     if recorded is not None:
         return int(recorded)
-    following = consumers.next_snapshot(source.store, consumer)
+    following = source.consumer(consumer)
     return None if following is None else following - 1
 
 
 def _replaced_days(source: Table, start: int, end: int, day_column: str | None) -> tuple[str, ...] | None:
     """The days ``source`` replaced in snapshots ``start+1 .. end``; None when they cannot be
     told (snapshots expired, or replaced partitions that are not days)."""
-    replaced = replaced_partitions(source.store, start, end)
+    replaced = source.replaced_partitions(start, end)
     if replaced is None or (replaced and source.partition_keys != [day_column]):
         return None
-    return tuple(sorted(str(partition_values(source.schema, p)[day_column]) for p in replaced))
+    return tuple(sorted(str(p[day_column]) for p in replaced))
 
 
 def record_consumers(catalog: Catalog, increment: Increment) -> None:
     """Mirror the positions the table now stands at to its consumers on the upstream tables, so
     expiration keeps every snapshot after them."""
     for name, p in increment.positions.items():
-        consumers.record(catalog.get_table(name).store, consumer_id(increment.table), p.end + 1)
+        catalog.load_table(name).record_consumer(consumer_id(increment.table), p.end + 1)
 
 
 def spark_changes(
@@ -186,27 +186,20 @@ def spark_changes(
 ) -> DataFrame:
     """``position`` of ``table`` as a DataFrame with ``_row_kind``: its changes, but the rows of the
     days it replaced - or with no ``start``, all of its rows - whole, as ``+I``, as of ``end``."""
-    from lakehouse.options import INCREMENTAL_BETWEEN, READ_CHANGELOG, STREAMING_READ_OVERWRITE
-    from lakehouse.rowkind import ROW_KIND
-    from lakehouse.spark.kinds import functions_for
+    from lakehouse import col
+    from lakehouse.spark import functions_for, read_changes
 
     f = functions_for(spark)
     if position.start is None:
         whole = snapshot_frame(spark, table, position.end, warehouse, storage)
         return whole.withColumn(ROW_KIND, f.lit("+I"))
-    options = {
-        **storage,
-        "warehouse": warehouse,
-        INCREMENTAL_BETWEEN: f"{position.start},{position.end}",
-        READ_CHANGELOG: "true",
-        STREAMING_READ_OVERWRITE: "true",
-    }
-    changes = spark.read.format("paimon").options(**options).load(table)
+    changes = read_changes(spark, table, position.start, position.end, warehouse=warehouse, options=storage,
+                           overwrites=True)  # fmt: skip
     if not position.replaced:
         return changes
-    days = f.col(day_column).isin(list(position.replaced))
-    whole = snapshot_frame(spark, table, position.end, warehouse, storage, where=days)
-    return changes.where(~days).unionByName(whole.withColumn(ROW_KIND, f.lit("+I")))
+    days = list(position.replaced)
+    whole = snapshot_frame(spark, table, position.end, warehouse, storage, where=col(day_column).isin(days))
+    return changes.where(~f.col(day_column).isin(days)).unionByName(whole.withColumn(ROW_KIND, f.lit("+I")))
 
 
 def snapshot_frame(
@@ -216,23 +209,20 @@ def snapshot_frame(
     warehouse: str,
     storage: Mapping[str, str],
     columns: Sequence[str] | None = None,
-    where=None,
+    where: Predicate | None = None,
 ) -> DataFrame:
     """``columns`` of ``table`` matching ``where`` as of ``snapshot`` (None: the latest; 0: before
     its first, no rows), read by :func:`lakehouse.spark.read`."""
-    from lakehouse.options import SCAN_SNAPSHOT_ID
     from lakehouse.spark import read
 
-    options = {**storage, **({SCAN_SNAPSHOT_ID: str(snapshot)} if snapshot else {})}
-    frame = read(spark, table, columns=columns, where=where, warehouse=warehouse, options=options)
+    frame = read(spark, table, columns=columns, where=where, warehouse=warehouse, options=storage,
+                 snapshot_id=snapshot or None)  # fmt: skip
     return frame.limit(0) if snapshot == 0 else frame
 
 
 def arrow_changes(table: Table, position: Position) -> pa.Table:
     """``position`` of ``table`` as Arrow with ``_row_kind`` (no replaced days: those make the
     position whole)."""
-    from lakehouse.rowkind import ROW_KIND
-
     if position.start is None:
         rows = table.read(snapshot_id=position.end) if position.end else table.arrow_schema.empty_table()
         return rows.append_column(ROW_KIND, pa.array(["+I"] * rows.num_rows, pa.string()))

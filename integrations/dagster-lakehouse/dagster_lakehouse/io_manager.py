@@ -32,7 +32,6 @@ inputs were read whole. The positions are planned once per step, when the first 
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -49,14 +48,12 @@ from dagster import (
     OutputContext,
 )
 
-from lakehouse import Catalog, Table, col
-from lakehouse.commit.table_commit import Overwrite
 from dagster_lakehouse.factory import commit_user
 from dagster_lakehouse.incremental import (
+    Commit,
     Increment,
     Position,
     arrow_changes,
-    incremental_user,
     plan_increment,
     record_consumers,
     spark_changes,
@@ -65,11 +62,20 @@ from dagster_lakehouse.metadata import TABLE_NAME, run_metadata
 from dagster_lakehouse.resources import LakehouseResource, SparkResource
 from dagster_lakehouse.spark_logs import spark_logs
 from dagster_lakehouse.spec import PARTITION_COLUMN
+from lakehouse import (
+    ROW_KIND,
+    Catalog,
+    Overwrite,
+    Predicate,
+    RowKind,
+    Table,
+    col,
+    define_table,
+    fill_missing,
+    plan_merge,
+    with_columns,
+)
 from lakehouse.errors import ArgumentTypeError, InvalidArgumentError, SchemaMismatchError
-from lakehouse.predicate import Predicate
-from lakehouse.rowkind import ROW_KIND, RowKind
-from lakehouse.schema import new_schema
-from lakehouse.table.evolution import fill_missing, plan_merge, with_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -114,16 +120,16 @@ class Selection:
     rows: pa.Table | None = None
 
     def arrow(self) -> pa.Table:
-        return self.rows if self.rows is not None else self.table.read(self.columns, self.filter)
+        return (
+            self.rows if self.rows is not None else self.table.read(columns=self.columns, filter=self.filter)
+        )
 
     def stream(self) -> pa.RecordBatchReader:
         """The rows split by split, a batch at a time."""
         if self.rows is not None:
             return pa.RecordBatchReader.from_batches(self.rows.schema, self.rows.to_batches())
-        splits = self.table.plan(self.filter).splits
-        reader = self.table.new_read(self.columns, self.filter)
-        batches = (b for split in splits for table in reader.batches(split) for b in table.to_batches())
-        return pa.RecordBatchReader.from_batches(reader.output_schema, batches)
+        builder = self.table.new_read_builder().with_projection(self.columns).with_filter(self.filter)
+        return builder.new_read().to_arrow_batch_reader(builder.new_scan().plan().splits)
 
 
 @dataclass(frozen=True)
@@ -226,26 +232,23 @@ class PaimonIOManager(ConfigurableIOManager):
         for f in merge.added:
             table.add_column(f.name, f.type)
         overwrite = _overwrite(mode, partitions, metadata, table, asset)
-        user, commit = commit_user(context.run_id), {}
+        commit = Commit(commit_user(context.run_id))
         increment = _planned(context, catalog, table.name) if metadata.get(INCREMENTAL) else None
         if increment is not None:
-            user, overwrite = incremental_user(table.name), True if increment.full else None
-            commit = {"identifier": increment.identifier, "properties": increment.properties}
+            commit, overwrite = increment.commit, True if increment.full else None
         before = table.latest_snapshot_id() or 0
         if frame is not None:
-            from lakehouse.spark.writer import COMMIT_USER
-
-            options = increment.write_options() if increment is not None else {COMMIT_USER: user}
             with spark_logs(context.log, frame.sparkSession):
-                self._write_spark(frame, table, merge.missing, mode, overwrite, options)
+                self._write_spark(frame, table, merge.missing, mode, overwrite, commit)
         else:
             if mode is WriteMode.DELETE:
                 kind = pa.field(ROW_KIND, pa.int8())
                 data = with_columns(data, [(kind, pa.scalar(int(RowKind.DELETE), kind.type))])
-            table.write(fill_missing(data, table.schema), overwrite, commit_user=user, **commit)
+            table.write(fill_missing(data, table.schema), overwrite=overwrite, commit_user=commit.user,
+                        identifier=commit.identifier, properties=commit.properties)  # fmt: skip
         if increment is not None:
             record_consumers(catalog, increment)
-        context.add_output_metadata(run_metadata(table.refresh(), user, before))
+        context.add_output_metadata(run_metadata(table.refresh(), commit.user, before))
 
     def _write_spark(
         self,
@@ -254,31 +257,25 @@ class PaimonIOManager(ConfigurableIOManager):
         missing: tuple[str, ...],
         mode: WriteMode,
         overwrite: Overwrite,
-        commit: Mapping[str, str],
+        commit: Commit,
     ) -> None:
-        """Write through the ``paimon`` data source: the frame's tasks write, the driver commits
-        with the ``commit`` write options (its commit user...)."""
-        from lakehouse.options import DYNAMIC_PARTITION_OVERWRITE
-        from lakehouse.spark import write
-        from lakehouse.spark.kinds import functions_for
-        from lakehouse.spark.types import spark_type
-        from lakehouse.spark.writer import OVERWRITE_PARTITIONS
+        """Write through the ``paimon`` data source: the frame's tasks write, the driver commits as
+        ``commit`` says."""
+        from lakehouse.spark import functions_for, spark_type, write
 
         f = functions_for(frame)
         added = {n: f.lit(None).cast(spark_type(table.schema.field(n).type)) for n in missing}
         if mode is WriteMode.DELETE:
             added[ROW_KIND] = f.lit(int(RowKind.DELETE)).cast("byte")
-        options = {**self.lakehouse.storage(), **commit}
-        if isinstance(overwrite, list):
-            options[OVERWRITE_PARTITIONS] = json.dumps(overwrite)
-        elif overwrite is True:
-            options[DYNAMIC_PARTITION_OVERWRITE] = "false"
         write(
             frame.withColumns(added) if added else frame,
             table.name,
-            mode="append" if overwrite is None else "overwrite",
             warehouse=self.lakehouse.warehouse,
-            options=options,
+            options=self.lakehouse.storage(),
+            overwrite=overwrite,
+            commit_user=commit.user,
+            commit_identifier=commit.identifier,
+            commit_properties=commit.properties,
         )
 
     # ---- inputs --------------------------------------------------------------------------
@@ -288,7 +285,7 @@ class PaimonIOManager(ConfigurableIOManager):
         the partitions the input maps to when the upstream asset is partitioned."""
         upstream = _plain(context.upstream_output.definition_metadata if context.upstream_output else {})
         asset = context.asset_key.to_user_string()
-        table = self.lakehouse.catalog().get_table(self.table_name(context.asset_key, upstream))
+        table = self.lakehouse.catalog().load_table(self.table_name(context.asset_key, upstream))
         columns = _plain(context.definition_metadata).get(COLUMNS)
         columns = list(columns) if columns is not None else None
         partitions = _run_partitions(context, asset)
@@ -346,11 +343,9 @@ class PaimonIOManager(ConfigurableIOManager):
         (pruned when the read is planned), as the factory's :meth:`~dagster_lakehouse.spec.Inputs.read`
         reads."""
         from lakehouse.spark import read
-        from lakehouse.spark.kinds import functions_for
 
-        spark = self._spark(name)
-        where = None if column is None else functions_for(spark).col(column).isin(partitions)
-        return read(spark, name, columns=columns, where=where, warehouse=self.lakehouse.warehouse,
+        where = None if column is None else col(column).isin(partitions or [])
+        return read(self._spark(name), name, columns=columns, where=where, warehouse=self.lakehouse.warehouse,
                     options=self.lakehouse.storage())  # fmt: skip
 
     def _spark(self, name: str):
@@ -413,7 +408,7 @@ def _output_value(obj: Any, asset: str) -> tuple[DataFrame | None, pa.Table | pa
 
 
 def _spark_arrow_schema(frame: DataFrame) -> pa.Schema:
-    from lakehouse.spark.types import arrow_layout
+    from lakehouse.spark import arrow_layout
 
     return arrow_layout(frame.schema)
 
@@ -430,11 +425,11 @@ def _table_for_output(
     """The table (created as the metadata says if missing) and the write mode, checked to fit it
     before the table is created."""
     if catalog.table_exists(name):
-        table = catalog.get_table(name)
+        table = catalog.load_table(name)
         return table, _fitting_mode(mode, table.primary_keys, name, asset)
     schema = pa.schema([f for f in incoming if f.name != ROW_KIND])
     layout = _layout(metadata, schema, partitions is not None, asset)
-    planned = new_schema(name, schema, **layout)  # validated: nothing is created yet
+    planned = define_table(name, schema, **layout)  # validated: nothing is created yet
     mode = _fitting_mode(mode, planned.primary_keys, name, asset)
     catalog.create_database(name.split(".")[0], ignore_if_exists=True)
     return catalog.create_table(name, schema, **layout, ignore_if_exists=True), mode

@@ -28,14 +28,12 @@ from dagster import (
     op,
 )
 
-from lakehouse.append.sort_keys import SortStrategy
 from dagster_lakehouse.factory import commit_user
 from dagster_lakehouse.metadata import table_metadata
 from dagster_lakehouse.resources import LakehouseResource, SparkResource
 from dagster_lakehouse.spark_logs import spark_logs
 from dagster_lakehouse.spec import asset_key
-from lakehouse.ops.compaction import Compaction
-from lakehouse.ops.partition_expire import PartitionExpireSettings
+from lakehouse import Compaction, SortStrategy
 
 
 def _observe(context: OpExecutionContext, lakehouse: LakehouseResource, table: str, did: dict[str, Any]):
@@ -167,7 +165,7 @@ def maintenance_jobs(tables: Sequence[str]) -> MaintenanceJobs:
         totals = {"tables": 0, "partitions_expired": 0, "files_dropped": 0, "rows_dropped": 0}
         for name in chosen(config, lakehouse):
             table = lakehouse.table(name)
-            if PartitionExpireSettings.of(table.store).expiration_ms is None or not table.partition_keys:
+            if table.partition_expiration_time is None or not table.partition_keys:
                 continue
             done = expire(spark.spark_session, name, warehouse=lakehouse.warehouse,
                           options=lakehouse.storage(), commit_user=commit_user(context.run_id))  # fmt: skip

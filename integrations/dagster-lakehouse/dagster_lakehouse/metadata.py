@@ -17,11 +17,8 @@ from dagster import (
     TableSchema,
 )
 
-from lakehouse import Table, col
-from lakehouse.manifest.entries import FileKind, ManifestEntry
-from lakehouse.schema import TableSchema as PaimonSchema
-from lakehouse.snapshot import CommitKind, Snapshot
-from lakehouse.store.partitions import partition_values
+from lakehouse import CommitKind, FileKind, ManifestEntry, Snapshot, Table, col
+from lakehouse import TableSchema as PaimonSchema
 
 ROW_COUNT = "dagster/row_count"
 PARTITION_ROW_COUNT = "dagster/partition_row_count"
@@ -61,32 +58,16 @@ def definition_metadata(name: str, schema: PaimonSchema, uri: str | None = None)
     }
 
 
-def table_uri(table: Table) -> str:
-    """The table's location as a URI (``file://`` for a local warehouse)."""
-    root = table.paths.root
-    return root if "://" in root else f"file://{root}"
-
-
-def delta_entries(table: Table, snapshot: Snapshot) -> list[ManifestEntry]:
-    """The files a snapshot added (ADD) or removed (DELETE)."""
-    store = table.manifests()
-    return [
-        e for m in store.read_list(snapshot.delta_manifest_list) for e in store.read_manifest(m.file_name)
-    ]
-
-
 def partitions_touched(table: Table, snapshot: Snapshot) -> list[dict[str, Any]]:
     """The partitions whose files a snapshot added or removed."""
-    seen = {e.partition for e in delta_entries(table, snapshot)}
-    return [partition_values(table.schema, p) for p in sorted(seen)]
+    seen = {e.partition for e in table.delta_entries(snapshot)}
+    return [table.partition_spec(p) for p in sorted(seen)]
 
 
 def run_snapshots(table: Table, user: str, since: int) -> list[Snapshot]:
     """The snapshots after ``since`` that ``user`` committed: one run's own, even when other runs
     committed in between."""
-    latest = table.latest_snapshot_id() or 0
-    found = (table.snapshot(i) for i in range(since + 1, latest + 1) if table.snapshots.exists(i))
-    return [s for s in found if s.commit_user == user]
+    return [s for s in table.list_snapshots(after=since) if s.commit_user == user]
 
 
 def run_metadata(table: Table, user: str, since: int) -> dict[str, Any]:
@@ -111,12 +92,12 @@ def partition_metadata(table: Table, keys: Sequence[str], user: str, since: int)
     """Per partition key of a run (a value of the table's single partition key): the rows the run
     (commit user ``user``, after snapshot ``since``) wrote there, and the partition's exact rows."""
     (column,) = table.partition_keys
-    counted = table.partition_row_counts(col(column).isin(list(keys)))
+    counted = table.partition_row_counts(filter=col(column).isin(list(keys)))
     rows = {str(values[0]): n for values, n in counted.items()}
     data = [s for s in run_snapshots(table, user, since) if s.commit_kind != CommitKind.COMPACT]
     written = Counter()
     for e in _added(table, data):
-        written[str(partition_values(table.schema, e.partition)[column])] += e.file.row_count
+        written[str(table.partition_spec(e.partition)[column])] += e.file.row_count
     return {
         k: {
             "rows_written": MetadataValue.int(written[k]),
@@ -127,7 +108,7 @@ def partition_metadata(table: Table, keys: Sequence[str], user: str, since: int)
 
 
 def _added(table: Table, snapshots: Sequence[Snapshot]) -> list[ManifestEntry]:
-    return [e for s in snapshots for e in delta_entries(table, s) if e.kind == FileKind.ADD]
+    return [e for s in snapshots for e in table.delta_entries(s) if e.kind == FileKind.ADD]
 
 
 def table_metadata(table: Table, snapshot_id: int | None = None) -> dict[str, Any]:
@@ -136,11 +117,11 @@ def table_metadata(table: Table, snapshot_id: int | None = None) -> dict[str, An
     series with materializations, so they plot the table's state, never a compaction's negative
     row delta."""
     snapshot = table.snapshot(snapshot_id)
-    identity = {TABLE_NAME: MetadataValue.text(table.name), URI: MetadataValue.url(table_uri(table))}
+    identity = {TABLE_NAME: MetadataValue.text(table.name), URI: MetadataValue.url(table.uri)}
     if snapshot is None:
         return {**identity, "snapshot_id": MetadataValue.int(0), ROW_COUNT: MetadataValue.int(0)}
     entries = table.live_entries(snapshot)
-    shapes = table.lsm_shape(snapshot.id)
+    shapes = table.lsm_shape(snapshot_id=snapshot.id)
     levels = Counter()
     for shape in shapes:
         levels.update(shape.files_per_level)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from enum import Enum
 
 from lakehouse import Table
-from lakehouse.errors import CommitConflictError
+from lakehouse.errors import CommitConflictError, SnapshotNotFoundError
 
 
 class Publish(Enum):
@@ -40,10 +40,14 @@ def open_audit(table: Table, branch: str) -> Table:
 def audit_base(table: Table, audit: Table) -> int | None:
     """The main snapshot the audit branch started from: its earliest snapshot if main holds that
     very snapshot, else None (the branch started empty, its earliest snapshot is the run's)."""
-    earliest = audit.snapshots.earliest_id()
-    if earliest is None or not table.snapshots.exists(earliest):
+    earliest = audit.earliest_snapshot_id()
+    if earliest is None:
         return None
-    return earliest if table.snapshot(earliest) == audit.snapshot(earliest) else None
+    try:
+        same = table.snapshot(earliest) == audit.snapshot(earliest)
+    except SnapshotNotFoundError:
+        return None
+    return earliest if same else None
 
 
 def publish(table: Table, branch: str) -> int | None:

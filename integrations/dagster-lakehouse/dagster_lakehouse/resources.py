@@ -11,12 +11,9 @@ from dagster import ConfigurableResource, InitResourceContext
 from dagster_pyspark import PySparkResource
 from pydantic import Field
 
-from lakehouse import Catalog, Table
 from dagster_lakehouse.spark_logs import WORKER_LOGGING
-from lakehouse.io.fs import storage_options
-from lakehouse.spark import session
-from lakehouse.spark.connect import SPARK_ENV
-from lakehouse.spark.session import CONNECT
+from lakehouse import Catalog, Table, storage_options
+from lakehouse.spark import CONNECT, SPARK_ENV, session
 
 
 def default_warehouse() -> str:
@@ -31,7 +28,7 @@ class LakehouseResource(ConfigurableResource):
     catalog_options: dict[str, str] = Field(default_factory=dict)
 
     def catalog(self) -> Catalog:
-        return Catalog(self.warehouse, self.catalog_options or None)
+        return Catalog(self.warehouse, options=self.catalog_options or None)
 
     def storage(self) -> dict[str, str]:
         """The catalog options that reach the warehouse's store (``s3.*`` - from the environment
@@ -39,7 +36,7 @@ class LakehouseResource(ConfigurableResource):
         return storage_options(self.catalog_options, self.warehouse)
 
     def table(self, identifier: str) -> Table:
-        return self.catalog().get_table(identifier)
+        return self.catalog().load_table(identifier)
 
 
 # Python workers' output collected for the step's log (a runtime setting: over Spark Connect too)

@@ -34,14 +34,13 @@ from dagster import (
 # every table downstream
 from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
 
-from lakehouse import Table
 from dagster_lakehouse.factory import COMMIT_USER_PREFIX
 from dagster_lakehouse.maintenance import compact_run_config
 from dagster_lakehouse.metadata import partitions_touched
 from dagster_lakehouse.resources import LakehouseResource
 from dagster_lakehouse.spec import PARTITION_COLUMN, TableSpec
+from lakehouse import CommitKind, Snapshot, Table
 from lakehouse.errors import LakehouseError
-from lakehouse.snapshot import CommitKind, Snapshot
 
 
 def _table(lakehouse: LakehouseResource, name: str) -> Table | None:
@@ -70,11 +69,10 @@ def snapshot_sensor(spec: TableSpec, children: Sequence[AssetKey]) -> SensorDefi
         seen = int(context.cursor) if context.cursor else 0
         if latest <= seen:
             return SkipReason(f"no snapshot after {seen}")
-        foreign = [
+        foreign = [  # of those not expired in between
             snap
-            for snapshot_id in range(seen + 1, latest + 1)
-            if table.snapshots.exists(snapshot_id)  # else expired in between
-            and not (snap := table.snapshot(snapshot_id)).commit_user.startswith(COMMIT_USER_PREFIX)
+            for snap in table.list_snapshots(after=seen)
+            if not snap.commit_user.startswith(COMMIT_USER_PREFIX)
         ]
         if not foreign:
             return SensorResult(

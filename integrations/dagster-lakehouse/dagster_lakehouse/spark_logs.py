@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from dagster import DagsterLogManager
 
-from lakehouse.spark.session import DRIVER_LOG
+from lakehouse.spark import DRIVER_LOG
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

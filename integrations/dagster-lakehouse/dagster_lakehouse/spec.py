@@ -10,14 +10,13 @@ from typing import TYPE_CHECKING, Literal
 import pyarrow as pa
 from dagster import AssetKey
 
-from lakehouse import Catalog, Table
 from dagster_lakehouse.incremental import Increment, snapshot_frame, spark_changes
 from dagster_lakehouse.publish import Publish
+from lakehouse import Catalog, Predicate, Table, TableSchema, col, define_table
 from lakehouse.errors import InvalidArgumentError
-from lakehouse.schema import TableSchema, new_schema
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 PARTITION_COLUMN = "dt"  # daily partitions of the assets map to this table partition
 
@@ -37,12 +36,13 @@ class Inputs:
     increment: Increment | None = None
 
     def read(
-        self, table: str, columns: Sequence[str] | None = None, where: Column | None = None
+        self, table: str, columns: Sequence[str] | None = None, where: Predicate | None = None
     ) -> DataFrame:
         """An upstream table - ``columns`` of it (default all), the only ones read - in the run's
-        ``dt`` partitions when the run has days, its rows matching ``where`` (both pruned when the
-        read is planned: the other partitions' files, and files the filter rules out, are not
-        read). An incremental run reads all of it, as of the snapshot its changes end at."""
+        ``dt`` partitions when the run has days, its rows matching ``where`` (an engine predicate
+        such as ``col("status") == "PAID"``; both pruned when the read is planned: the other
+        partitions' files, and files the filter rules out, are not read). An incremental run
+        reads all of it, as of the snapshot its changes end at."""
         if self.increment is None:
             return self._read(table, columns, self.days, where=where)
         return self._read(table, columns, None, self.increment.position(table).end, where)
@@ -67,16 +67,11 @@ class Inputs:
     def previous(self) -> DataFrame:
         """This table's rows before the run, but none of the days the run replaces (none at all in
         a full run): for transformations that fold changes into the current state."""
-        from lakehouse.spark.kinds import functions_for
-
-        frame = self._read(self.table, None, None)
         if self.full:
-            return frame.limit(0)
+            return self._read(self.table, None, None).limit(0)
         replaced = self.increment.replaced if self.increment is not None else ()
-        return (
-            frame.where(~functions_for(self.spark).col(PARTITION_COLUMN).isin(list(replaced)))
-            if replaced
-            else frame
+        return self._read(
+            self.table, None, None, where=~col(PARTITION_COLUMN).isin(replaced) if replaced else None
         )
 
     def _read(
@@ -85,14 +80,12 @@ class Inputs:
         columns: Sequence[str] | None,
         days: Sequence[str] | None,
         snapshot: int | None = None,
-        where: Column | None = None,
+        where: Predicate | None = None,
     ) -> DataFrame:
         """``columns`` of ``table`` matching ``where`` in ``days`` (None: all) as of ``snapshot``
         (None: the latest)."""
-        from lakehouse.spark.kinds import functions_for
-
         if days is not None:
-            in_days = functions_for(self.spark).col(PARTITION_COLUMN).isin(list(days))
+            in_days = col(PARTITION_COLUMN).isin(days)
             where = in_days if where is None else in_days & where
         return snapshot_frame(self.spark, table, snapshot, self.warehouse, self.storage, columns, where)
 
@@ -138,8 +131,8 @@ class TableSpec:
     @property
     def table_schema(self) -> TableSchema:
         """The Paimon schema the table is created with (validated: a bad spec fails at load)."""
-        return new_schema(self.name, self.schema, list(self.primary_keys), list(self.partition_keys),
-                          dict(self.options))  # fmt: skip
+        return define_table(self.name, self.schema, primary_keys=list(self.primary_keys),
+                            partition_keys=list(self.partition_keys), options=dict(self.options))  # fmt: skip
 
     def ensure(self, catalog: Catalog) -> Table:
         """The table, created as declared on first use."""

@@ -36,8 +36,8 @@ import yaml
 
 from dagster_lakehouse.publish import Publish
 from dagster_lakehouse.spec import PARTITION_COLUMN, Inputs, TableSpec
+from lakehouse import parse_type, to_arrow
 from lakehouse.errors import InvalidArgumentError, LakehouseError
-from lakehouse.types import parse_type, to_arrow
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -1,0 +1,64 @@
+"""Which writer each row goes to when several processes write one table (Spark tasks, say).
+
+A primary-key bucket is an LSM tree whose rows its one writer numbers in arrival order, so every
+bucket must reach exactly one writer; a bucketed append table is written with fewer files that
+way too. :class:`RowRouter` computes, from a row's key columns alone, what decides its writer:
+
+- ``HASH_FIXED``: its bucket (``abs(hash(bucket key) % N)``, as the engine's writers compute it);
+  rows of one (partition, bucket) must meet in one writer;
+- ``HASH_DYNAMIC``: its assigner channel ``0 .. writers-1`` (Paimon's
+  ``BucketAssigner.computeAssigner``: the partition's hash picks the first channel, the key's hash
+  the offset among the assigners); channel ``c``'s rows must reach the writer that writes as
+  assigner ``c`` (``WriteJob.task(..., assigner=c)``), which creates and writes only the buckets
+  that assigner owns;
+- ``KEY_DYNAMIC``: every row to one writer (only it knows where each key lives);
+- ``BUCKET_UNAWARE``: anywhere.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from lakehouse.bucket.fixed import fixed_buckets
+from lakehouse.bucket.mode import BucketMode
+from lakehouse.errors import InvalidArgumentError
+from lakehouse.schema import TableSchema
+from lakehouse.write.bucket_assigner import assigner_channels
+
+
+class RowRouter:
+    """Routes rows of one table to ``writers`` writers (see the module's documentation)."""
+
+    def __init__(self, schema: TableSchema, writers: int) -> None:
+        if writers < 1:
+            raise InvalidArgumentError(f"a write needs at least one writer, not {writers}")
+        self.schema = schema
+        self.mode = BucketMode.of(schema)
+        self.writers = 1 if self.mode == BucketMode.KEY_DYNAMIC else writers
+
+    @property
+    def columns(self) -> list[str]:
+        """The columns :meth:`route` takes, in its argument order (none: it routes nothing)."""
+        if self.mode == BucketMode.HASH_FIXED:
+            return list(self.schema.bucket_keys)
+        if self.mode == BucketMode.HASH_DYNAMIC:
+            return [*self.schema.partition_keys, *self.schema.trimmed_primary_keys]
+        return []
+
+    def route(self, *columns: pa.Array) -> np.ndarray:
+        """Per row, from the :attr:`columns`: its bucket (``HASH_FIXED``) or its writer's
+        assigner channel (``HASH_DYNAMIC``), int32."""
+        names = self.columns
+        if not names:
+            raise InvalidArgumentError(f"{self.mode} tables route no rows: any writer may take them")
+        types = self.schema.arrow_types()
+        arrays = [c if c.type == types[n] else c.cast(types[n]) for c, n in zip(columns, names, strict=True)]
+        if self.mode == BucketMode.HASH_FIXED:
+            fields = self.schema.fields_named(names)
+            ids = fixed_buckets(arrays, [f.type for f in fields], self.schema.core_options.bucket)
+        else:
+            ids = assigner_channels(
+                self.schema, pa.table(dict(zip(names, arrays, strict=True))), self.writers
+            )
+        return np.asarray(ids, np.int32)
