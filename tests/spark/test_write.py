@@ -146,9 +146,7 @@ def test_dynamic_bucket_table_written_by_several_tasks(spark, catalog, warehouse
 def test_unrouted_dynamic_bucket_write_is_refused_without_a_trace(spark, catalog, warehouse):
     t = dynamic_orders(catalog, **{"dynamic-bucket.assigner-parallelism": "2"})
     df = spark.createDataFrame(orders(range(50))).repartition(3)
-    with pytest.raises(
-        Exception, match=r"received rows of another assigner's channel.* lakehouse\.spark"
-    ):
+    with pytest.raises(Exception, match=r"received rows of another assigner's channel.* lakehouse\.spark"):
         df.write.format("paimon").option("warehouse", warehouse).mode("append").save("db.t")
     assert t.latest_snapshot_id() is None and data_files(t.paths.root) == []
     write(df, "db.t", warehouse=warehouse)
