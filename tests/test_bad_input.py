@@ -58,6 +58,48 @@ def test_a_failure_after_some_files_were_written_removes_them(table):
     _unchanged(table, before_files, before_rows)
 
 
+CHANGES = {  # what a batch of a stream changes, and what the error says
+    "a column's type": (
+        lambda t: t.set_column(3, "price", t.column("price").cast(pa.string())),
+        "column 'price' of table db.orders is double; data of type string cannot be cast",
+    ),
+    "a missing column": (lambda t: t.drop_columns(["status"]), r"missing columns \['status'\]"),
+    "an unknown column": (
+        lambda t: t.append_column("note", pa.array(["x"] * t.num_rows)),
+        r"unknown columns \['note'\]",
+    ),
+}
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_a_reader_whose_schema_changes_after_a_flush_is_a_schema_mismatch(table, change):
+    """The bad batch arrives after files were flushed, and joins rows of the reader's schema in
+    the buffer."""
+    table.set_options({"write-buffer-size": "8 kb", "write-buffer-spillable": "false"})
+    before_files, before_rows = _files(table.paths.root), rows(table.read())
+    alter, message = CHANGES[change]
+    seen = []
+
+    def batches():
+        for b in orders(range(10, 400)).to_batches(max_chunksize=50):
+            yield b
+            seen.append(len(_files(table.paths.root)))
+        yield from alter(orders(range(500, 550))).to_batches()
+
+    with pytest.raises(SchemaMismatchError, match=message):
+        table.write(pa.RecordBatchReader.from_batches(ORDERS, batches()))
+    assert max(seen) > len(before_files)  # the first flush wrote files before the bad batch came
+    _unchanged(table, before_files, before_rows)
+
+
+def test_a_reader_whose_declared_schema_does_not_fit_is_a_schema_mismatch(table):
+    before_files, before_rows = _files(table.paths.root), rows(table.read())
+    data = CHANGES["a column's type"][0](orders(range(10, 20)))
+    with pytest.raises(SchemaMismatchError, match="column 'price' of table db.orders is double"):
+        table.write(pa.RecordBatchReader.from_batches(data.schema, data.to_batches(max_chunksize=3)))
+    _unchanged(table, before_files, before_rows)
+
+
 def _manifest_of_latest(table) -> str:
     snap = table.snapshots.latest()
     store = table.manifests()

@@ -289,6 +289,26 @@ def test_record_batch_input_and_nan_stats(catalog):
     assert t.plan(filter=col("price") > 0).stats["files_selected"] == 1
 
 
+def test_batches_of_another_schema_that_still_fits_are_written(catalog):
+    """Pieces of one buffer whose types differ (a stream whose batches change types, separate
+    writes) each fit the table: other column order, narrower integers, a column all nulls."""
+    t = pk_orders_table(catalog, **{"write-buffer-size": "8 kb"})
+    first = orders(range(0, 120))
+    narrow = orders(range(100, 200), price=2.0).cast(ORDERS.set(0, pa.field("order_id", pa.int32(), False)))
+    nulls = orders(range(200, 230)).set_column(4, "status", pa.nulls(30))
+    reordered = orders(range(230, 260)).select(["status", "price", "user_id", "dt", "order_id"])
+    batches = [*first.to_batches(max_chunksize=40), *narrow.to_batches(max_chunksize=40)]
+    batches += [*nulls.to_batches(), *reordered.to_batches()]
+    t.write(pa.RecordBatchReader.from_batches(ORDERS, iter(batches)))
+    writer = t.new_write()
+    writer.write(orders([300]).cast(ORDERS.set(2, pa.field("user_id", pa.int8()))))
+    writer.write(orders([301]))
+    t.new_commit().commit(writer.prepare_commit())
+    expected = [orders(range(0, 100)), orders(range(100, 200), price=2.0), nulls.cast(ORDERS)]
+    expected += [orders(range(230, 260)), orders([300, 301])]
+    assert rows(t.read()) == rows(pa.concat_tables(expected))
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     sizes=st.lists(st.integers(0, 6), min_size=1, max_size=5),

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -184,6 +186,25 @@ def test_a_killed_writer_is_waited_for_until_its_lease_is_stale(catalog, warehou
     abort_write(t, scope)
     leftovers = [os.path.relpath(f, t.paths.root) for f in table_files(t.paths.root)]
     assert leftovers == [os.path.join(SCOPES_DIR, scope.write_id, ENDED)]
+
+
+@pytest.mark.parametrize("committed", [False, True], ids=["aborted", "committed"])
+def test_ending_a_write_deletes_the_renewal_a_killed_writer_left_half_written(catalog, committed):
+    """A lease is renewed by writing a hidden temporary file and moving it over the lease; a
+    writer killed in between leaves the temporary file, which no listing of leases shows."""
+    t = catalog.create_table("db.t", ORDERS, partition_keys=["dt"])
+    before = table_files(t.paths.root)
+    scope = WriteScope(leased=True, heartbeat_ms=10, timeout_ms=100)
+    write_files(t, scope, "dead", orders(range(10)))
+    directory = scope.directory(t.paths)
+    t.io.write_bytes(os.path.join(directory, "dead"), b"7")
+    Path(directory, f".dead.{uuid.uuid4().hex}.tmp").write_bytes(b"8")
+    if committed:  # a commit without the dead writer's files
+        finish_write(t, scope, set())
+        assert table_files(t.paths.root) == before
+    else:
+        abort_write(t, scope)
+        assert table_files(t.paths.root) == before | {os.path.join(directory, ENDED)}
 
 
 def test_a_writer_starting_after_the_abort_stops_before_its_first_file(catalog):

@@ -9,6 +9,8 @@ integers, a NOT NULL column holding nulls, missing or unknown columns - is a
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -84,6 +86,23 @@ def conform(data: pa.Table, schema: TableSchema, table: str) -> tuple[pa.Table, 
                 f"fill or drop those rows"
             )
     return pa.Table.from_arrays(columns, schema=target), kinds
+
+
+def conform_pieces(
+    pieces: list[pa.Table], schema: TableSchema, table: str
+) -> tuple[pa.Table, pa.Array | None]:
+    """:func:`conform` over a writer's buffered pieces as one table. Consecutive pieces of one
+    schema are conformed together; pieces whose schemas differ (a stream whose batches change
+    types mid-way, separate writes of differently typed data) each fit the table or raise."""
+    runs = [list(run) for _, run in itertools.groupby(pieces, key=lambda p: p.schema)]
+    conformed = [conform(pa.concat_tables(run) if len(run) > 1 else run[0], schema, table) for run in runs]
+    if len(conformed) == 1:
+        return conformed[0]
+    kinds = None
+    if any(k is not None for _, k in conformed):  # pieces without row kinds are inserts
+        inserts = [pa.array(np.zeros(d.num_rows, np.int8)) if k is None else k for d, k in conformed]
+        kinds = pa.concat_arrays(inserts)
+    return pa.concat_tables([d for d, _ in conformed]), kinds
 
 
 # Paimon's DATE and TIMESTAMP range: 0000-01-01 to 9999-12-31 (in days, and in seconds)

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from lakehouse.errors import InvalidArgumentError, WriteAbortedError
-from lakehouse.io.fs import FileIO, join
+from lakehouse.io.fs import FileIO, FileStatus, is_temporary, join
 from lakehouse.options import WRITE_HEARTBEAT_INTERVAL, WRITE_HEARTBEAT_TIMEOUT, parse_duration_ms
 from lakehouse.paths import FileNamer, TablePaths, bucket_dirs
 from lakehouse.store.references import References, delete_paths
@@ -165,7 +165,8 @@ def abort_write(table: TableStore, scope: WriteScope, keep: Collection[str] = ()
     delete_paths(table.io, doomed)
     table.io.remove_empty_dirs(data_dirs(table, doomed), table.paths.root)
     if scope.leased:
-        delete_paths(table.io, [st.path for st in table.io.list_dir(directory) if st.name != ENDED])
+        left = [st.path for st in table.io.list_recursive(directory) if is_temporary(st.name)]
+        delete_paths(table.io, [*(st.path for st in _leases(table.io, directory)), *left])
     return doomed
 
 
@@ -177,13 +178,13 @@ def finish_write(table: TableStore, scope: WriteScope, committed_writers: Collec
     io, directory = table.io, scope.directory(table.paths)
     doomed: list[str] = []
     try:
-        stragglers = [st.name for st in io.list_dir(directory) if st.name not in (ENDED, *committed_writers)]
+        stragglers = [st.name for st in _leases(io, directory) if st.name not in committed_writers]
         if stragglers:
             io.write_bytes(join(directory, ENDED), COMMITTED)
             _await_writers(io, directory, scope, stragglers)
             doomed = [p for w in stragglers for p in write_files(table, f"{scope.write_id}-{w}-")]
             delete_paths(io, doomed)
-        io.delete_dir(directory)
+        io.delete_dir(directory)  # the leases, and the temporary files of renewals a kill cut short
     except Exception:
         log.warning(
             "table %s: write %s is committed; deleting the files of its writers that were not committed "
@@ -230,8 +231,8 @@ def _await_writers(
     while True:
         now = time.monotonic()
         running = False
-        for st in io.list_dir(directory):
-            if st.name == ENDED or (only is not None and st.name not in only):
+        for st in _leases(io, directory):
+            if only is not None and st.name not in only:
                 continue
             try:
                 state = io.read_bytes(st.path)
@@ -248,6 +249,12 @@ def _await_writers(
         if not running:
             return
         time.sleep(min(scope.heartbeat_ms, POLL_MS) / 2000)
+
+
+def _leases(io: FileIO, directory: str) -> list[FileStatus]:
+    """The writers' leases in a write's directory: neither its ``ENDED`` marker nor the temporary
+    file of a renewal that its writer was killed in the middle of (listings hide those)."""
+    return [st for st in io.list_dir(directory) if st.name != ENDED]
 
 
 def committed_since(table: TableStore, base_snapshot: int | None) -> set[str]:

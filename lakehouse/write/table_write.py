@@ -36,7 +36,7 @@ from lakehouse.store.data_writer import BucketWriter, FileLayout
 from lakehouse.store.partitions import row_partitions
 from lakehouse.write.bucket_assigner import DynamicBuckets
 from lakehouse.write.bucket_write import BucketKey, Buckets, BucketWrite
-from lakehouse.write.conform import conform
+from lakehouse.write.conform import conform_pieces
 from lakehouse.write.cross_partition import KeyLocations
 from lakehouse.write.message import CommitMessage
 from lakehouse.write.rows import take_rows
@@ -195,9 +195,9 @@ class TableWrite:
         ``spilling`` or if the bucket has spilled runs."""
         if not self._pending:
             return
-        data = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
-        self._pending, self._pending_bytes = [], 0
-        data, kinds = conform(data, self.schema, self.table.name)
+        pending, self._pending, self._pending_bytes = self._pending, [], 0
+        data, kinds = conform_pieces(pending, self.schema, self.table.name)
+        del pending  # conforming may have copied the pieces: they go before the flush writes
         inputs = None  # the rows as given, for changelog-producer=input
         buckets = None  # assigned by cross-partition routing
         if not self.primary_key and kinds is not None and pc.any(pc.not_equal(kinds, RowKind.INSERT)).as_py():
