@@ -129,6 +129,13 @@ class BucketCompactor(BucketFiles):
     def sorted_runs(self) -> int:
         return len(self.levels().runs)
 
+    @property
+    def job_bytes(self) -> int:
+        """What a compaction of this bucket holds at most: its merge (the runs' batches,
+        ``sort-spill-buffer-size`` in all, and the steps merged from them) and the row groups
+        being gathered and encoded."""
+        return 2 * self.merge_bytes + 2 * min(ROW_GROUP_BYTES, self.layout.target_size)
+
     # ---- compaction ----------------------------------------------------------------------
 
     def compact(self, full: bool = False) -> bool:
