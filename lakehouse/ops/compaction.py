@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakehouse.commit.table_commit import TableCommit
 from lakehouse.io.memory import JobMemory
-from lakehouse.io.pool import map_parallel
+from lakehouse.io.pool import map_parallel, map_reads
 from lakehouse.paths import FileNamer
 from lakehouse.store.partitions import in_partitions
 from lakehouse.write.bucket_write import Buckets, BucketWrite
@@ -75,7 +75,7 @@ def compact_buckets(
         table,
         buckets,
         lambda w: w.compactor.compact(full=full),
-        lambda w: w.compactor.job_bytes,
+        lambda w: w.compactor.job_bytes(),
         names,
         beside_buffer,
     )
@@ -90,13 +90,14 @@ def rewrite_buckets(
     beside_buffer: bool = False,
 ) -> list[CommitMessage]:
     """Run ``rewrite`` on each bucket's state (in parallel, as many at once as the table's jobs
-    budget affords rewrites of ``job_bytes``) and return the messages of the buckets whose files
+    budget affords rewrites of the largest ``job_bytes``) and return the messages of the buckets whose files
     changed; on failure every file it wrote is deleted."""
     work = Buckets(table, WriteSettings.of(table, names or WriteScope().namer()))
     try:
         targets = [work.get(p, b) for p, b in buckets]
         budget = table.schema.core_options.jobs_budget(beside_buffer)
-        memory = JobMemory(max(map(job_bytes, targets), default=0), budget)
+        sizes = map_reads(job_bytes, targets, parallel=not table.io.is_local)  # may read footers
+        memory = JobMemory(max(sizes, default=0), budget)
         map_parallel(rewrite, targets, memory)
         return [m for m in work.messages() if m.compact_before or m.compact_after]
     except BaseException:
