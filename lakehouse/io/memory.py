@@ -3,8 +3,10 @@
 A table's buffers (``write-buffer-size``, ``sort-spill-buffer-size``, the target file size) say
 what one job - a bucket's flush, merge or compaction - holds. Jobs that run side by side each
 hold their own, and more: every thread that allocates keeps memory it freed in a heap of its own
-(Arrow's mimalloc, glibc's arenas for numpy), measured at about as much again as the job's live
-data. So the number of threads, not only the number of jobs running, sets the peak.
+(Arrow's mimalloc, glibc's arenas for numpy). So the number of threads, not only the number of
+jobs running, sets the peak: a 10M-row primary-key write on 16 threads held 0.7 GiB of live Arrow
+data and peaked at 2.1 GiB RSS; on 16 threads that ran only 2 jobs at a time, at 1.7 GiB; on 2
+threads, at 0.75 GiB.
 
 A call that runs jobs in parallel states what one job may hold and the budget the process's jobs
 may hold together (:class:`JobMemory`); it gets as many threads as that budget, less what other
