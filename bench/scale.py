@@ -20,14 +20,18 @@ none; for expiration they exist, empty). A cold plan is the first of the table i
 Every operation runs in a fresh Python process that reports its seconds and its own peak RSS
 (``ru_maxrss``), so one operation's peak cannot hide another's. Printed: a table per size, then
 each operation's growth ratio time(largest)/time(previous size) (linear: about 10 for 10x).
+``--threads N`` makes the processes behave as on N cores: the engine's (``LAKEHOUSE_THREADS``)
+and Arrow's thread pools are sized for N, whatever this machine has.
 
     .venv/bin/python bench/scale.py [--rows 1000000,10000000] [--large] [--only OP,...] [--dir D]
+        [--threads N]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -40,6 +44,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+# the engine of this checkout, also under an interpreter it is not installed in
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 BATCH = 1_000_000
 DAYS = np.array(["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"])
@@ -397,6 +404,10 @@ OPS = [
 
 def child(op: str, directory: str, size: int) -> None:
     """Run one operation in this process and print its result as JSON."""
+    if os.environ.get("LAKEHOUSE_THREADS"):  # --threads: Arrow's pool as on that many cores too
+        from lakehouse.io.cores import usable_cores
+
+        pa.set_cpu_count(usable_cores())
     result = globals()[f"op_{op}"](Path(directory), size)
     result["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(json.dumps(result))
@@ -421,7 +432,9 @@ def scale(name: str, kind: str, size: int) -> int:
 
 
 def report(results: dict[tuple[str, int], dict], sizes: dict[str, list[int]]) -> None:
-    print(f"\n{'operation':<25}{'size':>12}{'seconds':>10}{'throughput':>22}{'peak RSS':>11}  note")
+    threads = os.environ.get("LAKEHOUSE_THREADS") or "the usable cores"
+    print(f"\nthreads: {threads}; pyarrow {pa.__version__}")
+    print(f"{'operation':<25}{'size':>12}{'seconds':>10}{'throughput':>22}{'peak RSS':>11}  note")
     for name, kind, unit in OPS:
         for size in sizes[kind]:
             r = results.get((name, size))
@@ -466,12 +479,15 @@ def main() -> None:
     parser.add_argument("--large", action="store_true", help="add 100,000,000 rows")
     parser.add_argument("--only", default="", help="comma-separated operations (default all)")
     parser.add_argument("--dir", default=None, help="working directory (default a temporary one)")
+    parser.add_argument("--threads", type=int, help="behave as on this many cores (LAKEHOUSE_THREADS)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child, args.dir, args.size)
         return
+    if args.threads is not None:
+        os.environ["LAKEHOUSE_THREADS"] = str(args.threads)  # the operations' processes inherit it
     rows = [int(r) for r in args.rows.split(",")] + ([100_000_000] if args.large else [])
     sizes = {"rows": rows, "meta": sorted(PLAN_FILES)}
     only = set(args.only.split(",")) if args.only else None

@@ -446,6 +446,19 @@ class CoreOptions:
     def bucket(self) -> int:
         return self.get_int(BUCKET)
 
+    @property
+    def write_buffer_size(self) -> int:
+        """``write-buffer-size`` (Paimon's default: 256 mb)."""
+        value = self.get(WRITE_BUFFER_SIZE)
+        return parse_memory_size(value, WRITE_BUFFER_SIZE) if value else 256 << 20
+
+    def jobs_budget(self, beside_buffer: bool = False) -> int:
+        """What the process's parallel jobs on this table (flushes, merges, compactions, reads of
+        buckets) may hold together (:mod:`lakehouse.io.memory`): 2 x ``write-buffer-size``, one
+        of it when they run beside a write buffer (a flush's, a background compaction's), so
+        that a write's buffer and jobs stay within 2 x ``write-buffer-size``."""
+        return self.write_buffer_size * (1 if beside_buffer else 2)
+
     def target_file_size(self, has_primary_key: bool) -> int:
         if self.get(TARGET_FILE_SIZE) is not None:
             return self.memory(TARGET_FILE_SIZE)

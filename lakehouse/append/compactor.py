@@ -130,6 +130,16 @@ class AppendCompactor(BucketFiles):
         """Read from the options only when compacting: a data write never needs it."""
         return AppendPicking.of(self.table.schema.core_options)
 
+    def job_bytes(self) -> int:
+        """What a compaction of this bucket holds at most: the row groups being gathered and
+        encoded."""
+        return 2 * min(ROW_GROUP_BYTES, self.layout.target_size)
+
+    def sort_job_bytes(self) -> int:
+        """What a :meth:`sort` of this bucket holds at most: a chunk of ``write-buffer-size``, its
+        sorted copy, and the row group being encoded."""
+        return 2 * self.buffer_size + min(ROW_GROUP_BYTES, self.layout.target_size)
+
     def compact(self, full: bool = False) -> bool:
         """Rewrite what Paimon's picking selects (``full``: every file, if there are several).
         Returns whether anything changed."""

@@ -190,6 +190,11 @@ def read_columns(io: FileIO, path: str, columns: list[str]) -> pa.Table:
     return pf.read(columns=[c for c in columns if c in present], use_threads=True)
 
 
+def uncompressed_bytes(meta: pq.FileMetaData) -> int:
+    """What a file's rows take decoded, as its row groups record it."""
+    return sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+
+
 def iter_batches(
     io: FileIO,
     path: str,
@@ -207,8 +212,7 @@ def iter_batches(
     names = [c for c in columns if c in present]
     meta = pf.metadata
     if batch_bytes is not None and meta.num_rows:
-        size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-        fit = batch_bytes * meta.num_rows // max(1, size)
+        fit = batch_bytes * meta.num_rows // max(1, uncompressed_bytes(meta))
         batch_rows = min(batch_rows, max(MIN_BATCH_ROWS, fit))
     if rows is None:
         for batch in pf.iter_batches(batch_size=batch_rows, columns=names, use_threads=True):

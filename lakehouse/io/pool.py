@@ -1,13 +1,18 @@
 """Threads for the engine: a long-lived pool for leaf work, per-call pools for bulk work.
 
 The long-lived pool (one per process) runs blocking leaf work: file reads and Parquet encoding.
+Its size is not a core count: its reads wait on latency (object stores), which more threads hide,
+and what it holds is bounded by its callers - a file read whole, or the one table each Parquet
+writer has in flight, whose writers are as many as the bulk work's jobs.
 
 Planning fetches many small files (file indexes) whose latency, not CPU, dominates on object
 stores, and writers encode Parquet (which releases the GIL) while they build stats and indexes;
 starting threads for each would cost more than the work on a local disk. Tasks must never wait
 on other tasks of the pool. Keyed by process id so a forked child (a Spark Python worker) never
 inherits a pool whose threads did not survive the fork. Bulk work over many files or buckets
-(:func:`map_parallel`), whose tasks may themselves use the leaf pool, gets threads of its own.
+(:func:`map_parallel`), whose tasks may themselves use the leaf pool, gets threads of its own:
+one per core the process may use (:func:`lakehouse.io.cores.usable_cores`), fewer for jobs that
+hold memory than their budget affords (:mod:`lakehouse.io.memory`).
 """
 
 from __future__ import annotations
@@ -17,6 +22,11 @@ import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TypeVar
+
+import pyarrow as pa
+
+from lakehouse.io.cores import usable_cores
+from lakehouse.io.memory import JOBS, JobMemory
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -63,13 +73,35 @@ def submit(fn: Callable[..., R], *args: object) -> Future:
     return _pool().submit(fn, *args)
 
 
-def map_parallel(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
-    """``[fn(x) for x in items]`` on up to one thread per core, for work that spends its time in
-    Arrow and numpy (which release the GIL); order kept. Its threads live for this call only, so
-    tasks may use the shared pool."""
+def map_parallel(fn: Callable[[T], R], items: Iterable[T], memory: JobMemory | None = None) -> list[R]:
+    """``[fn(x) for x in items]`` on up to one thread per usable core, for work that spends its
+    time in Arrow and numpy (which release the GIL); order kept. Its threads live for this call
+    only, so tasks may use the shared pool.
+
+    ``memory``: what each call of ``fn`` holds and the budget of all such jobs of the process: as
+    many threads as the budget affords beside the jobs running now, each call reserving its share
+    before it starts (waiting for other jobs to end if need be) and handing the memory its thread
+    freed back to the system when it ends.
+    """
     items = list(items)
-    workers = min(len(items), os.cpu_count() or 1)
+    workers = min(len(items), usable_cores())
+    if memory is not None:
+        workers = min(workers, memory.threads(JOBS.held))
+        fn = _reserving(fn, memory)
     if workers <= 1:
         return [fn(x) for x in items]
     with ThreadPoolExecutor(workers) as pool:
         return list(pool.map(fn, items))
+
+
+def _reserving(fn: Callable[[T], R], memory: JobMemory) -> Callable[[T], R]:
+    def job(item: T) -> R:
+        with JOBS.reserve(memory.job, memory.budget):
+            try:
+                return fn(item)
+            finally:
+                # Arrow's allocator keeps what a thread freed for that thread: give it back
+                # before the next job, which may run on another thread, allocates its own
+                pa.default_memory_pool().release_unused()
+
+    return job

@@ -40,7 +40,7 @@ from lakehouse.mergetree.stream import merge_steps
 from lakehouse.mergetree.universal import CompactUnit, UniversalCompaction, pick_full
 from lakehouse.mergetree.versions import lookup_merge, with_level
 from lakehouse.options import SORT_SPILL_BUFFER_SIZE, ChangelogProducerKind, MergeEngineKind
-from lakehouse.store.data_reader import iter_data_file
+from lakehouse.store.data_reader import decoded_bytes, iter_data_file
 from lakehouse.store.data_writer import BucketWriter, FileLayout, file_metas
 
 if TYPE_CHECKING:
@@ -48,6 +48,9 @@ if TYPE_CHECKING:
 
 BATCH_ROWS = 64 * 1024  # rows read per run and step of a streaming merge
 ROW_GROUP_BYTES = 64 << 20  # merged rows gathered into one write (one Parquet row group)
+# What compacting a small bucket holds, in copies of its decoded files (measured): read, merged,
+# gathered, encoded, and what the job's thread freed and its allocator keeps
+DATA_COPIES = 5
 
 
 @dataclass
@@ -128,6 +131,14 @@ class BucketCompactor(BucketFiles):
 
     def sorted_runs(self) -> int:
         return len(self.levels().runs)
+
+    def job_bytes(self) -> int:
+        """What a compaction of this bucket holds at most (measured): its merge (the runs'
+        batches, ``sort-spill-buffer-size`` in all, and the steps merged from them) and the row
+        groups being gathered and encoded; a bucket whose files decode to less holds
+        ``DATA_COPIES`` times their data. Reads the files' footers."""
+        most = 3 * self.merge_bytes + 2 * min(ROW_GROUP_BYTES, self.layout.target_size)
+        return min(most, DATA_COPIES * decoded_bytes(self.table, self.bucket_path, self.files))
 
     # ---- compaction ----------------------------------------------------------------------
 

@@ -7,7 +7,10 @@ A writer whose buffer fills (``write-buffer-spillable``) and a merge with more s
 compressed with zstd level 1 (Paimon's ``spill-compression`` default) and read back a batch at a
 time, each batch of about ``sort-spill-buffer-size`` / ``sort-spill-threshold`` bytes, so that a
 merge of at most ``sort-spill-threshold`` runs holds about ``sort-spill-buffer-size``
-(``ExternalSortBuffer`` and ``MergeSorter.spillMergeSort``).
+(``ExternalSortBuffer`` and ``MergeSorter.spillMergeSort``). A run is compressed and decompressed
+on the thread that writes or reads it, not on Arrow's CPU pool: the buckets' spills and merges
+already run side by side, and each of Arrow's threads would keep the memory it (de)compressed
+with (a 10M-row write on 16 cores peaked 0.1 GiB higher).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ class SpilledRun:
     def batches(self) -> Iterator[pa.Table]:
         """The run's rows in key order, one stored batch at a time."""
         with pa.OSFile(self.path) as source:
-            stored = pa.ipc.open_file(source)
+            stored = pa.ipc.open_file(source, options=pa.ipc.IpcReadOptions(use_threads=False))
             for i in range(stored.num_record_batches):
                 yield pa.Table.from_batches([stored.get_batch(i)])
 
@@ -61,7 +64,7 @@ class SpillDir:
         path = self._next_path()
         rows = 0
         writer = None
-        options = pa.ipc.IpcWriteOptions(compression=SPILL_CODEC)
+        options = pa.ipc.IpcWriteOptions(compression=SPILL_CODEC, use_threads=False)
         try:
             with pa.OSFile(path, "wb") as sink:
                 for piece in pieces:

@@ -131,7 +131,8 @@ class BackgroundCompaction:
                 buckets, self._pending = sorted(self._pending), set()
                 commit_user = self._commit_user
             try:
-                commit_compaction(self.table, compact_buckets(self.table, buckets), commit_user)
+                messages = compact_buckets(self.table, buckets, beside_buffer=True)
+                commit_compaction(self.table, messages, commit_user)
             except CommitConflictError as e:  # another compaction got there first: nothing to do
                 log.info("background compaction of %s yielded to a concurrent one: %s", self.table.name, e)
             except BaseException as e:

@@ -43,7 +43,9 @@ def sort_buckets(
 ) -> list[CommitMessage]:
     """Rewrite some buckets sorted by ``order`` (in parallel); the messages of those that changed.
     Any process can run this for its share (``names``: its file names in the job's write scope)."""
-    return rewrite_buckets(table, buckets, lambda w: w.compactor.sort(order), names)
+    return rewrite_buckets(
+        table, buckets, lambda w: w.compactor.sort(order), lambda w: w.compactor.sort_job_bytes(), names
+    )
 
 
 def sort_compact(

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lakehouse.commit.table_commit import TableCommit
-from lakehouse.io.pool import map_parallel
+from lakehouse.io.memory import JobMemory
+from lakehouse.io.pool import map_parallel, map_reads
 from lakehouse.paths import FileNamer
 from lakehouse.store.partitions import in_partitions
 from lakehouse.write.bucket_write import Buckets, BucketWrite
@@ -60,25 +61,44 @@ def compaction_buckets(
 
 
 def compact_buckets(
-    table: TableStore, buckets: list[tuple[bytes, int]], full: bool = False, names: FileNamer | None = None
+    table: TableStore,
+    buckets: list[tuple[bytes, int]],
+    full: bool = False,
+    names: FileNamer | None = None,
+    beside_buffer: bool = False,
 ) -> list[CommitMessage]:
     """Compact some buckets (in parallel) and return the messages of those that changed; any
     process can run this for its share of the buckets (``names``: its file names in the job's
-    write scope). On failure its files are deleted."""
-    return rewrite_buckets(table, buckets, lambda w: w.compactor.compact(full=full), names)
+    write scope; ``beside_buffer``: the process holds a write buffer meanwhile, which leaves the
+    compactions half the memory). On failure its files are deleted."""
+    return rewrite_buckets(
+        table,
+        buckets,
+        lambda w: w.compactor.compact(full=full),
+        lambda w: w.compactor.job_bytes(),
+        names,
+        beside_buffer,
+    )
 
 
 def rewrite_buckets(
     table: TableStore,
     buckets: list[tuple[bytes, int]],
     rewrite: Callable[[BucketWrite], object],
+    job_bytes: Callable[[BucketWrite], int],
     names: FileNamer | None = None,
+    beside_buffer: bool = False,
 ) -> list[CommitMessage]:
-    """Run ``rewrite`` on each bucket's state (in parallel) and return the messages of the
-    buckets whose files changed; on failure every file it wrote is deleted."""
+    """Run ``rewrite`` on each bucket's state (in parallel, as many at once as the table's jobs
+    budget affords rewrites of the largest ``job_bytes``) and return the messages of the buckets whose files
+    changed; on failure every file it wrote is deleted."""
     work = Buckets(table, WriteSettings.of(table, names or WriteScope().namer()))
     try:
-        map_parallel(rewrite, [work.get(p, b) for p, b in buckets])
+        targets = [work.get(p, b) for p, b in buckets]
+        budget = table.schema.core_options.jobs_budget(beside_buffer)
+        sizes = map_reads(job_bytes, targets, parallel=not table.io.is_local)  # may read footers
+        memory = JobMemory(max(sizes, default=0), budget)
+        map_parallel(rewrite, targets, memory)
         return [m for m in work.messages() if m.compact_before or m.compact_after]
     except BaseException:
         work.abort()

@@ -20,6 +20,7 @@ from pyroaring import BitMap
 
 from lakehouse.errors import SchemaMismatchError
 from lakehouse.format import parquet
+from lakehouse.io.memory import JobMemory
 from lakehouse.io.pool import map_parallel
 from lakehouse.mergetree.compactor import BATCH_ROWS
 from lakehouse.mergetree.engine import ORDINAL, MergeEngine
@@ -43,6 +44,14 @@ if TYPE_CHECKING:
 
 _SYSTEM = [parquet.SEQUENCE_NUMBER, parquet.VALUE_KIND]
 READ_BATCH_ROWS = 1 << 20  # rows of a batch read straight from a file (fewer: sort-spill-buffer-size)
+
+
+def split_memory(table: TableStore, beside_buffer: bool = False) -> JobMemory:
+    """What reading one split of ``table`` holds beside the rows it returns: a batch per sorted
+    run (``sort-spill-buffer-size`` in all) and the steps merged from them, or one batch of a
+    file; ``beside_buffer``: the reads run beside a write buffer (see ``CoreOptions.jobs_budget``)."""
+    options = table.schema.core_options
+    return JobMemory(2 * options.memory(SORT_SPILL_BUFFER_SIZE), options.jobs_budget(beside_buffer))
 
 
 class TableRead:
@@ -91,7 +100,7 @@ class TableRead:
         """All rows of ``splits`` in one table (splits read in parallel)."""
         if not splits:
             return self.output_schema.empty_table()
-        parts = map_parallel(self.read_split, splits)
+        parts = map_parallel(self.read_split, splits, split_memory(self.table))
         return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
     def to_arrow_batch_reader(self, splits: list[Split]) -> pa.RecordBatchReader:

@@ -74,6 +74,17 @@ def iter_data_file(
             yield batch
 
 
+def decoded_bytes(table: TableStore, bucket_path: str, files: list[DataFileMeta]) -> int:
+    """What decoding ``files`` whole takes, as their Parquet footers record it."""
+    total = 0
+    for meta in files:
+        path = table.paths.data_file(bucket_path, meta.file_name, meta.external_path)
+        check_format(table.name, path)
+        with _reading(table, path):
+            total += parquet.uncompressed_bytes(parquet.open_file(table.io, path).metadata)
+    return total
+
+
 def _locate(table: TableStore, bucket_path: str, meta: DataFileMeta, fields: list[DataField], system):
     path = table.paths.data_file(bucket_path, meta.file_name, meta.external_path)
     check_format(table.name, path)

@@ -23,7 +23,6 @@ from lakehouse.options import (
     FILE_COMPRESSION_ZSTD_LEVEL,
     SORT_SPILL_BUFFER_SIZE,
     WRITE_BUFFER_MAX_DISK_SIZE,
-    WRITE_BUFFER_SIZE,
     WRITE_BUFFER_SPILLABLE,
     WRITE_ONLY,
     ChangelogProducerKind,
@@ -37,8 +36,6 @@ from lakehouse.types import DataField, DataType
 
 if TYPE_CHECKING:
     from lakehouse.store.table_store import TableStore
-
-DEFAULT_WRITE_BUFFER = "256 mb"
 
 
 @dataclass(frozen=True)
@@ -129,7 +126,7 @@ class WriteSettings:
             changelog=ChangelogProducer.of(schema, table.name) if keyed and not overwrite else None,
             layout=layout,
             changelog_layout=changelog_layout(layout, options),
-            buffer_size=parse_memory_size(options.get(WRITE_BUFFER_SIZE) or DEFAULT_WRITE_BUFFER),
+            buffer_size=options.write_buffer_size,
             spill=SpillSettings.of(options),
             write_only=options.get_bool(WRITE_ONLY),
             stop_trigger=options.stop_trigger,

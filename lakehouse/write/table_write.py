@@ -24,6 +24,7 @@ from lakehouse.bucket.channels import AssignerSplit
 from lakehouse.bucket.fixed import fixed_buckets
 from lakehouse.errors import ArgumentTypeError, InvalidOptionError, SchemaMismatchError
 from lakehouse.format import parquet
+from lakehouse.io.memory import JobMemory
 from lakehouse.io.pool import map_parallel
 from lakehouse.mergetree.changelog import input_rows
 from lakehouse.mergetree.compactor import BucketCompactor, gathered
@@ -48,6 +49,10 @@ if TYPE_CHECKING:
     from lakehouse.store.table_store import TableStore
 
 SLICE_BYTES = 16 << 20  # buffered rows copied and merged at a time, and rows per write of a run
+# What a bucket's flush job holds per slice of its rows, in slices (measured): the slice taken
+# from the buffer, its merge, the one in flight to the Parquet encoder, the encoder's buffers,
+# and what the job's thread freed and its allocator keeps
+SLICE_COPIES = 6
 
 
 class TableWrite:
@@ -218,17 +223,34 @@ class TableWrite:
             return
         groups, locations = self._group_ids(data, buckets)
         targets = [self.buckets.get(*key) for key in locations]
+        order, bounds = _group_order(groups, len(targets))
+        del groups
         if self.primary_key:
-            jobs = self._run_jobs(data, kinds, groups, targets, inputs, spilling)
+            jobs = self._run_jobs(data, kinds, order, bounds, targets, inputs, spilling)
         else:
-            jobs = self._append_jobs(data, groups, targets)
-        map_parallel(lambda job: job(), jobs)
+            jobs = self._append_jobs(data, order, bounds, targets)
+        map_parallel(lambda job: job(), jobs, self._flush_memory(data, np.diff(bounds), inputs is not None))
+
+    def _flush_memory(self, data: pa.Table, rows: np.ndarray, changelog: bool) -> JobMemory:
+        """What the flush job of the largest of buckets of ``rows`` rows of ``data`` holds: its
+        slices, for a primary key the bucket's keys sorted and their order, and with ``changelog``
+        the slices of its rows as given; the jobs run beside the buffer."""
+        largest = int(rows.max())
+        job = SLICE_COPIES * min(SLICE_BYTES, data.nbytes * largest // max(1, data.num_rows))
+        if self.primary_key:
+            key_bytes = data.select(self.primary_key).nbytes // max(1, data.num_rows)
+            job += largest * (2 * key_bytes + 16)
+        if changelog:
+            job *= 2
+        return JobMemory(job, self.schema.core_options.jobs_budget(beside_buffer=True))
 
     def _merge_spilled(self) -> None:
         """Merge the spilled runs of every bucket into its files, then finish the files of the
         flush as level-0 runs."""
         spilled = [w for w in self.buckets.writes.values() if w.spilled]
-        map_parallel(self._write_spilled, spilled)
+        # a merge reads sort-spill-buffer-size of its runs, merges steps of them, writes slices
+        job = 2 * self.settings.spill.buffer_size + SLICE_COPIES * SLICE_BYTES
+        map_parallel(self._write_spilled, spilled, JobMemory(job, self.schema.core_options.jobs_budget()))
         self._finish_runs()
 
     def _spill_dir(self) -> SpillDir:
@@ -297,10 +319,10 @@ class TableWrite:
     # ---- jobs: one per (partition, bucket), run in worker threads --------------------------
 
     def _append_jobs(
-        self, data: pa.Table, groups: np.ndarray, targets: list[BucketWrite]
+        self, data: pa.Table, order: np.ndarray, bounds: np.ndarray, targets: list[BucketWrite]
     ) -> list[Callable[[], None]]:
-        """Append-table rows of each group, numbered in arrival order."""
-        order, bounds = _group_order(groups, len(targets))
+        """Append-table rows of each group (``order[bounds[i]:bounds[i + 1]]``), numbered in
+        arrival order."""
         step = max(1024, SLICE_BYTES * data.num_rows // max(1, data.nbytes))
         jobs = []
         for target, start, end in zip(targets, bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
@@ -322,7 +344,8 @@ class TableWrite:
         self,
         data: pa.Table,
         kinds: pa.Array,
-        groups: np.ndarray,
+        order: np.ndarray,
+        bounds: np.ndarray,
         targets: list[BucketWrite],
         inputs: tuple[pa.Table, pa.Array] | None,
         spill: bool,
@@ -331,7 +354,6 @@ class TableWrite:
         if ``spill`` or if the bucket has spilled runs (merged into its files later), else
         written as files. ``inputs``: the rows as given, written to changelog files too."""
         settings = self.settings
-        order, bounds = _group_order(groups, len(targets))
         jobs = []
         for target, start, end in zip(targets, bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
             base = target.claim(data.num_rows)

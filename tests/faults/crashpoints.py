@@ -19,6 +19,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 
 import lakehouse.io.fs as fs_module
+from lakehouse.io import cores
 from lakehouse.io.fs import FileIO
 
 
@@ -86,7 +87,9 @@ def install(switch: KillSwitch) -> None:
 
     fs_module._write_synced = write_synced
     fs_module.os = SimpleNamespace(**{**vars(os), "replace": replace, "link": link})
-    os.cpu_count = lambda: 1  # threads of map_parallel would shuffle which operation is the N-th
+    # threads of map_parallel would shuffle which operation is the N-th
+    os.environ[cores.THREADS_ENV] = "1"
+    cores.usable_cores.cache_clear()
 
 
 def _flushed(f, data: bytes) -> None:

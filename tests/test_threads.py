@@ -1,0 +1,273 @@
+"""Threads and memory: the cores a process may use (affinity, cgroup quota, ``LAKEHOUSE_THREADS``)
+and the budget that bounds what parallel jobs hold together, whatever the number of cores."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from lakehouse.errors import InvalidOptionError
+from lakehouse.io.cores import THREADS_ENV, cgroup_cpu_limit, count_cores, scheduler_cores, usable_cores
+from lakehouse.io.memory import JOBS, JobMemory
+from lakehouse.io.pool import map_parallel
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
+    """``code`` in a fresh interpreter (this checkout's engine), with ``env`` added."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+
+
+@pytest.fixture
+def sixteen_cores(monkeypatch):
+    """The engine believes it has 16 cores (this machine may have 2)."""
+    monkeypatch.setenv(THREADS_ENV, "16")
+    usable_cores.cache_clear()
+    yield
+    usable_cores.cache_clear()  # the environment is restored after this; the next call reads it again
+
+
+# ---- cores --------------------------------------------------------------------------------------
+
+
+def cgroup(tmp_path: Path, own: str, limits: dict[str, str]) -> tuple[str, str]:
+    """A fake cgroup v2 tree under ``tmp_path``: the process in cgroup ``own``, ``cpu.max`` files
+    with the given contents per cgroup path."""
+    root = tmp_path / "cgroup"
+    for path, content in limits.items():
+        directory = root / path.strip("/")
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "cpu.max").write_text(content + "\n")
+    proc = tmp_path / "proc-self-cgroup"
+    proc.write_text(f"0::{own}\n")
+    return str(root), str(proc)
+
+
+@pytest.mark.parametrize(
+    ("content", "cores"),
+    [("200000 100000", 2), ("150000 100000", 2), ("50000 100000", 1), ("max 100000", None)],
+)
+def test_cgroup_quota_in_whole_cores_rounded_up(tmp_path, content, cores):
+    root, proc = cgroup(tmp_path, "/", {"/": content})
+    assert cgroup_cpu_limit(root, proc) == cores
+
+
+def test_cgroup_quota_is_the_tightest_of_the_process_cgroup_and_its_ancestors(tmp_path):
+    limits = {
+        "/kubepods": "800000 100000",
+        "/kubepods/pod1": "max 100000",
+        "/kubepods/pod1/c1": "250000 100000",
+    }
+    root, proc = cgroup(tmp_path, "/kubepods/pod1/c1", limits)
+    assert cgroup_cpu_limit(root, proc) == 3
+    root, proc = cgroup(tmp_path / "other", "/kubepods/pod1", limits)
+    assert cgroup_cpu_limit(root, proc) == 8
+
+
+@pytest.mark.parametrize("content", ["", "garbage", "0 100000", "100000 0", "-1 100000", "1 2 3"])
+def test_unusable_cpu_max_means_no_quota(tmp_path, content):
+    root, proc = cgroup(tmp_path, "/", {"/": content})
+    assert cgroup_cpu_limit(root, proc) is None
+
+
+def test_no_cgroup_v2_means_no_quota(tmp_path):
+    assert cgroup_cpu_limit(str(tmp_path / "missing"), str(tmp_path / "missing-proc")) is None
+
+
+def test_cores_are_the_scheduler_cores_lowered_to_the_quota(tmp_path):
+    root, proc = cgroup(tmp_path, "/", {"/": "100000 100000"})
+    assert count_cores({}, root, proc) == 1
+    root, proc = cgroup(tmp_path / "wide", "/", {"/": "6400000 100000"})
+    assert count_cores({}, root, proc) == scheduler_cores()
+    assert count_cores({}, str(tmp_path / "none"), str(tmp_path / "none")) == scheduler_cores()
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="the platform has no CPU affinity")
+def test_cores_follow_the_cpu_affinity():
+    first = min(os.sched_getaffinity(0))
+    out = run_python(
+        f"import os; os.sched_setaffinity(0, {{{first}}}); "
+        "from lakehouse.io.cores import usable_cores; print(usable_cores())",
+        **{THREADS_ENV: ""},
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "1"
+
+
+def test_override_wins_over_cpus_and_quota(tmp_path):
+    root, proc = cgroup(tmp_path, "/", {"/": "100000 100000"})
+    assert count_cores({THREADS_ENV: "16"}, root, proc) == 16
+    assert count_cores({THREADS_ENV: " 3 "}, root, proc) == 3
+    assert count_cores({THREADS_ENV: ""}, root, proc) == 1  # blank: not set
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two", "1.5", "4 cores"])
+def test_override_must_be_a_positive_integer(value):
+    with pytest.raises(InvalidOptionError, match=THREADS_ENV) as e:
+        count_cores({THREADS_ENV: value})
+    assert repr(value) in str(e.value)
+
+
+def test_override_is_read_once_per_process():
+    code = (
+        "import os; from lakehouse.io.cores import usable_cores; a = usable_cores(); "
+        f"os.environ['{THREADS_ENV}'] = '9'; print(a, usable_cores())"
+    )
+    out = run_python(code, **{THREADS_ENV: "5"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["5", "5"]
+
+
+def test_bad_override_fails_a_write_before_it_commits(tmp_path):
+    code = f"""
+import pyarrow as pa
+from lakehouse import Catalog
+from lakehouse.errors import InvalidOptionError
+cat = Catalog({str(tmp_path)!r})
+cat.create_database("db")
+t = cat.create_table("db.t", pa.schema([("id", pa.int64())]))
+try:
+    t.write(pa.table({{"id": [1, 2, 3]}}))
+except InvalidOptionError as e:
+    print("refused:", e)
+print("snapshot:", t.latest_snapshot_id())
+"""
+    out = run_python(code, **{THREADS_ENV: "many"})
+    assert out.returncode == 0, out.stderr
+    assert f"refused: environment variable {THREADS_ENV}='many'" in out.stdout
+    assert "snapshot: None" in out.stdout
+
+
+# ---- the jobs budget ----------------------------------------------------------------------------
+
+
+class Workload:
+    """Fake jobs that record how many bytes the jobs running at once claim to hold."""
+
+    def __init__(self, job: int) -> None:
+        self.job = job
+        self.held = 0
+        self.high_water = 0
+        self.ran = 0
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        with self._lock:
+            self.held += self.job
+            self.high_water = max(self.high_water, self.held)
+            self.ran += 1
+
+    def end(self) -> None:
+        with self._lock:
+            self.held -= self.job
+
+
+def test_jobs_get_the_threads_their_budget_affords(sixteen_cores):
+    work = Workload(30)
+    first_wave = threading.Barrier(3, timeout=30)  # only if three jobs run at once
+
+    def job(i: int) -> int:
+        work.start()
+        try:
+            if i < 3:
+                first_wave.wait()  # meanwhile a fourth thread, if there were one, would run item 3
+            return i * i
+        finally:
+            work.end()
+
+    assert map_parallel(job, range(12), JobMemory(job=30, budget=100)) == [i * i for i in range(12)]
+    assert work.ran == 12
+    assert work.high_water == 90
+    assert JOBS.held == 0
+
+
+def test_concurrent_calls_share_the_process_budget(sixteen_cores):
+    work = Workload(40)
+    a_running = threading.Barrier(3, timeout=30)  # both jobs of call a, and the test
+    b_ran = threading.Event()
+
+    def a_job(i: int) -> None:
+        work.start()
+        try:
+            a_running.wait()
+            b_ran.wait(timeout=0.2)  # a job of the other call starting now would make 3 x 40 > 100
+        finally:
+            work.end()
+
+    def b_job(i: int) -> None:
+        work.start()
+        try:
+            b_ran.set()
+        finally:
+            work.end()
+
+    memory = JobMemory(job=40, budget=100)
+    a = threading.Thread(target=map_parallel, args=(a_job, range(2), memory))
+    a.start()
+    a_running.wait()
+    map_parallel(b_job, range(4), memory)
+    a.join()
+    assert work.ran == 6
+    assert work.high_water <= 100
+    assert JOBS.held == 0
+
+
+def test_a_job_larger_than_the_budget_runs_alone(sixteen_cores):
+    work = Workload(500)
+
+    def job(i: int) -> int:
+        work.start()
+        work.end()
+        return i
+
+    assert map_parallel(job, range(5), JobMemory(job=500, budget=100)) == list(range(5))
+    assert work.high_water == 500  # one at a time
+    assert JOBS.held == 0
+
+
+def test_a_failed_job_hands_its_share_back(sixteen_cores):
+    def job(i: int) -> int:
+        if i == 2:
+            raise RuntimeError("boom")
+        return i
+
+    with pytest.raises(RuntimeError, match="boom"):
+        map_parallel(job, range(6), JobMemory(job=10, budget=30))
+    assert JOBS.held == 0
+
+
+def test_threads_of_a_budget():
+    assert JobMemory(job=30, budget=100).threads() == 3
+    assert JobMemory(job=30, budget=100).threads(held=50) == 1
+    assert JobMemory(job=30, budget=100).threads(held=100) == 1  # never none
+    assert JobMemory(job=0, budget=100).threads() == 100
+
+
+def test_writes_and_compactions_on_many_cores_keep_every_row(sixteen_cores, catalog):
+    """Flushes, spilled merges and compactions run through the budget: the table is right."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
+    options = {"bucket": "8", "write-buffer-size": "256 kb", "sort-spill-buffer-size": "64 kb"}
+    t = catalog.create_table(
+        "db.t", schema, primary_keys=["id"], options={**options, "target-file-size": "128 kb"}
+    )
+    n = 20_000
+    t.write(pa.table({"id": pa.array(range(n), pa.int64()), "v": [f"a{i}" for i in range(n)]}))
+    t.write(pa.table({"id": pa.array(range(0, n, 2), pa.int64()), "v": [f"b{i}" for i in range(0, n, 2)]}))
+    t.compact(full=True)
+    rows = t.new_read().read(t.plan().splits).sort_by("id")
+    assert rows.column("id").to_pylist() == list(range(n))
+    assert rows.column("v").to_pylist() == [f"{'b' if i % 2 == 0 else 'a'}{i}" for i in range(n)]
+    assert JOBS.held == 0
