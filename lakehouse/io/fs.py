@@ -59,6 +59,16 @@ class FileStatus:
         return self.path.rstrip("/").rsplit("/", 1)[-1]
 
 
+def _within(read: Callable[[int, int], bytes], size: int) -> Callable[[int, int], bytes]:
+    """``read(offset, length)`` of a file of ``size`` bytes asked only for bytes the file has."""
+
+    def clamped(offset: int, length: int) -> bytes:
+        n = max(0, min(length, size - offset)) if offset >= 0 else 0
+        return read(offset, n) if n else b""
+
+    return clamped
+
+
 class FileIO:
     """Read, write, list and delete files of one filesystem."""
 
@@ -128,17 +138,19 @@ class FileIO:
     def open_ranges(self, path: str) -> Iterator[Callable[[int, int], bytes]]:
         """A ``read(offset, length)`` of one file, for formats read head first, then in pieces.
 
-        Reads return fewer bytes at the end of the file; ``FileNotFoundError`` when it is absent.
+        Reads return fewer bytes at the end of the file, and none outside it (a negative offset
+        or length read from a damaged file allocates nothing); ``FileNotFoundError`` when it is
+        absent.
         """
         if self.is_local:
             fd = os.open(path, os.O_RDONLY)
             try:
-                yield lambda offset, length: os.pread(fd, length, offset)
+                yield _within(lambda offset, n: os.pread(fd, n, offset), os.fstat(fd).st_size)
             finally:
                 os.close(fd)
         else:
             with self.fs.open_input_file(path) as f:
-                yield lambda offset, length: f.read_at(length, offset)
+                yield _within(lambda offset, n: f.read_at(n, offset), f.size())
 
     def status(self, path: str) -> FileStatus | None:
         info = self.fs.get_file_info(path)

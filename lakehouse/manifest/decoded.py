@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from lakehouse.errors import CorruptFileError
 from lakehouse.manifest.avro_columns import Column, Columns, ListColumn
 from lakehouse.manifest.entries import DataFileMeta, FileKind, ManifestEntry, SimpleStats
 
@@ -31,9 +32,11 @@ class DecodedManifest:
         codes: np.ndarray,
         columns: Columns | None,
         built: list[ManifestEntry | None],
+        path: str = "",
     ) -> None:
         self.partitions = partitions  # distinct, in order of first appearance
         self.codes = codes  # per entry: its partition's index in ``partitions``
+        self.path = path  # of the file the columns come from, for errors
         self._columns = columns
         self._built = built
         self._missing = sum(e is None for e in built)
@@ -49,12 +52,13 @@ class DecodedManifest:
         return cls(list(index), codes, None, list(entries))
 
     @classmethod
-    def of_columns(cls, columns: Columns) -> DecodedManifest:
+    def of_columns(cls, columns: Columns, path: str) -> DecodedManifest:
+        """A manifest decoded column-wise from the file at ``path``; entries are built on demand."""
         part = columns["_PARTITION"]
         values = part.bytes_of(columns.data, np.arange(columns.rows))
         index: dict[bytes, int] = {}
         codes = np.fromiter((index.setdefault(p, len(index)) for p in values), np.int32, len(values))
-        return cls(list(index), codes, columns, [None] * columns.rows)
+        return cls(list(index), codes, columns, [None] * columns.rows, path)
 
     def __len__(self) -> int:
         return len(self._built)
@@ -92,6 +96,11 @@ class DecodedManifest:
         gc.disable()
         try:
             entries = _entries(self._columns, todo)
+        except (KeyError, UnicodeDecodeError) as e:  # a kind or a text the file cannot hold
+            raise CorruptFileError(
+                f"manifest {self.path} is corrupt: an entry does not decode ({type(e).__name__}: {e}); "
+                f"roll back to an earlier snapshot or restore the file"
+            ) from None
         finally:
             if collecting:
                 gc.enable()

@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterable, Sequence
 from lakehouse.errors import CorruptFileError
 from lakehouse.io.fs import FileIO
 from lakehouse.io.pool import map_reads
-from lakehouse.manifest import avro, avro_columns, binary_row
+from lakehouse.manifest import avro, avro_columns, avro_container, binary_row
+from lakehouse.manifest.avro_container import Container
 from lakehouse.manifest.decoded import DecodedManifest
 from lakehouse.manifest.entries import (
     FileKind,
@@ -131,8 +132,9 @@ class ManifestStore:
 
         paths = [self.paths.manifest(m.file_name) for m in metas]
         writer = avro.ContainerWriter(avro.MANIFEST_ENTRY_SCHEMA, self.codec)
-        for data in map_reads(self.io.read_bytes, paths, parallel=not self.io.is_local):
-            if not writer.append_file(data):
+        read = map_reads(lambda p: self._read_file(p, "manifest"), paths, parallel=not self.io.is_local)
+        for path, data in zip(paths, read, strict=True):
+            if not writer.append_file(self._parse(path, data, "manifest")):
                 return None
         data = writer.finish()
         name = self._manifest_names.next()
@@ -200,15 +202,16 @@ class ManifestStore:
 
     def _decode_manifests(self, paths: list[str]) -> list[DecodedManifest]:
         raws = map_reads(lambda p: self._read_file(p, "manifest"), paths, parallel=not self.io.is_local)
+        containers = [self._parse(p, raw, "manifest") for p, raw in zip(paths, raws, strict=True)]
         try:
-            columns = avro_columns.decode(raws)
-        except Exception:  # damaged bytes: fastavro below names the file and what is wrong
-            columns = [None] * len(raws)
+            columns = avro_columns.decode(containers)
+        except CorruptFileError:  # records that do not decode: read each file alone, which names it
+            columns = [None] * len(containers)
         return [
-            DecodedManifest.of_entries(self._decode_records(p, raw, "manifest", avro.entry_from))
+            DecodedManifest.of_entries(self._decode_records(p, f, "manifest", avro.entry_from))
             if c is None
-            else DecodedManifest.of_columns(c)
-            for p, raw, c in zip(paths, raws, columns, strict=True)
+            else DecodedManifest.of_columns(c, p)
+            for p, f, c in zip(paths, containers, columns, strict=True)
         ]
 
     def partition_stats(self, partitions: Iterable[bytes]) -> SimpleStats:
@@ -285,7 +288,8 @@ class ManifestStore:
         cached = _CACHE.get(path)
         if cached is not None:
             return cached
-        records = self._decode_records(path, self._read_file(path, what), what, decode)
+        container = self._parse(path, self._read_file(path, what), what)
+        records = self._decode_records(path, container, what, decode)
         if cache:
             _CACHE.put(path, records)
         return records
@@ -299,14 +303,25 @@ class ManifestStore:
                 f"read - roll back to an earlier snapshot"
             ) from None
 
-    def _decode_records(self, path: str, data: bytes, what: str, decode: Callable) -> list:
+    def _parse(self, path: str, data: bytes, what: str) -> Container:
         try:
-            return [decode(r) for r in avro.read_container(data)]
-        except Exception as e:  # fastavro raises many types on corrupt input
-            raise CorruptFileError(
-                f"table {self.table}: {what} {path} is corrupt or truncated ({type(e).__name__}: {e}); "
-                f"roll back to an earlier snapshot or restore the file"
-            ) from None
+            return avro_container.parse(data)
+        except CorruptFileError as e:
+            raise self._corrupt(path, what, e) from None
+
+    def _decode_records(self, path: str, container: Container, what: str, decode: Callable) -> list:
+        try:
+            return [decode(r) for r in container.records()]
+        except CorruptFileError as e:
+            raise self._corrupt(path, what, e) from None
+        except (KeyError, ValueError, TypeError, AttributeError) as e:  # records of another shape
+            raise self._corrupt(path, what, f"a record does not fit ({type(e).__name__}: {e})") from None
+
+    def _corrupt(self, path: str, what: str, problem: object) -> CorruptFileError:
+        return CorruptFileError(
+            f"table {self.table}: {what} {path} is corrupt or truncated: {problem}; roll back to an earlier "
+            f"snapshot or restore the file"
+        )
 
     def delete(self, names: Iterable[str]) -> None:
         self.io.delete_quietly([self.paths.manifest(n) for n in names])
