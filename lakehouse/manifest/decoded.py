@@ -32,7 +32,7 @@ class DecodedManifest:
         codes: np.ndarray,
         columns: Columns | None,
         built: list[ManifestEntry | None],
-        path: str = "",
+        path: str,
     ) -> None:
         self.partitions = partitions  # distinct, in order of first appearance
         self.codes = codes  # per entry: its partition's index in ``partitions``
@@ -43,13 +43,14 @@ class DecodedManifest:
         self._lock = threading.Lock()  # cached manifests are shared by the threads of a process
 
     @classmethod
-    def of_entries(cls, entries: list[ManifestEntry]) -> DecodedManifest:
-        """A manifest whose entries are built already (written here, or decoded by fastavro)."""
+    def of_entries(cls, entries: list[ManifestEntry], path: str) -> DecodedManifest:
+        """A manifest at ``path`` whose entries are built already (written here, or decoded by
+        fastavro)."""
         index: dict[bytes, int] = {}
         codes = np.fromiter(
             (index.setdefault(e.partition, len(index)) for e in entries), np.int32, len(entries)
         )
-        return cls(list(index), codes, None, list(entries))
+        return cls(list(index), codes, None, list(entries), path)
 
     @classmethod
     def of_columns(cls, columns: Columns, path: str) -> DecodedManifest:
@@ -77,7 +78,10 @@ class DecodedManifest:
         if partitions is None:
             rows = np.arange(len(self._built))
         else:
-            accepted = np.fromiter(map(partitions, self.partitions), bool, len(self.partitions))
+            try:
+                accepted = np.fromiter(map(partitions, self.partitions), bool, len(self.partitions))
+            except CorruptFileError as e:  # a partition that does not decode
+                raise self._corrupt(e) from None
             rows = np.flatnonzero(accepted[self.codes])
         if self._missing:
             with self._lock:
@@ -97,10 +101,7 @@ class DecodedManifest:
         try:
             entries = _entries(self._columns, todo)
         except (KeyError, UnicodeDecodeError) as e:  # a kind or a text the file cannot hold
-            raise CorruptFileError(
-                f"manifest {self.path} is corrupt: an entry does not decode ({type(e).__name__}: {e}); "
-                f"roll back to an earlier snapshot or restore the file"
-            ) from None
+            raise self._corrupt(f"{type(e).__name__}: {e}") from None
         finally:
             if collecting:
                 gc.enable()
@@ -109,6 +110,12 @@ class DecodedManifest:
         self._missing -= len(todo)
         if not self._missing:
             self._columns = None
+
+    def _corrupt(self, problem: object) -> CorruptFileError:
+        return CorruptFileError(
+            f"manifest {self.path} is corrupt: an entry does not decode ({problem}); roll back to an "
+            f"earlier snapshot or restore the file"
+        )
 
 
 def _nbytes(c: Column | ListColumn) -> int:

@@ -164,7 +164,7 @@ class ManifestStore:
         name = self._manifest_names.next()
         path = self.paths.manifest(name)
         self.io.write_bytes(path, data)
-        _CACHE.put(path, DecodedManifest.of_entries(list(entries)))
+        _CACHE.put(path, DecodedManifest.of_entries(list(entries), path))
         adds = sum(1 for e in entries if e.kind == FileKind.ADD)
         return ManifestFileMeta(
             file_name=name,
@@ -208,7 +208,7 @@ class ManifestStore:
         except CorruptFileError:  # records that do not decode: read each file alone, which names it
             columns = [None] * len(containers)
         return [
-            DecodedManifest.of_entries(self._decode_records(p, f, "manifest", avro.entry_from))
+            DecodedManifest.of_entries(self._decode_records(p, f, "manifest", avro.entry_from), p)
             if c is None
             else DecodedManifest.of_columns(c, p)
             for p, f, c in zip(paths, containers, columns, strict=True)

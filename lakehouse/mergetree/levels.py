@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+from lakehouse.errors import CorruptFileError
 from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import DataFileMeta
 from lakehouse.mergetree.keyorder import comparable_value, float_width
@@ -34,8 +35,9 @@ class KeyRanges:
     """Decoded ``min_key``/``max_key`` of files as keys compare, for ordering and overlap tests
     (cached)."""
 
-    def __init__(self, key_types: list[DataType]) -> None:
+    def __init__(self, key_types: list[DataType], table: str) -> None:
         self.types = key_types
+        self.table = table  # names it in errors
         self.widths = [float_width(t) for t in key_types]
         self._cache: dict[bytes, tuple] = {}
 
@@ -47,10 +49,16 @@ class KeyRanges:
         return found
 
     def min(self, f: DataFileMeta) -> tuple:
-        return self.key(f.min_key)
+        try:
+            return self.key(f.min_key)
+        except CorruptFileError as e:
+            raise f.damaged(self.table, e) from None
 
     def max(self, f: DataFileMeta) -> tuple:
-        return self.key(f.max_key)
+        try:
+            return self.key(f.max_key)
+        except CorruptFileError as e:
+            raise f.damaged(self.table, e) from None
 
 
 def level0_invisible(schema) -> bool:

@@ -203,7 +203,11 @@ class _Pruner:
     def stats_match(self, entry: ManifestEntry) -> bool:
         if self.stats_pred is None:
             return True
-        return may_match(self.stats_pred, self._file_stats(entry.file).get, self.physical)
+        try:
+            stats_of = self._file_stats(entry.file)
+        except CorruptFileError as e:
+            raise entry.file.damaged(self.table.name, e) from None
+        return may_match(self.stats_pred, stats_of.get, self.physical)
 
     def index_results(self, entries: list[ManifestEntry]) -> list[IndexResult]:
         """What each file's indexes say about the filter (index files fetched in parallel)."""
@@ -370,7 +374,7 @@ def _splits(
     open_cost = options.memory(SOURCE_SPLIT_OPEN_FILE_COST)
     splits = []
     for (partition, bucket), files in groups.items():
-        path = table.bucket_path(partition, bucket)
+        path = table.bucket_path(partition, bucket, files[0])
         if merged:
             # MergeTreeSplitGenerator: only files above level 0 with no retract rows skip the merge
             raw = len(files) == 1 and files[0].level > 0 and files[0].delete_row_count == 0
