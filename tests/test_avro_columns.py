@@ -196,8 +196,18 @@ def test_a_damaged_manifest_read_by_the_store_is_a_corrupt_file(catalog, tmp_pat
     path = t.store.paths.manifest(names[0])
     t.store.io.write_bytes(path, t.store.io.read_bytes(path)[:-20])
     manifest_files._CACHE.clear()
-    with pytest.raises(CorruptFileError, match="corrupt or truncated"):
+    with pytest.raises(CorruptFileError, match=f"manifest {path} is corrupt or truncated"):
         store.read_manifests(names)
+    with pytest.raises(CorruptFileError, match=f"manifest {path} is corrupt or truncated"):
+        store.concat_manifests(store.data_manifests(t.store.snapshots.latest()))  # a manifest merge
+
+
+def test_an_entry_of_an_unknown_kind_is_corrupt_when_it_is_built():
+    record = {**avro.entry_record(_entry()), "_KIND": 5}
+    data = avro.write_container(avro.MANIFEST_ENTRY_SCHEMA, [record], "null")
+    decoded = DecodedManifest.of_columns(avro_columns.decode([parse(data)], min_lanes=0)[0], "dir/manifest-1")
+    with pytest.raises(CorruptFileError, match="manifest dir/manifest-1 is corrupt.*KeyError: 5"):
+        decoded.entries()
 
 
 @pytest.mark.interop

@@ -79,6 +79,9 @@ def test_ranges_read_pieces_and_stop_at_the_end(tmp_path, remote):
         assert read(10, 5) == bytes([10, 11, 12, 13, 14])
         assert read(95, 50) == bytes(range(95, 100))
         assert read(200, 10) == b""
+        # offsets and lengths read from damaged files: nothing outside the file is asked for
+        assert read(-5, 10) == read(10, -5) == b""
+        assert read(90, 2**40) == bytes(range(90, 100))
     with pytest.raises(FileNotFoundError), io.open_ranges(f"{root}/missing"):
         pass
 
