@@ -86,6 +86,16 @@ def test_ranges_read_pieces_and_stop_at_the_end(tmp_path, remote):
         pass
 
 
+def test_a_name_with_a_nul_is_no_file(tmp_path):
+    """Names come from metadata files; a damaged one is a missing file, not a filesystem's error."""
+    io, root = FileIO.for_uri(str(tmp_path))
+    damaged = f"{root}/manifest-\0x"
+    assert not io.exists(damaged)
+    for read in (io.read_bytes, io.open_input, lambda p: io.open_ranges(p).__enter__()):
+        with pytest.raises(FileNotFoundError):
+            read(damaged)
+
+
 _FORK_CHECK = """
 import multiprocessing, time
 from lakehouse.io.pool import map_reads, submit

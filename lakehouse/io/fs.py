@@ -59,6 +59,13 @@ class FileStatus:
         return self.path.rstrip("/").rsplit("/", 1)[-1]
 
 
+def _nameable(path: str) -> None:
+    """Paths are built from names read from metadata: one with a NUL (a damaged file's) names
+    no file, and filesystems refuse it with errors of their own."""
+    if "\0" in path:
+        raise FileNotFoundError(f"no file is named {path!r}")
+
+
 def _within(read: Callable[[int, int], bytes], size: int) -> Callable[[int, int], bytes]:
     """``read(offset, length)`` of a file of ``size`` bytes asked only for bytes the file has."""
 
@@ -113,6 +120,8 @@ class FileIO:
 
     def exists(self, path: str) -> bool:
         """Whether a file exists (on S3 one HEAD request; directories: :meth:`dir_exists`)."""
+        if "\0" in path:
+            return False  # a name read from a damaged file: no file has it
         if self.bucket is not None:
             return self.bucket.exists(_key(path))
         return self.fs.get_file_info(path).type != pafs.FileType.NotFound
@@ -123,6 +132,7 @@ class FileIO:
 
     def read_bytes(self, path: str) -> bytes:
         """Read a whole file; raises ``FileNotFoundError`` when it is absent."""
+        _nameable(path)
         if self.is_local:
             with open(path, "rb") as f:
                 return f.read()
@@ -132,6 +142,7 @@ class FileIO:
             return f.read()
 
     def open_input(self, path: str) -> pa.NativeFile:
+        _nameable(path)
         return self.fs.open_input_file(path)
 
     @contextlib.contextmanager
@@ -142,6 +153,7 @@ class FileIO:
         or length read from a damaged file allocates nothing); ``FileNotFoundError`` when it is
         absent.
         """
+        _nameable(path)
         if self.is_local:
             fd = os.open(path, os.O_RDONLY)
             try:

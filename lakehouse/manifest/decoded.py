@@ -73,15 +73,16 @@ class DecodedManifest:
             held += len(self._columns.data) + sum(_nbytes(c) for c in self._columns.columns.values())
         return held
 
+    def holds(self, f: DataFileMeta) -> bool:
+        """Whether ``f`` is the file of one of the entries built so far."""
+        return any(e is not None and e.file is f for e in self._built)
+
     def entries(self, partitions: Callable[[bytes], bool] | None = None) -> list[ManifestEntry]:
         """The entries (in file order) of the partitions ``partitions`` accepts (default all)."""
         if partitions is None:
             rows = np.arange(len(self._built))
         else:
-            try:
-                accepted = np.fromiter(map(partitions, self.partitions), bool, len(self.partitions))
-            except CorruptFileError as e:  # a partition that does not decode
-                raise self._corrupt(e) from None
+            accepted = np.fromiter(map(partitions, self.partitions), bool, len(self.partitions))
             rows = np.flatnonzero(accepted[self.codes])
         if self._missing:
             with self._lock:
@@ -101,7 +102,10 @@ class DecodedManifest:
         try:
             entries = _entries(self._columns, todo)
         except (KeyError, UnicodeDecodeError) as e:  # a kind or a text the file cannot hold
-            raise self._corrupt(f"{type(e).__name__}: {e}") from None
+            raise CorruptFileError(
+                f"manifest {self.path} is corrupt: an entry does not decode ({type(e).__name__}: {e}); "
+                f"roll back to an earlier snapshot or restore the file"
+            ) from None
         finally:
             if collecting:
                 gc.enable()
@@ -110,12 +114,6 @@ class DecodedManifest:
         self._missing -= len(todo)
         if not self._missing:
             self._columns = None
-
-    def _corrupt(self, problem: object) -> CorruptFileError:
-        return CorruptFileError(
-            f"manifest {self.path} is corrupt: an entry does not decode ({problem}); roll back to an "
-            f"earlier snapshot or restore the file"
-        )
 
 
 def _nbytes(c: Column | ListColumn) -> int:

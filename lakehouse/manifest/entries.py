@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import IntEnum
 
-from lakehouse.errors import CorruptFileError
 from lakehouse.manifest import binary_row
 
 
@@ -69,14 +68,6 @@ class DataFileMeta:
         """The columns its value stats cover, in order: ``_VALUE_STATS_COLS``, else the columns
         the file holds (``_WRITE_COLS``, data evolution), else None - every column of its schema."""
         return self.value_stats_cols if self.value_stats_cols is not None else self.write_cols
-
-    def damaged(self, table: str, problem: object) -> CorruptFileError:
-        """The error for a value of this file's manifest entry that does not decode (a BinaryRow
-        read lazily, far from the manifest it came from): it names the data file."""
-        return CorruptFileError(
-            f"table {table}: the manifest entry of data file {self.file_name} is damaged ({problem}); roll "
-            f"the table back to a snapshot written before it, or restore the manifest holding it"
-        )
 
 
 @dataclass(frozen=True)

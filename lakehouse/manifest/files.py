@@ -20,6 +20,7 @@ from lakehouse.manifest import avro, avro_columns, avro_container, binary_row
 from lakehouse.manifest.avro_container import Container
 from lakehouse.manifest.decoded import DecodedManifest
 from lakehouse.manifest.entries import (
+    DataFileMeta,
     FileKind,
     IndexManifestEntry,
     ManifestEntry,
@@ -70,8 +71,26 @@ class _MetadataCache:
             self._items.clear()
             self._held = 0
 
+    def path_holding(self, f: DataFileMeta) -> str | None:
+        """The path of the cached manifest whose entries hold ``f`` (None: none cached does)."""
+        with self._lock:
+            items = list(self._items.items())
+        return next((p for p, (v, _) in items if isinstance(v, DecodedManifest) and v.holds(f)), None)
+
 
 _CACHE = _MetadataCache(CACHE_BYTES)
+
+
+def damaged_entry(table: str, f: DataFileMeta, problem: object) -> CorruptFileError:
+    """The error for a value of ``f``'s manifest entry that does not decode where it is used (a
+    key or stats BinaryRow, decoded far from its manifest): it names the manifest, found among
+    the cached ones, else the data file."""
+    path = _CACHE.path_holding(f)
+    where = f"manifest {path}" if path else "its manifest"
+    return CorruptFileError(
+        f"table {table}: the entry of data file {f.file_name} in {where} is damaged ({problem}); roll the "
+        f"table back to a snapshot written before it, or restore the manifest"
+    )
 
 
 def _covering_stats(types: list[DataType], parts: list[list[ColumnStats]]) -> SimpleStats:
@@ -207,12 +226,28 @@ class ManifestStore:
             columns = avro_columns.decode(containers)
         except CorruptFileError:  # records that do not decode: read each file alone, which names it
             columns = [None] * len(containers)
-        return [
+        decoded = [
             DecodedManifest.of_entries(self._decode_records(p, f, "manifest", avro.entry_from), p)
             if c is None
             else DecodedManifest.of_columns(c, p)
             for p, f, c in zip(paths, containers, columns, strict=True)
         ]
+        self._check_partitions(paths, decoded)
+        return decoded
+
+    def _check_partitions(self, paths: list[str], decoded: list[DecodedManifest]) -> None:
+        """Every distinct partition of the manifests decodes: planning and reading decode them
+        far from here, where the manifest is no longer known. A few microseconds per distinct
+        partition, not per entry."""
+        seen: set[bytes] = set()
+        for path, manifest in zip(paths, decoded, strict=True):
+            for p in manifest.partitions:
+                if p not in seen:
+                    seen.add(p)
+                    try:
+                        binary_row.decode_row(binary_row.deserialize(p)[1], self.partition_types)
+                    except CorruptFileError as e:
+                        raise self._corrupt(path, "manifest", f"a partition does not decode ({e})") from None
 
     def partition_stats(self, partitions: Iterable[bytes]) -> SimpleStats:
         """Min, max and null counts of the partition values of a manifest's entries."""
@@ -256,7 +291,16 @@ class ManifestStore:
         )
 
     def read_list(self, name: str, cache: bool = True) -> list[ManifestFileMeta]:
-        return self._read_records(name, "manifest list", avro.manifest_meta_from, cache)
+        return self._read_records(name, "manifest list", self._manifest_meta, cache)
+
+    def _manifest_meta(self, record: dict) -> ManifestFileMeta:
+        """A manifest list's record, its partition bounds checked: planning decodes them to prune,
+        where the list is no longer known (a few per list)."""
+        from lakehouse.manifest import stats
+
+        meta = avro.manifest_meta_from(record)
+        stats.decode(meta.partition_stats, self.partition_types, 0)
+        return meta
 
     # ---- index manifests -----------------------------------------------------------------
 

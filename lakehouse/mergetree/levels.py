@@ -14,6 +14,7 @@ from functools import cached_property
 from lakehouse.errors import CorruptFileError
 from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import DataFileMeta
+from lakehouse.manifest.files import damaged_entry
 from lakehouse.mergetree.keyorder import comparable_value, float_width
 from lakehouse.options import DELETION_VECTORS_ENABLED, ChangelogProducerKind, MergeEngineKind
 from lakehouse.types import DataType
@@ -52,13 +53,13 @@ class KeyRanges:
         try:
             return self.key(f.min_key)
         except CorruptFileError as e:
-            raise f.damaged(self.table, e) from None
+            raise damaged_entry(self.table, f, e) from None
 
     def max(self, f: DataFileMeta) -> tuple:
         try:
             return self.key(f.max_key)
         except CorruptFileError as e:
-            raise f.damaged(self.table, e) from None
+            raise damaged_entry(self.table, f, e) from None
 
 
 def level0_invisible(schema) -> bool:

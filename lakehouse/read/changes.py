@@ -84,9 +84,7 @@ def changed_splits(table: TableStore, snap: Snapshot, overwrites: bool = False) 
     has a changelog producer, else the new files of an APPEND snapshot; ``overwrites``: the new
     files of an OVERWRITE snapshot too (``streaming-read-overwrite``)."""
     return [
-        Split(
-            snap.id, e.partition, e.bucket, table.bucket_path(e.partition, e.bucket, e.file), (e.file,), True
-        )
+        Split(snap.id, e.partition, e.bucket, table.bucket_path(e.partition, e.bucket), (e.file,), True)
         for e in _changed(table, snap, overwrites)
     ]
 

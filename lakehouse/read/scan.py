@@ -34,6 +34,7 @@ from lakehouse.fileindex.result import REMAIN, IndexResult, RowSet
 from lakehouse.io.pool import map_reads
 from lakehouse.manifest import binary_row, stats
 from lakehouse.manifest.entries import DataFileMeta, ManifestEntry, ManifestFileMeta
+from lakehouse.manifest.files import damaged_entry
 from lakehouse.mergetree.levels import level0_invisible
 from lakehouse.options import SOURCE_SPLIT_OPEN_FILE_COST, SOURCE_SPLIT_TARGET_SIZE
 from lakehouse.predicate import ColumnStats, Predicate, bind, may_match, only_columns
@@ -206,7 +207,7 @@ class _Pruner:
         try:
             stats_of = self._file_stats(entry.file)
         except CorruptFileError as e:
-            raise entry.file.damaged(self.table.name, e) from None
+            raise damaged_entry(self.table.name, entry.file, e) from None
         return may_match(self.stats_pred, stats_of.get, self.physical)
 
     def index_results(self, entries: list[ManifestEntry]) -> list[IndexResult]:
@@ -374,7 +375,7 @@ def _splits(
     open_cost = options.memory(SOURCE_SPLIT_OPEN_FILE_COST)
     splits = []
     for (partition, bucket), files in groups.items():
-        path = table.bucket_path(partition, bucket, files[0])
+        path = table.bucket_path(partition, bucket)
         if merged:
             # MergeTreeSplitGenerator: only files above level 0 with no retract rows skip the merge
             raw = len(files) == 1 and files[0].level > 0 and files[0].delete_row_count == 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 from lakehouse.errors import ArgumentTypeError, BranchNotFoundError, CorruptFileError, InvalidArgumentError
 from lakehouse.io.fs import FileIO
 from lakehouse.manifest import binary_row
-from lakehouse.manifest.entries import DataFileMeta, IndexManifestEntry, ManifestEntry
+from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
 from lakehouse.manifest.files import ManifestStore
 from lakehouse.options import PARTITION_DEFAULT_NAME
 from lakehouse.paths import BRANCH_PREFIX, MAIN_BRANCH, TablePaths, normalize_branch, partition_path
@@ -157,16 +157,10 @@ class TableStore:
             self.io, self.paths, self.schema.partition_types(), self.schema.core_options, self.name
         )
 
-    def bucket_path(self, partition: bytes, bucket: int, of: DataFileMeta | None = None) -> str:
-        """Directory of a bucket relative to the table, e.g. ``dt=2024-01-01/bucket-3``; ``of``:
-        the data file whose manifest entry holds ``partition``, named if it does not decode."""
+    def bucket_path(self, partition: bytes, bucket: int) -> str:
+        """Directory of a bucket relative to the table, e.g. ``dt=2024-01-01/bucket-3``."""
         types = self.schema.partition_types()
-        try:
-            values = binary_row.decode_row(binary_row.deserialize(partition)[1], types)
-        except CorruptFileError as e:
-            if of is None:
-                raise
-            raise of.damaged(self.name, e) from None
+        values = binary_row.decode_row(binary_row.deserialize(partition)[1], types)
         default = self.schema.core_options.get(PARTITION_DEFAULT_NAME)
         path = partition_path(list(self.schema.partition_keys), types, values, default)
         return f"{path}/bucket-{bucket}" if path else f"bucket-{bucket}"

@@ -42,6 +42,7 @@ INDEXES = {
     "file-index.bitmap.columns": "status",
     "file-index.bsi.columns": "price",
 }
+MANY_COMMITS = 16  # manifests of a read: the lanes the column-wise decoder needs (avro_columns.MIN_LANES)
 # one filter per index type, so that a plan consults each, and filters on partitions and keys
 FILTERS = [col("user_id") == 3, col("status") == "PAID", col("price") < -9, col("dt") == "d1", col("id") < 9]
 
@@ -66,7 +67,10 @@ def build(warehouse: str) -> None:
     - ``db.pk``: primary keys, deletion vectors, file indexes embedded in the manifests, a tag, a
       consumer (snapshot, schema, manifest list, manifest, index manifest, deletion-vector file);
     - ``db.ap``: a partitioned append table whose file indexes are files of their own;
-    - ``db.dyn``: a dynamic-bucket table (HASH index files).
+    - ``db.dyn``: a dynamic-bucket table (HASH index files);
+    - ``db.many``: uncompressed manifests, enough of them that a read decodes them column-wise
+      (``lakehouse.manifest.avro_columns``), and damage reaches the records instead of a
+      decompressor.
     """
     catalog = Catalog(warehouse)
     catalog.create_database("db")
@@ -95,6 +99,11 @@ def build(warehouse: str) -> None:
     dyn = catalog.create_table("db.dyn", SCHEMA, primary_keys=["id"], options={"bucket": "-1"})
     dyn.write(batch(0, 30, 6))
     dyn.write(batch(20, 30, 7))
+    many = catalog.create_table(
+        "db.many", SCHEMA, partition_keys=["dt"], options={"manifest.compression": "null"}
+    )
+    for i in range(MANY_COMMITS):
+        many.write(batch(i * 4, 4, 10 + i))
 
 
 # ---- mutations ----------------------------------------------------------------------------
@@ -172,6 +181,12 @@ def _lists(catalog: Catalog, table: str) -> list[str]:
     return sorted(t.paths.manifest(n) for n in names)
 
 
+def _latest_lists(catalog: Catalog, table: str) -> list[str]:
+    t = catalog.get_table(table)
+    snapshot = t.snapshot()
+    return [t.paths.manifest(snapshot.base_manifest_list), t.paths.manifest(snapshot.delta_manifest_list)]
+
+
 def _manifests(catalog: Catalog, table: str) -> list[str]:
     t = catalog.get_table(table)
     store = t.manifests()
@@ -234,6 +249,29 @@ def _damage_embedded(data: bytes, mutate: Mutate, rng: random.Random) -> bytes:
     return _recoded(data, change)
 
 
+@dataclass(frozen=True)
+class _Block:
+    """Encoded records for ``fastavro``'s ``Writer.write_block``."""
+
+    bytes_: io.BytesIO
+    num_records: int
+
+
+def _damage_records(data: bytes, mutate: Mutate, rng: random.Random) -> bytes:
+    """One block's encoded records damaged, framed again as a valid container (right sizes,
+    sync markers): damage that reaches the record decoders rather than the container's checks."""
+    reader = fastavro.block_reader(io.BytesIO(data))
+    blocks = list(reader)
+    hit = rng.randrange(len(blocks))
+    out = io.BytesIO()
+    writer = fastavro.write.Writer(out, reader.writer_schema, codec=reader.metadata.get("avro.codec", "null"))
+    for i, block in enumerate(blocks):
+        records = block.bytes_.getvalue()
+        writer.write_block(_Block(io.BytesIO(mutate(records) if i == hit else records), block.num_records))
+    writer.flush()
+    return out.getvalue()
+
+
 _ROWS = (  # the BinaryRows of a manifest entry
     ("_PARTITION",),
     ("_FILE", "_MIN_KEY"),
@@ -265,6 +303,13 @@ def _read(catalog: Catalog, name: str) -> None:
     for f in FILTERS:
         t.read(filter=f)
     t.read_changes(1, t.latest_snapshot_id())
+
+
+def _read_plain(catalog: Catalog, name: str) -> None:
+    t = catalog.get_table(name)
+    t.read()
+    for f in FILTERS[-2:]:
+        t.read(filter=f)
 
 
 def _read_metadata(catalog: Catalog, name: str) -> None:
@@ -301,6 +346,10 @@ KINDS = (
     Kind("partition-rows", "db.ap", _manifests, _read, _damage_rows),
     Kind("ap-manifest-list", "db.ap", _lists, _read),
     Kind("file-index", "db.ap", _separate_file_indexes, _read),
+    Kind("manifest-records", "db.pk", _manifests, _read, _damage_records),
+    Kind("plain-manifest", "db.many", _manifests, _read_plain),
+    Kind("plain-manifest-records", "db.many", _manifests, _read_plain, _damage_records),
+    Kind("plain-manifest-list", "db.many", _latest_lists, _read_plain),
     Kind("hash-index", "db.dyn", _index_files("HASH"), _read_and_write),
     Kind("hash-index-manifest", "db.dyn", _index_manifest, _read_and_write),
     Kind("tag", "db.pk", _dir("tag"), _read_tag),
