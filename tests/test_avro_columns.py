@@ -161,9 +161,8 @@ def test_a_negative_string_length_is_corrupt():
         avro_columns.decode([in_place], min_lanes=0)
 
 
-@pytest.mark.parametrize("count", [2**40, 2**62, -(2**63)], ids=["huge", "huger", "min-long"])
-def test_an_array_count_beyond_the_bytes_is_corrupt_at_once(count):
-    """A damaged item count of ``_EXTRA_FILES`` would have the walk make that many items."""
+def _with_extra_files(count: int, items: bytes) -> bytes:
+    """A record whose ``_EXTRA_FILES`` array claims ``count`` items, followed by ``items``."""
     good = _encoded(replace(_entry(), file=replace(_entry().file, extra_files=("x",))))
     at = good.index(b"\x02\x02x")  # one item, then the item: a string of length 1
     zigzag = (count << 1) ^ (count >> 63)
@@ -172,8 +171,21 @@ def test_an_array_count_beyond_the_bytes_is_corrupt_at_once(count):
         varint.append(zigzag & 0x7F | 0x80)
         zigzag >>= 7
     varint.append(zigzag)
-    with pytest.raises(CorruptFileError, match="array"):
-        avro_columns.decode([_records(good[:at] + bytes(varint) + good[at + 1 :])], min_lanes=0)
+    return good[:at] + bytes(varint) + items + good[at + 3 :]
+
+
+@pytest.mark.parametrize("count", [2**40, 2**62])
+def test_array_items_that_do_not_move_the_walk_are_bounded_by_the_bytes(count):
+    """Items of length -1 step back onto themselves: a damaged count of them would loop that many
+    times. Every item takes a byte at least, so more items than bytes is damage."""
+    with pytest.raises(CorruptFileError, match="_EXTRA_FILES claim more items than the data has bytes"):
+        avro_columns.decode([_records(_with_extra_files(count, b"\x01"))], min_lanes=0)
+
+
+def test_an_array_count_without_an_absolute_value_is_corrupt():
+    """A negative count is followed by a byte size; -2**63 has no count to read then."""
+    with pytest.raises(CorruptFileError, match="count out of range"):
+        avro_columns.decode([_records(_with_extra_files(-(2**63), b"\x02\x02x"))], min_lanes=0)
 
 
 def test_other_shapes_are_left_to_fastavro():

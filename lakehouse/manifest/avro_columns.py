@@ -377,12 +377,11 @@ def _walker(node: _Node, sinks: dict, size: int, item_of: _ArraySink | None = No
                 keep = ~done
                 pos, slot, lane, count = pos[keep], slot[keep], lane[keep], count[keep]
             top = int(count.max()) if len(count) else 0
-            room = size - array.count  # items the data can still hold
-            if top > room or int(count.sum()) > room:
-                raise CorruptFileError(f"arrays of {node.path} claim more items than the data has bytes")
             for j in range(top):
                 sel = count > j
                 ids = array.new_items(slot[sel])
+                if array.count > size:  # an item takes a byte at least: the counts are damaged
+                    raise CorruptFileError(f"arrays of {node.path} claim more items than the data has bytes")
                 pos[sel] = item(buf, pos[sel], ids)
         return out
 

@@ -86,12 +86,11 @@ def parse(raw: bytes) -> Container:
     """The checked header and blocks of a container file."""
     if raw[:4] != MAGIC:
         raise CorruptFileError("it is not an Avro container file (bad magic bytes)")
-    reader = _Reader(raw, 4)
-    meta = reader.metadata()
-    if reader.remaining < SYNC_SIZE:
+    meta, pos = _metadata(raw, 4)
+    if len(raw) - pos < SYNC_SIZE:
         raise CorruptFileError("it is truncated inside its header")
-    sync = raw[reader.pos : reader.pos + SYNC_SIZE]
-    reader.pos += SYNC_SIZE
+    sync = raw[pos : pos + SYNC_SIZE]
+    pos += SYNC_SIZE
     try:
         codec = meta.get("avro.codec", b"null").decode()
         schema = meta["avro.schema"].decode()
@@ -103,16 +102,16 @@ def parse(raw: bytes) -> Container:
     if inflate is None:
         raise CorruptFileError(f"its codec {codec!r} is not an Avro codec (one of {', '.join(_INFLATE)})")
     blocks = []
-    while reader.remaining:
-        count = reader.long()
-        size = reader.long()
-        if count < 0 or not 0 <= size <= reader.remaining - SYNC_SIZE:
+    end = len(raw)
+    while pos < end:
+        count, pos = _varint(raw, pos)
+        size, pos = _varint(raw, pos)
+        if count < 0 or not 0 <= size <= end - pos - SYNC_SIZE:
             raise CorruptFileError(
-                f"block {len(blocks)} claims {count} records in {size} bytes, {reader.remaining} are left"
+                f"block {len(blocks)} claims {count} records in {size} bytes, {end - pos} are left"
             )
-        start = reader.pos
-        reader.pos += size + SYNC_SIZE
-        if raw[reader.pos - SYNC_SIZE : reader.pos] != sync:
+        start, pos = pos, pos + size + SYNC_SIZE
+        if raw[pos - SYNC_SIZE : pos] != sync:
             raise CorruptFileError(f"block {len(blocks)} does not end with the file's sync marker")
         data = _inflated(inflate, raw[start : start + size], codec, len(blocks))
         if count > len(data):  # every record takes at least one byte
@@ -130,61 +129,57 @@ def _inflated(inflate: Callable[[bytes], bytes], data: bytes, codec: str, block:
         raise CorruptFileError(f"block {block} does not decompress as {codec} ({e})") from None
 
 
-class _Reader:
-    """Zigzag varints and length-prefixed bytes of a header, each checked against what is left."""
+def _varint(raw: bytes, pos: int) -> tuple[int, int]:
+    """The zigzag varint (Avro long) at ``pos`` and the position after it."""
+    shift = value = 0
+    at = pos
+    while True:
+        if at >= len(raw) or shift > 63:
+            raise CorruptFileError(f"it is truncated or garbled at byte {pos} (a bad varint)")
+        b = raw[at]
+        at += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (value >> 1) ^ -(value & 1), at
+        shift += 7
 
-    def __init__(self, raw: bytes, pos: int) -> None:
-        self.raw, self.pos = raw, pos
 
-    @property
-    def remaining(self) -> int:
-        return len(self.raw) - self.pos
+def _bytes(raw: bytes, pos: int) -> tuple[bytes, int]:
+    """The length-prefixed bytes at ``pos`` and the position after them."""
+    n, pos = _varint(raw, pos)
+    if not 0 <= n <= len(raw) - pos:
+        raise CorruptFileError(f"a length of {n} bytes at byte {pos} runs past the end of the file")
+    return raw[pos : pos + n], pos + n
 
-    def long(self) -> int:
-        raw, pos, shift, value = self.raw, self.pos, 0, 0
-        while True:
-            if pos >= len(raw) or shift > 63:
-                raise CorruptFileError(f"it is truncated or garbled at byte {self.pos} (a bad varint)")
-            b = raw[pos]
-            pos += 1
-            value |= (b & 0x7F) << shift
-            if b < 0x80:
-                self.pos = pos
-                return (value >> 1) ^ -(value & 1)
-            shift += 7
 
-    def bytes(self) -> bytes:
-        n = self.long()
-        if not 0 <= n <= self.remaining:
-            raise CorruptFileError(f"a length of {n} bytes at byte {self.pos} runs past the end of the file")
-        self.pos += n
-        return self.raw[self.pos - n : self.pos]
-
-    def metadata(self) -> dict[str, bytes]:
-        """The header's map: blocks of (count, entries) up to a count of 0; a negative count is
-        followed by the block's size in bytes."""
-        meta = {}
-        while count := self.long():
-            if count < 0:
-                count = -count
-                self.long()
-            if count > self.remaining // 2:  # an entry is a key and a value of a byte each at least
-                raise CorruptFileError(f"its header claims {count} entries in {self.remaining} bytes")
-            for _ in range(count):
-                key = self.bytes()
-                meta[key.decode("utf-8", "replace")] = self.bytes()
-        return meta
+def _metadata(raw: bytes, pos: int) -> tuple[dict[str, bytes], int]:
+    """The header's map and the position after it: blocks of (count, entries) up to a count of
+    0; a negative count is followed by the block's size in bytes."""
+    meta = {}
+    while True:
+        count, pos = _varint(raw, pos)
+        if count == 0:
+            return meta, pos
+        if count < 0:
+            count = -count
+            _, pos = _varint(raw, pos)
+        if count > (len(raw) - pos) // 2:  # an entry is a key and a value of a byte each at least
+            raise CorruptFileError(f"its header claims {count} entries in {len(raw) - pos} bytes")
+        for _ in range(count):
+            key, pos = _bytes(raw, pos)
+            meta[key.decode("utf-8", "replace")], pos = _bytes(raw, pos)
 
 
 def _plain(schema: str, blocks: tuple[tuple[int, bytes], ...]) -> bytes:
     """An uncompressed container file of ``blocks``: what fastavro reads."""
-    out = [MAGIC, _long(1), _string(b"avro.schema"), _string(schema.encode()), _long(0), _PLAIN_SYNC]
+    out = [MAGIC, _zigzag(1), _string(b"avro.schema"), _string(schema.encode()), _zigzag(0), _PLAIN_SYNC]
     for count, data in blocks:
-        out += [_long(count), _string(data), _PLAIN_SYNC]
+        out += [_zigzag(count), _string(data), _PLAIN_SYNC]
     return b"".join(out)
 
 
-def _long(n: int) -> bytes:
+def _zigzag(n: int) -> bytes:
+    """An Avro long's bytes."""
     n = (n << 1) ^ (n >> 63)
     out = bytearray()
     while n > 0x7F:
@@ -195,7 +190,7 @@ def _long(n: int) -> bytes:
 
 
 def _string(data: bytes) -> bytes:
-    return _long(len(data)) + data
+    return _zigzag(len(data)) + data
 
 
 # ---- the schema ------------------------------------------------------------------------------
