@@ -14,10 +14,11 @@ one other type, arrays of those (not of records or arrays). :func:`decode` retur
 anything else, which callers leave to fastavro.
 
 Files come checked by :mod:`lakehouse.manifest.avro_container` (block record counts fit their
-bytes), and a walk over damaged records stays bounded: array item counts are checked against the
-bytes (an item takes at least one), reads past the data and records that do not end where their
-block ends are :class:`CorruptFileError`, and so are string ranges outside the data. The checks
-are per block, per array block and per column, never per record.
+bytes), and a walk over damaged records stays bounded: the items of an array never outnumber the
+bytes (an item takes one at least), and reads past the data, records that do not end where their
+block ends and negative string lengths are :class:`CorruptFileError` (with lengths that are not
+negative, positions only move forward, so every string lies inside its block). The checks are a
+scalar per step and a vector operation per column, never one per record.
 """
 
 from __future__ import annotations
@@ -246,7 +247,7 @@ class _ArraySink:
         )
 
 
-def _decode_group(plan: _Record, files: list[list[tuple[int, bytes]]]) -> list[Columns]:
+def _decode_group(plan: _Record, files: list[tuple[tuple[int, bytes], ...]]) -> list[Columns]:
     """Decode files of one schema: every block is a lane, record ``s`` of every lane at step ``s``."""
     chunks, lane_start, lane_end, lane_count, lane_first = [], [], [], [], []
     file_rows, file_bytes = [], []

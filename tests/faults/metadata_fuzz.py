@@ -1,13 +1,12 @@
 """Damaged metadata files, as data: a small warehouse holding every kind of metadata file the
 engine writes, seeded byte mutations of each kind, and the reads that consult the damaged file.
-``tests/faults/test_metadata_fuzz.py`` runs them.
+``tests/faults/test_metadata_fuzz.py`` runs them and says what a read of a damaged table may end
+with: rows (the damage did not matter, or hit a value the format cannot tell from a good one: a
+flipped key hash, a different count) or a ``LakehouseError`` that says where.
 
-A read of a damaged table must end in bounded time, either with rows (the damage did not matter,
-or hit a value the format cannot tell from a good one: a flipped key hash, a different count) or
-with a ``LakehouseError`` that names a file of the table - ``CorruptFileError`` mostly; damage
-can also make a file point elsewhere, so the error may name the file it points to (a manifest
-list naming a manifest that is not there), or be ``SnapshotNotFoundError`` for a snapshot that a
-changed id makes a read look for.
+Most kinds damage a file's bytes; the Avro kinds also damage what is inside valid framing (the
+encoded records, an embedded file index, a BinaryRow), which byte damage of a compressed file
+rarely reaches.
 """
 
 from __future__ import annotations
