@@ -111,6 +111,8 @@ class TableSchema:
 
     @classmethod
     def from_json(cls, text: str) -> TableSchema:
+        """The schema a JSON text describes; ValueError (or KeyError, TypeError) when it is not a
+        table schema's JSON: fields with integer ids and distinct names, keys among them."""
         obj = json.loads(text)
         version = obj.get("version", 1)
         options = {k: str(v) for k, v in obj.get("options", {}).items()}
@@ -118,7 +120,7 @@ class TableSchema:
             options.setdefault(BUCKET, "1")
         if version <= 2:
             options.setdefault(FILE_FORMAT, "orc")
-        return cls(
+        schema = cls(
             id=obj["id"],
             fields=tuple(DataField.from_json(f) for f in obj["fields"]),
             highest_field_id=obj["highestFieldId"],
@@ -129,6 +131,13 @@ class TableSchema:
             time_millis=obj.get("timeMillis", 0),
             version=version,
         )
+        names = schema.field_names
+        numbers = [schema.id, schema.highest_field_id, version, *(f.id for f in schema.fields)]
+        if not all(type(n) is int for n in numbers) or not all(isinstance(n, str) for n in names):
+            raise ValueError("an id or a name has the wrong type")
+        if len(set(names)) < len(names) or not {*schema.partition_keys, *schema.primary_keys} <= set(names):
+            raise ValueError("field names repeat, or a key is no field")
+        return schema
 
     # ---- views ---------------------------------------------------------------------------
 
@@ -632,7 +641,7 @@ class SchemaManager:
             ) from None
         try:
             return TableSchema.from_json(data.decode("utf-8"))
-        except (ValueError, KeyError, TypeError) as e:  # UnicodeDecodeError is a ValueError
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:  # Unicode errors too
             raise CorruptFileError(
                 f"table {self.table}: schema file {path} is unreadable ({e}); restore it from a backup"
             ) from None

@@ -32,33 +32,50 @@ class CommitKind(StrEnum):
     ANALYZE = "ANALYZE"
 
 
-# (attribute, JSON key, omitted when None) in the order Java writes them.
+# (attribute, JSON key, omitted when None, JSON type) in the order Java writes them.
 _FIELDS = (
-    ("version", "version", False),
-    ("uuid", "uuid", True),
-    ("id", "id", False),
-    ("schema_id", "schemaId", False),
-    ("base_manifest_list", "baseManifestList", False),
-    ("base_manifest_list_size", "baseManifestListSize", True),
-    ("delta_manifest_list", "deltaManifestList", False),
-    ("delta_manifest_list_size", "deltaManifestListSize", True),
-    ("changelog_manifest_list", "changelogManifestList", True),
-    ("changelog_manifest_list_size", "changelogManifestListSize", True),
-    ("index_manifest", "indexManifest", True),
-    ("commit_user", "commitUser", False),
-    ("writer_version", "writerVersion", True),
-    ("commit_identifier", "commitIdentifier", False),
-    ("commit_kind", "commitKind", False),
-    ("time_millis", "timeMillis", False),
-    ("total_record_count", "totalRecordCount", False),
-    ("delta_record_count", "deltaRecordCount", False),
-    ("changelog_record_count", "changelogRecordCount", True),
-    ("watermark", "watermark", True),
-    ("statistics", "statistics", True),
-    ("properties", "properties", True),
-    ("next_row_id", "nextRowId", True),
-    ("operation", "operation", True),
+    ("version", "version", False, int),
+    ("uuid", "uuid", True, str),
+    ("id", "id", False, int),
+    ("schema_id", "schemaId", False, int),
+    ("base_manifest_list", "baseManifestList", False, str),
+    ("base_manifest_list_size", "baseManifestListSize", True, int),
+    ("delta_manifest_list", "deltaManifestList", False, str),
+    ("delta_manifest_list_size", "deltaManifestListSize", True, int),
+    ("changelog_manifest_list", "changelogManifestList", True, str),
+    ("changelog_manifest_list_size", "changelogManifestListSize", True, int),
+    ("index_manifest", "indexManifest", True, str),
+    ("commit_user", "commitUser", False, str),
+    ("writer_version", "writerVersion", True, str),
+    ("commit_identifier", "commitIdentifier", False, int),
+    ("commit_kind", "commitKind", False, str),
+    ("time_millis", "timeMillis", False, int),
+    ("total_record_count", "totalRecordCount", False, int),
+    ("delta_record_count", "deltaRecordCount", False, int),
+    ("changelog_record_count", "changelogRecordCount", True, int),
+    ("watermark", "watermark", True, int),
+    ("statistics", "statistics", True, str),
+    ("properties", "properties", True, dict),
+    ("next_row_id", "nextRowId", True, int),
+    ("operation", "operation", True, str),
 )
+_NEEDED = ("id", "schemaId", "baseManifestList", "deltaManifestList", "commitKind")  # readers need these
+_LONG = (-(2**63), 2**63)
+
+
+def _json_value(key: str, value: Any, kind: type) -> Any:
+    """A field's JSON value if it has the field's type (a Java long for numbers), else ValueError."""
+    if value is None:
+        if key in _NEEDED:
+            raise ValueError(f"field {key} is missing")
+        return None
+    if kind is int:
+        fits = isinstance(value, int) and not isinstance(value, bool) and _LONG[0] <= value < _LONG[1]
+    else:
+        fits = isinstance(value, kind)
+    if not fits:
+        raise ValueError(f"field {key} is {value!r}, not a {kind.__name__}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -92,7 +109,7 @@ class Snapshot:
 
     def to_json(self) -> str:
         out: dict[str, Any] = {}
-        for attr, key, optional in _FIELDS:
+        for attr, key, optional, _ in _FIELDS:
             value = getattr(self, attr)
             if value is None and optional:
                 continue
@@ -101,8 +118,15 @@ class Snapshot:
 
     @classmethod
     def from_json(cls, text: str) -> Snapshot:
+        """The snapshot a JSON text describes; ValueError when it is not a snapshot's JSON."""
         obj = json.loads(text)
-        kwargs = {attr: obj.get(key) for attr, key, _ in _FIELDS if key in obj}
+        if not isinstance(obj, dict):
+            raise ValueError("the JSON is not an object")
+        kwargs = {
+            attr: _json_value(key, obj.get(key), kind)
+            for attr, key, _, kind in _FIELDS
+            if key in obj or key in _NEEDED
+        }
         kwargs["commit_kind"] = CommitKind(obj["commitKind"])
         kwargs.setdefault("uuid", None)
         kwargs.setdefault("writer_version", None)
@@ -151,7 +175,7 @@ class SnapshotManager:
             text = self.io.read_bytes(f"{self.paths.snapshot_dir}/{name}").decode("ascii")
         except (FileNotFoundError, UnicodeDecodeError):
             return None
-        return int(text) if text.isdigit() else None
+        return int(text) if text.isdigit() and len(text) < 19 else None  # a Java long
 
     # ---- reading ---------------------------------------------------------------------------
 
@@ -165,12 +189,17 @@ class SnapshotManager:
             raise SnapshotNotFoundError(
                 f"table {self.table} has no snapshot {snapshot_id} ({have}); pick an existing one"
             ) from None
+        return self.parse(data, path)
+
+    def parse(self, data: bytes, path: str, what: str = "snapshot") -> Snapshot:
+        """The snapshot in the bytes of a snapshot or tag file at ``path``."""
         try:
             return Snapshot.from_json(data.decode("utf-8"))
-        except (ValueError, KeyError, TypeError) as e:
+        except (ValueError, KeyError, TypeError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
+            advice = "roll back to an earlier snapshot" if what == "snapshot" else "delete the tag file"
             raise CorruptFileError(
-                f"table {self.table}: snapshot file {path} is corrupt or truncated ({e}); "
-                f"restore it from a backup or roll back to an earlier snapshot"
+                f"table {self.table}: {what} file {path} is corrupt or truncated ({e}); "
+                f"restore it from a backup or {advice}"
             ) from None
 
     def latest(self) -> Snapshot | None:
@@ -230,10 +259,7 @@ class SnapshotManager:
             raise SnapshotNotFoundError(
                 f"table {self.table} has no tag {name!r}; its tags are {self.tag_names()}"
             ) from None
-        try:
-            return Snapshot.from_json(data.decode("utf-8"))
-        except (ValueError, KeyError, TypeError) as e:
-            raise CorruptFileError(f"table {self.table}: tag file {path} is corrupt ({e})") from None
+        return self.parse(data, path, "tag")
 
     def tag_names(self) -> list[str]:
         """The names of the tags, sorted."""

@@ -3,12 +3,15 @@ were written, every damage of every metadata and data file, and the error hierar
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 
+import fastavro
 import pyarrow as pa
 import pytest
 
+from lakehouse import col
 from lakehouse.errors import (
     CorruptFileError,
     LakehouseError,
@@ -138,3 +141,51 @@ def test_every_error_is_a_lakehouse_error():
 
     classes = [v for v in vars(errors).values() if isinstance(v, type) and issubclass(v, Exception)]
     assert all(issubclass(c, LakehouseError) for c in classes)
+
+
+def _recode(path: str, change) -> None:
+    """Rewrite an Avro metadata file with ``change`` applied to each record (valid Avro still)."""
+    reader = fastavro.reader(io.BytesIO(Path(path).read_bytes()))
+    schema, codec = reader.writer_schema, reader.metadata.get("avro.codec", "null")
+    records = list(reader)
+    for r in records:
+        change(r)
+    out = io.BytesIO()
+    fastavro.writer(out, schema, records, codec=codec)
+    Path(path).write_bytes(out.getvalue())
+
+
+def test_a_damaged_partition_names_its_manifest(table):
+    """Partitions are decoded far from the manifest (splits, bucket paths): each distinct one is
+    checked when the manifest is read, where the file is known."""
+    from lakehouse.manifest import files as manifest_files
+
+    path = _manifest_of_latest(table)
+    _recode(path, lambda r: r.update(_PARTITION=b"\0\0\0\1\0\0"))
+    manifest_files._CACHE.clear()
+    with pytest.raises(CorruptFileError, match=f"manifest {path} is corrupt.*a partition does not decode"):
+        table.read()
+
+
+def test_damaged_partition_bounds_name_their_manifest_list(table):
+    from lakehouse.manifest import files as manifest_files
+
+    path = table.paths.manifest(table.snapshots.latest().delta_manifest_list)
+    _recode(path, lambda r: r["_PARTITION_STATS"].update(_MIN_VALUES=b"\0\0\0\1"))
+    manifest_files._CACHE.clear()
+    with pytest.raises(CorruptFileError, match=f"manifest list {path} is corrupt"):
+        table.read(filter=col("dt") == "2024-01-01")
+
+
+def test_damaged_stats_name_the_entry_and_its_manifest(table):
+    """Key stats are decoded per file when a filter prunes, long after the manifest was read: the
+    error finds the manifest among the cached ones."""
+    from lakehouse.manifest import files as manifest_files
+
+    path = _manifest_of_latest(table)
+    _recode(path, lambda r: r["_FILE"]["_KEY_STATS"].update(_MAX_VALUES=b"\0\0\0\1" + bytes(4)))
+    manifest_files._CACHE.clear()
+    with pytest.raises(
+        CorruptFileError, match=f"the entry of data file data-.* in manifest {path} is damaged"
+    ):
+        table.read(filter=col("order_id") == 2)

@@ -6,6 +6,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
+from lakehouse.errors import CorruptFileError
 from lakehouse.manifest import binary_row
 from lakehouse.types import parse_type, to_arrow
 
@@ -70,3 +71,32 @@ def test_row_hashes_in_blocks_hash_like_one_at_a_time(monkeypatch):
         for i, s in zip(ints.to_pylist(), strs.to_pylist(), strict=True)
     ]
     assert binary_row.row_hashes([ints, strs], types).tolist() == singles
+
+
+STRING, BIGINT = parse_type("STRING"), parse_type("BIGINT")
+
+
+def _slot(row: bytes, value: int) -> bytes:
+    """``row`` (one field) with its slot set to ``value``."""
+    return row[:8] + value.to_bytes(8, "little") + row[16:]
+
+
+@pytest.mark.parametrize(
+    "row, types, problem",
+    [
+        (bytes(12), [BIGINT, BIGINT], "of 12 bytes is too short for 2 fields"),
+        (bytes(3), [], "of 3 bytes is too short for 0 fields"),
+        (_slot(bytes(24), (16 << 32) | 50), [STRING], "points to bytes 16..66"),
+        (_slot(bytes(24), (2**30 << 32) | 8), [STRING], "points to bytes 1073741824"),
+        (_slot(bytes(16), (0x80 | 0x7F) << 56), [STRING], "inline value of 127 bytes"),
+    ],
+    ids=["short", "shorter-than-header", "past-the-end", "far-past-the-end", "inline-too-long"],
+)
+def test_a_damaged_row_is_corrupt(row, types, problem):
+    with pytest.raises(CorruptFileError, match=problem):
+        binary_row.decode_row(row, types)
+
+
+def test_a_serialized_row_shorter_than_its_arity_is_corrupt():
+    with pytest.raises(CorruptFileError, match="shorter than its arity"):
+        binary_row.deserialize(b"\x00\x00")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 
-from lakehouse.errors import InvalidArgumentError, SnapshotNotFoundError
+from lakehouse.errors import CorruptFileError, InvalidArgumentError, SnapshotNotFoundError
 from lakehouse.read.changes import replaced_partitions
 from lakehouse.store import consumers
 from lakehouse.store.partitions import partition_values
@@ -50,6 +52,18 @@ def test_consumers_record_progress_and_hold_snapshots(catalog):
     t.expire_snapshots(retain_min=1, older_than_ms=2**62)
     assert t.snapshots.earliest_id() == 3
     assert changes(t, 2) == [(2, 1.0, "+I"), (3, 1.0, "+I"), (4, 1.0, "+I")]
+
+
+@pytest.mark.parametrize(
+    "damage", [b'{"nextSnapshot": 1e999}', b'{"nextSnapshot": "3"}', b"[3]", b"{", b'{"nextSnapshot": true}']
+)
+def test_a_damaged_consumer_file_is_corrupt_naming_it(catalog, damage):
+    t = pk_orders_table(catalog, **{"consumer-id": "etl"})
+    t.write(orders([1]))
+    t.read_changes(0, 1)
+    Path(t.paths.consumer_dir, "consumer-etl").write_bytes(damage)
+    with pytest.raises(CorruptFileError, match="consumer file .*consumer-etl is corrupt"):
+        consumers.next_snapshot(t, "etl")
 
 
 def test_bad_ranges(catalog):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -221,6 +222,31 @@ def test_index_file_damage(tmp_path):
         read_vector(io, path, a)
     with pytest.raises(CorruptFileError, match="missing"):
         read_all_vectors(io, path, meta)
+
+
+@pytest.mark.parametrize(
+    "offset, length, problem",
+    [
+        (-5, 20, "no range of it"),
+        (0, 20, "no range of it"),  # the version byte is no vector
+        (1, -9, "no range of it"),
+        (1, 2**40, "does not match the length"),  # read as far as the file goes, no further
+        (2**40, 20, "truncated"),
+    ],
+    ids=["negative-offset", "version-byte", "negative-length", "huge-length", "huge-offset"],
+)
+def test_a_damaged_range_in_the_index_manifest_is_corrupt(tmp_path, offset, length, problem):
+    """Ranges come from the index manifest: checked before any read, and ranged reads never ask
+    the file for more than it has."""
+    io, root = FileIO.for_uri(str(tmp_path))
+    paths = TablePaths(root)
+    meta = write_index_file(io, paths, FileNamer("index-"), {"a": DeletionVector.from_positions([1, 2])})
+    path = paths.index_file(meta.file_name)
+    damaged = DeletionVectorMeta("a", offset, length, 2)
+    with pytest.raises(CorruptFileError, match=problem):
+        read_vector(io, path, damaged)
+    with pytest.raises(CorruptFileError, match=problem):
+        read_all_vectors(io, path, replace(meta, dv_ranges=(damaged,)))
 
 
 # ---- properties ------------------------------------------------------------------------------

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import struct
+
 import pyarrow as pa
 import pytest
 
+from lakehouse.errors import CorruptFileError
 from lakehouse.fileindex import bsi
 from lakehouse.fileindex.result import RowSet
 from lakehouse.types import parse_type, to_arrow
@@ -34,3 +37,11 @@ def test_bytes_and_probes_match_java(case):
     reader = bsi.BsiReader(bytes.fromhex(case["serialized_hex"]), dtype)
     for probe in case["probes"]:
         assert evaluate(reader, probe["op"], probe["literal"], atype) == probe["row_ids"], probe
+
+
+def test_a_negative_row_count_is_corrupt():
+    dtype = parse_type("BIGINT")
+    data = bytearray(bsi.build(pa.array([1, -2, 3], pa.int64()), dtype))
+    struct.pack_into(">i", data, 1, -5)
+    with pytest.raises(CorruptFileError, match="-5 rows"):
+        bsi.BsiReader(bytes(data), dtype)

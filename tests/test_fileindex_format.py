@@ -134,3 +134,30 @@ def test_an_entry_past_the_end_of_a_file_is_a_typed_error():
     data = format.write({"c": {"bloom-filter": b"\x00\x00\x00\x01" + bytes(200_000)}})
     with pytest.raises(CorruptFileError, match="outside the file"):
         format.read_columns(lambda at, n: data[: len(data) - 10][at : at + n], {"c"})
+
+
+def _head_with(**fields) -> bytes:
+    """A one-column container with a field of its head replaced (head_length, count, entries)."""
+    data = bytearray(format.write({"c": {"bloom-filter": b"\x00\x00\x00\x02\xab"}}))
+    at = {"head_length": 12, "count": 16, "entries": 23}  # after magic, version; after the name "c"
+    for name, value in fields.items():
+        struct.pack_into(">i", data, at[name], value)
+    return bytes(data)
+
+
+@pytest.mark.parametrize(
+    "fields, problem",
+    [
+        ({"head_length": 2**31 - 1}, "head claims 2147483647 bytes"),
+        ({"head_length": 3}, "head claims 3 bytes"),
+        ({"count": 2**31 - 1}, "claims 2147483647 columns"),
+        ({"count": -1}, "claims -1 columns"),
+        ({"entries": 2**30}, "claims 1073741824 indexes of column c"),
+        ({"entries": -2}, "claims -2 indexes"),
+    ],
+    ids=["huge-head", "tiny-head", "huge-count", "negative-count", "huge-entries", "negative-entries"],
+)
+def test_counts_and_lengths_of_the_head_are_checked_against_the_bytes(fields, problem):
+    data = _head_with(**fields)
+    with pytest.raises(CorruptFileError, match=problem):
+        format.read_columns(lambda offset, length: data[offset : offset + length], None)

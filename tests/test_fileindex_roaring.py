@@ -1,5 +1,7 @@
 """Bulk-built roaring bitmaps equal pyroaring's own, container for container."""
 
+import struct
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -39,3 +41,19 @@ def test_read_walks_back_to_back_bitmaps():
     assert roaring.read(data, offset) == (second, len(data))
     with pytest.raises(CorruptFileError):
         roaring.read(data[:-1], offset)
+
+
+def test_a_bitmap_outside_its_bytes_is_corrupt():
+    data = roaring.serialize(BitMap([1, 2, 3]))
+    for offset in (-4, len(data), 2**40):
+        with pytest.raises(CorruptFileError, match="outside"):
+            roaring.read(data, offset)
+
+
+def test_a_container_count_beyond_the_bytes_is_corrupt_at_once():
+    """The portable format's 32-bit container count, read from damaged bytes, is checked before
+    a header of that many containers is unpacked."""
+    for count in (2**32 - 1, 70_000, 5):
+        data = struct.pack("<II", 12346, count) + bytes(16)
+        with pytest.raises(CorruptFileError, match=f"{count} containers"):
+            roaring.serialized_size(data)

@@ -247,6 +247,17 @@ def test_a_corrupt_index_is_a_typed_error_when_filtering_and_rewrite_repairs_it(
     assert any("missing" in p for p in table.verify_file_indexes().problems)
 
 
+def test_an_index_selecting_rows_the_file_does_not_have_is_corrupt(table):
+    """A bitmap index whose row count grew: NOT EQUAL answers rows past the end of the file."""
+    path = _index_path(table, table.live_entries()[0])
+    indexes = format.read(Path(path).read_bytes())
+    damaged = bytearray(indexes["status"]["bitmap"])
+    damaged[1:5] = (10_000).to_bytes(4, "big")  # the row count, after the version byte
+    Path(path).write_bytes(format.write({**indexes, "status": {"bitmap": bytes(damaged)}}))
+    with pytest.raises(CorruptFileError, match=f"{os.path.basename(path)} is unusable.*selects row 9999"):
+        table.read(filter=col("status") != "NEW")
+
+
 @pytest.mark.parametrize(
     ("options", "error", "match"),
     [

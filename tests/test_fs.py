@@ -79,8 +79,21 @@ def test_ranges_read_pieces_and_stop_at_the_end(tmp_path, remote):
         assert read(10, 5) == bytes([10, 11, 12, 13, 14])
         assert read(95, 50) == bytes(range(95, 100))
         assert read(200, 10) == b""
+        # offsets and lengths read from damaged files: nothing outside the file is asked for
+        assert read(-5, 10) == read(10, -5) == b""
+        assert read(90, 2**40) == bytes(range(90, 100))
     with pytest.raises(FileNotFoundError), io.open_ranges(f"{root}/missing"):
         pass
+
+
+def test_a_name_with_a_nul_is_no_file(tmp_path):
+    """Names come from metadata files; a damaged one is a missing file, not a filesystem's error."""
+    io, root = FileIO.for_uri(str(tmp_path))
+    damaged = f"{root}/manifest-\0x"
+    assert not io.exists(damaged)
+    for read in (io.read_bytes, io.open_input, lambda p: io.open_ranges(p).__enter__()):
+        with pytest.raises(FileNotFoundError):
+            read(damaged)
 
 
 _FORK_CHECK = """

@@ -4,6 +4,7 @@ import pyarrow as pa
 import pytest
 
 from lakehouse.manifest import avro, binary_row
+from lakehouse.manifest.avro_container import parse
 from lakehouse.manifest.entries import (
     EMPTY_ROW,
     EMPTY_STATS,
@@ -144,14 +145,14 @@ def test_containers_append_by_copying_encoded_records_in_order():
     import fastavro
 
     schema = {"type": "record", "name": "r", "fields": [{"name": "x", "type": "long"}]}
-    files = [avro.write_container(schema, [{"x": i} for i in range(a, b)], "zstandard")
+    files = [parse(avro.write_container(schema, [{"x": i} for i in range(a, b)], "zstandard"))
              for a, b in [(0, 1), (1, 2), (2, 5000), (5000, 5001)]]  # fmt: skip
     writer = avro.ContainerWriter(schema, "zstandard")
     assert writer.append_file(files[0]) and writer.append_file(files[1])
     writer.write({"x": -1})
     assert writer.append_file(files[2]) and writer.append_file(files[3])
     other = avro.write_container({**schema, "name": "other"}, [{"x": 9}], "zstandard")
-    assert not writer.append_file(other)
+    assert not writer.append_file(parse(other))
     data = writer.finish()
     assert [r["x"] for r in avro.read_container(data)] == [0, 1, -1, *range(2, 5001)]
     blocks = list(fastavro.block_reader(io.BytesIO(data)))

@@ -2,11 +2,13 @@
 
 import os
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lakehouse.format.parquet import ParquetFileWriter, ParquetOptions
+from lakehouse.errors import CorruptFileError
+from lakehouse.format.parquet import ParquetFileWriter, ParquetOptions, iter_batches
 from lakehouse.io.fs import FileIO
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
@@ -41,3 +43,16 @@ def test_a_writer_that_cannot_open_publishes_nothing(tmp_path):
     with pytest.raises(Exception, match="zip9"):
         ParquetFileWriter(io, f"{root}/data-1.parquet", SCHEMA, ParquetOptions(compression="zip9"))
     assert os.listdir(tmp_path) == []  # neither a 0-byte file under its name nor a temporary one
+
+
+def test_rows_past_the_end_of_a_file_are_corrupt(tmp_path):
+    """Rows to keep come from metadata (a manifest entry's row count, an index, a deletion
+    vector): one past the file's rows is damage, not a pyarrow index error."""
+    path = str(tmp_path / "f.parquet")
+    pq.write_table(pa.table({"x": list(range(10))}), path)
+    io = FileIO.for_uri(str(tmp_path))[0]
+    assert [b.column("x").to_pylist() for b in iter_batches(io, path, ["x"], 100, rows=np.array([2, 9]))] == [
+        [2, 9]
+    ]
+    with pytest.raises(CorruptFileError, match="f.parquet has 10 rows, but row 10 of it is to be read"):
+        list(iter_batches(io, path, ["x"], 100, rows=np.array([2, 10])))

@@ -1,9 +1,17 @@
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 
-from lakehouse.errors import InvalidOptionError, SchemaMismatchError, UnsupportedFeatureError
+from lakehouse.errors import (
+    CorruptFileError,
+    InvalidOptionError,
+    SchemaMismatchError,
+    UnsupportedFeatureError,
+)
 from lakehouse.schema import TableSchema, is_widening, new_schema
 from lakehouse.types import parse_type
 
@@ -225,3 +233,22 @@ def test_stats_of_files_written_before_a_widening_still_prune_correctly(catalog)
     assert t.read(filter=col("ts") > dt.datetime(2024, 1, 2, 12)).column("id").to_pylist() == [3]
     assert t.plan(filter=col("ts") < dt.datetime(2024, 1, 1, 12)).stats["files_selected"] == 1
     assert sorted(t.read(filter=col("n") >= 6).column("id").to_pylist()) == [2, 3]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda o: {**o, "primaryKeys": ["nope"]},
+        lambda o: {**o, "fields": o["fields"] + o["fields"][:1]},
+        lambda o: {**o, "id": "0"},
+        lambda o: {**o, "fields": [{**o["fields"][0], "id": 1.5}]},
+        lambda o: [o],
+    ],
+    ids=["key-is-no-field", "repeated-name", "id-as-text", "field-id-float", "not-an-object"],
+)
+def test_a_damaged_schema_file_is_corrupt_naming_it(catalog, change):
+    t = catalog.create_table("db.t", ORDERS, primary_keys=["order_id", "dt"])
+    path = Path(t.paths.schema(0))
+    path.write_text(json.dumps(change(json.loads(path.read_text()))))
+    with pytest.raises(CorruptFileError, match="schema-0 is unreadable"):
+        catalog.get_table("db.t")

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -104,7 +105,9 @@ def test_empty_table_reads_empty(catalog):
     assert t.plan().stats["files_total"] == 0
 
 
-@pytest.mark.parametrize("damage", [b"", b'{"version" : 3, "id" :', b"\x00\x01 not json"])
+@pytest.mark.parametrize(
+    "damage", [b"", b'{"version" : 3, "id" :', b"\x00\x01 not json", b"[3]", b"[" * 100_000]
+)
 def test_corrupt_snapshot_is_a_typed_error_naming_the_file(catalog, damage):
     t = _table(catalog, commits=2)
     with open(t.paths.snapshot(2), "wb") as f:
@@ -112,3 +115,37 @@ def test_corrupt_snapshot_is_a_typed_error_naming_the_file(catalog, damage):
     with pytest.raises(CorruptFileError, match="snapshot-2"):
         t.read()
     assert rows(t.read(snapshot_id=1))[0]["order_id"] == 0
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("id", "2"), ("schemaId", None), ("baseManifestList", 7), ("timeMillis", 2**70), ("properties", [1])],
+)
+def test_a_snapshot_field_of_the_wrong_type_is_corrupt(catalog, field, value):
+    t = _table(catalog, commits=2)
+    path = Path(t.paths.snapshot(2))
+    path.write_text(json.dumps({**json.loads(path.read_text()), field: value}))
+    with pytest.raises(CorruptFileError, match=f"snapshot-2 is corrupt or truncated \\(field {field}"):
+        t.read()
+
+
+def test_a_hint_too_long_for_a_snapshot_id_is_ignored(catalog):
+    t = _table(catalog, commits=2)
+    Path(t.paths.snapshot_dir, "LATEST").write_text("9" * 5000)  # past int()'s digit limit, too
+    assert t.latest_snapshot_id() == 2
+
+
+def test_a_tag_of_a_damaged_snapshot_is_not_created(catalog):
+    t = _table(catalog, commits=2)
+    Path(t.paths.snapshot(2)).write_bytes(b'{"id": 2')
+    with pytest.raises(CorruptFileError, match="snapshot-2"):
+        t.create_tag("v1", 2)
+    assert t.snapshots.tag_names() == []
+
+
+def test_a_damaged_tag_file_is_corrupt_naming_it(catalog):
+    t = _table(catalog, commits=2)
+    t.create_tag("v1", 1)
+    Path(t.paths.tag("v1")).write_bytes(b"{")
+    with pytest.raises(CorruptFileError, match="tag file .*tag-v1 is corrupt"):
+        t.read(tag="v1")

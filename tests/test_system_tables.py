@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 
-from lakehouse.errors import SnapshotNotFoundError, TableNotFoundError
+from lakehouse.errors import CorruptFileError, SnapshotNotFoundError, TableNotFoundError
 from lakehouse.store import consumers
 
 from .conftest import orders, pk_orders_table, rows
@@ -195,6 +198,38 @@ def test_tags_consumers_manifests_indexes(catalog, table):
     assert indexes and all(i["index_type"] == "DELETION_VECTORS" for i in indexes)
     assert all(r["f0"] for i in indexes for r in i["dv_ranges"])
     assert catalog.get_table("db.t$branches").read().num_rows == 0
+
+
+def _with_statistics(table, content: bytes | None) -> None:
+    """The latest snapshot pointing at a statistics file (as other engines' ANALYZE writes it)."""
+    path = Path(table.paths.snapshot(table.latest_snapshot_id()))
+    path.write_text(json.dumps({**json.loads(path.read_text()), "statistics": "stats-1"}))
+    if content is not None:
+        Path(table.paths.root, "statistics").mkdir()
+        Path(table.paths.root, "statistics", "stats-1").write_bytes(content)
+
+
+def test_statistics_of_another_engine_are_read(catalog, table):
+    _with_statistics(table, b'{"snapshotId": 2, "schemaId": 0, "mergedRecordCount": 6, "colStats": {}}')
+    (row,) = catalog.get_table("db.t$statistics").read().to_pylist()
+    assert (row["snapshot_id"], row["mergedRecordCount"], row["mergedRecordSize"]) == (2, 6, None)
+
+
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        (b'{"snapshotId": 2, "mergedRecordCount": "many"}', "is corrupt"),
+        (b'{"snapshotId": 2, "mergedRecordCount": 1e999}', "is corrupt"),
+        (b"[1]", "is corrupt"),
+        (b"{", "is corrupt"),
+        (None, "is missing"),
+    ],
+    ids=["text-count", "infinite-count", "not-an-object", "truncated", "missing"],
+)
+def test_damaged_statistics_are_corrupt_naming_the_file(catalog, table, content, problem):
+    _with_statistics(table, content)
+    with pytest.raises(CorruptFileError, match=f"statistics file .*stats-1 of snapshot [0-9]+ {problem}"):
+        catalog.get_table("db.t$statistics").read()
 
 
 def test_row_tables(catalog, table):

@@ -77,6 +77,7 @@ def read_vector(io: FileIO, path: str, meta: DeletionVectorMeta) -> DeletionVect
     try:
         with io.open_ranges(path) as read:
             _check_version(read(0, 1), path)
+            _check_range(meta, path)
             # A 64-bit range covers the whole vector, a 32-bit one all but its 8 frame bytes.
             return _decode(read(meta.offset, meta.length + _FRAME), path, meta)
     except FileNotFoundError:
@@ -96,6 +97,8 @@ def read_all_vectors(io: FileIO, path: str, index_file: IndexFileMeta) -> dict[s
         )
     _check_version(data[:1], path)
     ranges = index_file.dv_ranges or ()
+    for m in ranges:
+        _check_range(m, path)
     return {m.data_file: _decode(data[m.offset : m.offset + m.length + _FRAME], path, m) for m in ranges}
 
 
@@ -115,6 +118,16 @@ def _decode(data: bytes, path: str, meta: DeletionVectorMeta) -> DeletionVector:
             f"the index manifest and the index file disagree - roll the table back to an earlier snapshot"
         )
     return vector
+
+
+def _check_range(meta: DeletionVectorMeta, path: str) -> None:
+    """A range must start after the version byte and have a length (the bytes are checked as read)."""
+    if meta.offset < 1 or meta.length < 0:
+        raise CorruptFileError(
+            f"the index manifest places the deletion vector of {meta.data_file} at offset {meta.offset}, "
+            f"length {meta.length} of {path}, which is no range of it; the index manifest is damaged - "
+            f"roll the table back to an earlier snapshot"
+        )
 
 
 def _check_version(head: bytes, path: str) -> None:

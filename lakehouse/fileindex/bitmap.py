@@ -248,6 +248,11 @@ class BitmapReader:
             return bytes(self.data[pos + 4 : pos + 4 + n]), pos + 4 + n
         return struct.unpack_from(self.fmt, self.data, pos)[0], pos + struct.calcsize(self.fmt)
 
+    def _fits(self, count: int, what: str, least: int, pos: int) -> None:
+        """A count read at ``pos`` of things of ``least`` bytes each must fit the bytes left."""
+        if not 0 <= count <= (len(self.data) - pos) // least:
+            raise CorruptFileError(f"bitmap index claims {count} {what} in {len(self.data) - pos} bytes")
+
     def _parse(self) -> _Parsed:
         data = self.data
         version = data[0]
@@ -259,6 +264,7 @@ class BitmapReader:
             if has_null:
                 (null_offset,) = struct.unpack_from(">i", data, pos)
                 pos += 4
+            self._fits(count, "values", 5, pos)
             for _ in range(count):
                 key, pos = self._value(pos)
                 offsets[key], pos = struct.unpack_from(">i", data, pos)[0], pos + 4
@@ -269,15 +275,19 @@ class BitmapReader:
                 pos += 8
             (blocks,) = struct.unpack_from(">i", data, pos)
             pos += 4
+            self._fits(blocks, "dictionary blocks", 5, pos)
             for _ in range(blocks):
                 _, pos = self._value(pos)
                 pos += 4
             (blocks_size,) = struct.unpack_from(">i", data, pos)
             pos += 4
             body = pos + blocks_size
+            if not pos <= body <= len(data):
+                raise CorruptFileError(f"bitmap index dictionary claims {blocks_size} of {len(data)} bytes")
             for _ in range(blocks):
                 (entries,) = struct.unpack_from(">i", data, pos)
                 pos += 4
+                self._fits(entries, "dictionary entries", 9, pos)
                 for _ in range(entries):
                     key, pos = self._value(pos)
                     offsets[key], pos = struct.unpack_from(">i", data, pos)[0], pos + 8

@@ -154,6 +154,8 @@ class BsiReader:
             if view[0] > VERSION_1:
                 raise CorruptFileError(f"bsi index version {view[0]} is not supported")
             (self.rows,) = struct.unpack_from(">i", view, 1)
+            if self.rows < 0:
+                raise CorruptFileError(f"bsi index claims {self.rows} rows")
             pos = 5
             signs = []
             for _ in range(2):

@@ -17,6 +17,7 @@ MAGIC = 1493475289347502
 VERSION = 1
 EMPTY = -1  # start of an index that holds nothing (reads as SKIP)
 HEAD_READ = 64 * 1024
+_HEAD_FIXED = 24  # magic, version, head length, column count, redundant length
 
 
 def java_utf(text: str) -> bytes:
@@ -108,13 +109,20 @@ def read_columns(
             raise CorruptFileError(f"file index version {version} does not exist")
         if head_length > len(prefix):
             prefix += fetch(len(prefix), head_length - len(prefix))
-        view = memoryview(prefix)
+        if not _HEAD_FIXED <= head_length <= len(prefix):
+            raise CorruptFileError(f"file index head claims {head_length} bytes, the file has {len(prefix)}")
+        # a column takes 6 bytes of the head at least, an index 10: counts beyond them are damage
+        if not 0 <= count <= head_length // 6:
+            raise CorruptFileError(f"file index head claims {count} columns in {head_length} bytes")
+        view = memoryview(prefix)[:head_length]
         pos = 20
         out: dict[str, dict[str, bytes | None]] = {}
         for _ in range(count):
             column, pos = _read_utf(view, pos)
             (entries,) = struct.unpack_from(">i", view, pos)
             pos += 4
+            if not 0 <= entries <= (head_length - pos) // 10:
+                raise CorruptFileError(f"file index head claims {entries} indexes of column {column}")
             for _ in range(entries):
                 index_type, pos = _read_utf(view, pos)
                 start, length = struct.unpack_from(">ii", view, pos)

@@ -82,6 +82,8 @@ def serialize(bitmap: BitMap) -> bytes:
 
 def serialized_size(data: bytes | memoryview, offset: int = 0) -> int:
     """Length of the portable-format bitmap starting at ``offset``."""
+    if not 0 <= offset < len(data):
+        raise CorruptFileError(f"a roaring bitmap at offset {offset} lies outside its {len(data)} bytes")
     try:
         cookie = struct.unpack_from("<I", data, offset)[0]
         pos = offset + 4
@@ -96,6 +98,9 @@ def serialized_size(data: bytes | memoryview, offset: int = 0) -> int:
             runs, has_offsets = b"", True
         else:
             raise CorruptFileError(f"not a roaring bitmap (cookie {cookie:#x})")
+        # 16-bit keys: 65536 containers at most, each described by 4 bytes at least
+        if size > min(1 << 16, (len(data) - pos) // 4):
+            raise CorruptFileError(f"truncated roaring bitmap ({size} containers in {len(data) - pos} bytes)")
         headers = struct.unpack_from(f"<{2 * size}H", data, pos)
         pos += 4 * size + (4 * size if has_offsets else 0)
         for i in range(size):

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lakehouse.errors import CorruptFileError
 from lakehouse.io.fs import FileIO
 from lakehouse.io.pool import submit
 from lakehouse.types import (
@@ -218,6 +219,12 @@ def iter_batches(
         for batch in pf.iter_batches(batch_size=batch_rows, columns=names, use_threads=True):
             yield pa.Table.from_batches([batch])
         return
+    if len(rows) and rows[-1] >= meta.num_rows:
+        raise CorruptFileError(
+            f"data file {path} has {meta.num_rows} rows, but row {rows[-1]} of it is to be read: its "
+            f"manifest entry (row count), file index or deletion vector is damaged - roll the table back "
+            f"to an earlier snapshot"
+        )
     starts = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
     for group in np.unique(np.searchsorted(starts, rows, side="right") - 1).tolist():
         position = int(starts[group])

@@ -59,6 +59,23 @@ class FileStatus:
         return self.path.rstrip("/").rsplit("/", 1)[-1]
 
 
+def _nameable(path: str) -> None:
+    """Paths are built from names read from metadata: one with a NUL (a damaged file's) names
+    no file, and filesystems refuse it with errors of their own."""
+    if "\0" in path:
+        raise FileNotFoundError(f"no file is named {path!r}")
+
+
+def _within(read: Callable[[int, int], bytes], size: int) -> Callable[[int, int], bytes]:
+    """``read(offset, length)`` of a file of ``size`` bytes asked only for bytes the file has."""
+
+    def clamped(offset: int, length: int) -> bytes:
+        n = max(0, min(length, size - offset)) if offset >= 0 else 0
+        return read(offset, n) if n else b""
+
+    return clamped
+
+
 class FileIO:
     """Read, write, list and delete files of one filesystem."""
 
@@ -112,6 +129,8 @@ class FileIO:
 
     def exists(self, path: str) -> bool:
         """Whether a file exists (on S3 one HEAD request; directories: :meth:`dir_exists`)."""
+        if "\0" in path:
+            return False  # a name read from a damaged file: no file has it
         if self.bucket is not None:
             return self.bucket.exists(_key(path))
         return self.fs.get_file_info(path).type != pafs.FileType.NotFound
@@ -122,6 +141,7 @@ class FileIO:
 
     def read_bytes(self, path: str) -> bytes:
         """Read a whole file; raises ``FileNotFoundError`` when it is absent."""
+        _nameable(path)
         if self.is_local:
             with open(path, "rb") as f:
                 return f.read()
@@ -131,23 +151,27 @@ class FileIO:
             return f.read()
 
     def open_input(self, path: str) -> pa.NativeFile:
+        _nameable(path)
         return self.fs.open_input_file(path)
 
     @contextlib.contextmanager
     def open_ranges(self, path: str) -> Iterator[Callable[[int, int], bytes]]:
         """A ``read(offset, length)`` of one file, for formats read head first, then in pieces.
 
-        Reads return fewer bytes at the end of the file; ``FileNotFoundError`` when it is absent.
+        Reads return fewer bytes at the end of the file, and none outside it (a negative offset
+        or length read from a damaged file allocates nothing); ``FileNotFoundError`` when it is
+        absent.
         """
+        _nameable(path)
         if self.is_local:
             fd = os.open(path, os.O_RDONLY)
             try:
-                yield lambda offset, length: os.pread(fd, length, offset)
+                yield _within(lambda offset, n: os.pread(fd, n, offset), os.fstat(fd).st_size)
             finally:
                 os.close(fd)
         else:
             with self.fs.open_input_file(path) as f:
-                yield lambda offset, length: f.read_at(length, offset)
+                yield _within(lambda offset, n: f.read_at(n, offset), f.size())
 
     def status(self, path: str) -> FileStatus | None:
         info = self.fs.get_file_info(path)

@@ -18,6 +18,7 @@ from typing import Any
 import fastavro
 
 from lakehouse.errors import InvalidOptionError
+from lakehouse.manifest.avro_container import Container, parse
 from lakehouse.manifest.entries import (
     DataFileMeta,
     DeletionVectorMeta,
@@ -374,18 +375,17 @@ class ContainerWriter:
             self._write_copied()
         self._writer.write(record)
 
-    def append_file(self, data: bytes) -> bool:
+    def append_file(self, container: Container) -> bool:
         """Append every record of a container file by copying the encoded records of its blocks
         (coalesced into blocks of about the usual size), none decoded; False, appending nothing,
         when the file was written with another schema (its records would not read under this
         file's header)."""
-        blocks = fastavro.block_reader(io.BytesIO(data))
-        if blocks.metadata.get("avro.schema") != self._writer.metadata["avro.schema"]:
+        if container.schema != self._writer.metadata["avro.schema"]:
             return False
-        for block in blocks:
-            self._copied.append(block.bytes_.getvalue())
-            self._copied_records += block.num_records
-            self._copied_bytes += len(self._copied[-1])
+        for count, data in container.blocks:
+            self._copied.append(data)
+            self._copied_records += count
+            self._copied_bytes += len(data)
             if self._copied_bytes >= BLOCK_BYTES:
                 self._write_copied()
         return True
@@ -417,5 +417,6 @@ def write_container(schema: dict, records: Iterable[dict], codec: str) -> bytes:
 
 
 def read_container(data: bytes) -> Iterator[dict]:
-    """Decode the records of an Avro object container file with its own schema."""
-    return iter(fastavro.reader(io.BytesIO(data)))
+    """Decode the records of an Avro object container file with its own schema (checked first:
+    :mod:`lakehouse.manifest.avro_container`; damage is :class:`CorruptFileError`)."""
+    return parse(data).records()

@@ -10,27 +10,29 @@ strings and bytes as (start, length) ranges of the decompressed data, unions' nu
 arrays as their items with offsets per record.
 
 Only the shapes of manifests are supported: records, int, long, string, bytes, unions of null and
-one other type, arrays of those (not of records or arrays), and the codecs null, deflate and
-zstandard. :func:`decode` returns None for anything else, which callers leave to fastavro.
+one other type, arrays of those (not of records or arrays). :func:`decode` returns None for
+anything else, which callers leave to fastavro.
+
+Files come checked by :mod:`lakehouse.manifest.avro_container` (block record counts fit their
+bytes), and a walk over damaged records stays bounded: the items of an array never outnumber the
+bytes (an item takes one at least), and reads past the data, records that do not end where their
+block ends and negative string lengths are :class:`CorruptFileError` (with lengths that are not
+negative, positions only move forward, so every string lies inside its block). The checks are a
+scalar per step and a vector operation per column, never one per record.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
-import sys
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-# the zstd module fastavro uses too: the standard library's from Python 3.14, its backport before
-zstd = importlib.import_module("compression.zstd" if sys.version_info >= (3, 14) else "backports.zstd")
+from lakehouse.errors import CorruptFileError
+from lakehouse.manifest.avro_container import Container
 
-_MAGIC = b"Obj\x01"
-_SYNC_SIZE = 16
 _PAD = 16  # zero bytes after the data, so a window of 10 varint bytes never reads past it
 _WINDOW = np.arange(10)
 _SHIFTS = (7 * _WINDOW).astype(np.uint64)
@@ -93,84 +95,27 @@ class Columns:
 MIN_LANES = 16  # a schema walk over few lanes costs more than fastavro's records
 
 
-def decode(files: list[bytes], min_lanes: int = MIN_LANES) -> list[Columns | None]:
+def decode(files: list[Container], min_lanes: int = MIN_LANES) -> list[Columns | None]:
     """The records of each container file, decoded together: files with the same schema share
-    their lanes. None for a file of a shape or codec this reader does not support, or whose group
-    has fewer than ``min_lanes`` records per step (blocks too few for the lock step to pay)."""
-    parsed = [_container(raw) for raw in files]
+    their lanes. None for a file of a shape this reader does not support, or whose group has
+    fewer than ``min_lanes`` records per step (blocks too few for the lock step to pay).
+
+    Raises :class:`CorruptFileError` when records of a group do not decode; which file is
+    damaged is for a reader of each file alone to tell."""
     out: list[Columns | None] = [None] * len(files)
     groups: dict[str, list[int]] = {}
-    for i, p in enumerate(parsed):
-        if p is not None and _compile(p[0]) is not None:
-            groups.setdefault(p[0], []).append(i)
+    for i, f in enumerate(files):
+        if _compile(f.schema) is not None:
+            groups.setdefault(f.schema, []).append(i)
     for schema, members in groups.items():
-        blocks = [b for i in members for b in parsed[i][1]]
+        blocks = [b for i in members for b in files[i].blocks]
         steps = max((count for count, _ in blocks), default=0)
         if sum(count for count, _ in blocks) < min_lanes * steps:
             continue
-        decoded = _decode_group(_compile(schema), [parsed[i][1] for i in members])
+        decoded = _decode_group(_compile(schema), [files[i].blocks for i in members])
         for i, columns in zip(members, decoded, strict=True):
             out[i] = columns
     return out
-
-
-# ---- container -------------------------------------------------------------------------------
-
-
-def _container(raw: bytes) -> tuple[str, list[tuple[int, bytes]]] | None:
-    """The schema text and the (record count, decompressed bytes) of each block of a file."""
-    if raw[:4] != _MAGIC:
-        return None
-    pos, meta = 4, {}
-    while True:
-        count, pos = _long(raw, pos)
-        if count == 0:
-            break
-        if count < 0:
-            count = -count
-            _, pos = _long(raw, pos)
-        for _ in range(count):
-            key, pos = _bytes(raw, pos)
-            value, pos = _bytes(raw, pos)
-            meta[key.decode()] = value
-    sync = raw[pos : pos + _SYNC_SIZE]
-    pos += _SYNC_SIZE
-    codec = meta.get("avro.codec", b"null").decode()
-    inflate = _CODECS.get(codec)
-    if inflate is None or "avro.schema" not in meta:
-        return None
-    blocks = []
-    while pos < len(raw):
-        count, pos = _long(raw, pos)
-        size, pos = _long(raw, pos)
-        blocks.append((count, inflate(raw[pos : pos + size])))
-        pos += size + _SYNC_SIZE
-        if raw[pos - _SYNC_SIZE : pos] != sync:
-            raise ValueError("a block does not end with the file's sync marker: the file is corrupt")
-    return meta["avro.schema"].decode(), blocks
-
-
-_CODECS: dict[str, Callable[[bytes], bytes]] = {
-    "null": bytes,
-    "deflate": lambda b: zlib.decompress(b, -15),
-    "zstandard": zstd.decompress,
-}
-
-
-def _long(raw: bytes, pos: int) -> tuple[int, int]:
-    shift = value = 0
-    while True:
-        b = raw[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (value >> 1) ^ -(value & 1), pos
-        shift += 7
-
-
-def _bytes(raw: bytes, pos: int) -> tuple[bytes, int]:
-    n, pos = _long(raw, pos)
-    return raw[pos : pos + n], pos + n
 
 
 # ---- schema ----------------------------------------------------------------------------------
@@ -207,7 +152,7 @@ def _compile(schema_text: str) -> _Record | None:
     """The decoding plan of a schema (None when a shape is not supported)."""
     try:
         node = _node(json.loads(schema_text), "")
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
     return node if isinstance(node, _Record) else None
 
@@ -302,7 +247,7 @@ class _ArraySink:
         )
 
 
-def _decode_group(plan: _Record, files: list[list[tuple[int, bytes]]]) -> list[Columns]:
+def _decode_group(plan: _Record, files: list[tuple[tuple[int, bytes], ...]]) -> list[Columns]:
     """Decode files of one schema: every block is a lane, record ``s`` of every lane at step ``s``."""
     chunks, lane_start, lane_end, lane_count, lane_first = [], [], [], [], []
     file_rows, file_bytes = [], []
@@ -323,18 +268,27 @@ def _decode_group(plan: _Record, files: list[list[tuple[int, bytes]]]) -> list[C
     data = b"".join(chunks)
     buf = np.frombuffer(data + bytes(_PAD), np.uint8)
     sinks: dict[str, _Sink | _ArraySink] = {}
-    walk = _walker(plan, sinks)
+    walk = _walker(plan, sinks, len(data))
     counts = np.array(lane_count, np.int64)
     order = np.argsort(-counts, kind="stable")  # the lanes still active at step s are a prefix
     pos = np.array(lane_start, np.int64)[order]
     first = np.array(lane_first, np.int64)[order]
     counts = counts[order]
-    for step in range(int(counts[0]) if len(counts) else 0):
-        active = int(np.searchsorted(-counts, -step))  # the lanes with more than ``step`` records
-        pos[:active] = walk(buf, pos[:active], first[:active] + step)
+    try:
+        for step in range(int(counts[0]) if len(counts) else 0):
+            active = int(np.searchsorted(-counts, -step))  # the lanes with more than ``step`` records
+            pos[:active] = walk(buf, pos[:active], first[:active] + step)
+    except IndexError:
+        raise CorruptFileError("records run past the end of the data") from None
     if not np.array_equal(pos, np.array(lane_end, np.int64)[order]):
-        raise ValueError("records do not end where their blocks end: the file is corrupt")
+        raise CorruptFileError("records do not end where their blocks end")
     columns = {path: sink.column(rows) for path, sink in sinks.items()}
+    # positions only move forward where no length is negative, and end at their block's end:
+    # every string then lies inside its block
+    for path, c in columns.items():
+        leaf = c.items if isinstance(c, ListColumn) else c
+        if leaf.lengths is not None and len(leaf.lengths) and leaf.lengths.min() < 0:
+            raise CorruptFileError(f"a value of {path} has a negative length")
     return [_slice(data, columns, r, b) for r, b in zip(file_rows, file_bytes, strict=True)]
 
 
@@ -360,11 +314,12 @@ def _shift(c: Column, lo: int, hi: int, start: int) -> Column:
 Walk = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
-def _walker(node: _Node, sinks: dict, item_of: _ArraySink | None = None) -> Walk:
+def _walker(node: _Node, sinks: dict, size: int, item_of: _ArraySink | None = None) -> Walk:
     """A function reading ``node`` at positions ``pos`` for slots ``slot``; returns the positions
-    after it. Leaves record their values into ``sinks`` (or into ``item_of``'s items)."""
+    after it. Leaves record their values into ``sinks`` (or into ``item_of``'s items); ``size``
+    is the bytes of the data, which bounds the items of an array (each takes a byte at least)."""
     if isinstance(node, _Record):
-        steps = [_walker(f, sinks) for f in node.fields]
+        steps = [_walker(f, sinks, size) for f in node.fields]
 
         def record(buf, pos, slot):
             for step in steps:
@@ -390,7 +345,7 @@ def _walker(node: _Node, sinks: dict, item_of: _ArraySink | None = None) -> Walk
 
         return byte_range
     if isinstance(node, _Union):
-        inner, branch = _walker(node.inner, sinks, item_of), node.branch
+        inner, branch = _walker(node.inner, sinks, size, item_of), node.branch
 
         def union(buf, pos, slot):
             some = buf[pos] == 2 * branch  # a branch index of two is one zigzag byte: 0 or 2
@@ -403,7 +358,7 @@ def _walker(node: _Node, sinks: dict, item_of: _ArraySink | None = None) -> Walk
 
         return union
     array = sinks.setdefault(node.path, _ArraySink(_leaf_kind(node.items)))
-    item = _walker(node.items, sinks, array)
+    item = _walker(node.items, sinks, size, array)
 
     def walk_array(buf, pos, slot):
         array.present.append(slot)
@@ -414,15 +369,20 @@ def _walker(node: _Node, sinks: dict, item_of: _ArraySink | None = None) -> Walk
             sized = count < 0
             if sized.any():  # a negative count is followed by the block's size in bytes
                 count = np.abs(count)
+                if count.min() < 0:  # -2**63 has no absolute value
+                    raise CorruptFileError(f"an array of {node.path} has a count out of range")
                 pos[sized] = _varints(buf, pos[sized])[1]
             done = count == 0
             if done.any():
                 out[lane[done]] = pos[done]
                 keep = ~done
                 pos, slot, lane, count = pos[keep], slot[keep], lane[keep], count[keep]
-            for j in range(int(count.max()) if len(count) else 0):
+            top = int(count.max()) if len(count) else 0
+            for j in range(top):
                 sel = count > j
                 ids = array.new_items(slot[sel])
+                if array.count > size:  # an item takes a byte at least: the counts are damaged
+                    raise CorruptFileError(f"arrays of {node.path} claim more items than the data has bytes")
                 pos[sel] = item(buf, pos[sel], ids)
         return out
 

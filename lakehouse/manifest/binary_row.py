@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakehouse.errors import CorruptFileError
 from lakehouse.murmur import murmur_hash
 from lakehouse.types import (
     BINARY_ROOTS,
@@ -366,7 +367,7 @@ def serialize(row: bytes, arity: int) -> bytes:
 def deserialize(data: bytes) -> tuple[int, bytes]:
     """Split serialized bytes into (arity, row bytes)."""
     if len(data) < 4:
-        raise ValueError("serialized BinaryRow shorter than its 4-byte arity")
+        raise CorruptFileError(f"a serialized BinaryRow of {len(data)} bytes is shorter than its arity")
     return struct.unpack_from(">i", data)[0], data[4:]
 
 
@@ -374,16 +375,32 @@ EMPTY_ROW = bytes(null_bits_width(0))  # BinaryRow.EMPTY_ROW: arity 0
 
 
 def decode_row(row: bytes, types: list[DataType], positions: Iterable[int] | None = None) -> list[Any]:
-    """Decode a BinaryRow (the fields at ``positions``, default all) into physical values (None for nulls)."""
+    """Decode a BinaryRow (the fields at ``positions``, default all) into physical values (None for nulls).
+
+    A row too short for its fields, or whose variable-length part points outside it, is a
+    :class:`CorruptFileError` (the file holding it is damaged)."""
     nb = null_bits_width(len(types))
+    if len(row) < nb + 8 * len(types):
+        raise CorruptFileError(f"a BinaryRow of {len(row)} bytes is too short for {len(types)} fields")
     out: list[Any] = []
-    for i in range(len(types)) if positions is None else positions:
-        bit = i + HEADER_BITS
-        if row[bit // 8] & (1 << (bit % 8)):
-            out.append(None)
-            continue
-        out.append(_decode_field(row, nb + 8 * i, types[i]))
+    try:
+        for i in range(len(types)) if positions is None else positions:
+            bit = i + HEADER_BITS
+            if row[bit // 8] & (1 << (bit % 8)):
+                out.append(None)
+                continue
+            out.append(_decode_field(row, nb + 8 * i, types[i]))
+    except struct.error as e:
+        raise CorruptFileError(f"a BinaryRow of {len(row)} bytes is corrupt ({e})") from None
     return out
+
+
+def _variable(row: bytes, slot: int) -> bytes:
+    """The variable-length part a slot points to (``offset << 32 | size``)."""
+    start, size = slot >> 32, slot & 0xFFFFFFFF
+    if start + size > len(row):
+        raise CorruptFileError(f"a BinaryRow of {len(row)} bytes points to bytes {start}..{start + size}")
+    return row[start : start + size]
 
 
 def _decode_field(row: bytes, off: int, dtype: DataType) -> Any:
@@ -407,8 +424,7 @@ def _decode_field(row: bytes, off: int, dtype: DataType) -> Any:
         if is_compact_decimal(dtype):
             unscaled = struct.unpack_from("<q", row, off)[0]
         else:
-            start, size = slot >> 32, slot & 0xFFFFFFFF
-            unscaled = int.from_bytes(row[start : start + size], "big", signed=True)
+            unscaled = int.from_bytes(_variable(row, slot), "big", signed=True)
         return Decimal(unscaled).scaleb(-dtype.scale)
     if root in TIMESTAMP_ROOTS:
         if is_compact_timestamp(dtype):
@@ -426,10 +442,11 @@ def _decode_field(row: bytes, off: int, dtype: DataType) -> Any:
     if root in STRING_ROOTS or root in BINARY_ROOTS:
         if slot >> 63:
             size = (slot >> 56) & 0x7F
+            if size > 7:
+                raise CorruptFileError(f"a BinaryRow holds an inline value of {size} bytes (7 at most)")
             raw = row[off : off + size]
         else:
-            start, size = slot >> 32, slot & 0xFFFFFFFF
-            raw = row[start : start + size]
+            raw = _variable(row, slot)
         return raw.decode("utf-8", errors="replace") if root in STRING_ROOTS else bytes(raw)
     return None  # nested types carry no stats
 

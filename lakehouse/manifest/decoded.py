@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from lakehouse.errors import CorruptFileError
 from lakehouse.manifest.avro_columns import Column, Columns, ListColumn
 from lakehouse.manifest.entries import DataFileMeta, FileKind, ManifestEntry, SimpleStats
 
@@ -31,30 +32,34 @@ class DecodedManifest:
         codes: np.ndarray,
         columns: Columns | None,
         built: list[ManifestEntry | None],
+        path: str,
     ) -> None:
         self.partitions = partitions  # distinct, in order of first appearance
         self.codes = codes  # per entry: its partition's index in ``partitions``
+        self.path = path  # of the file the columns come from, for errors
         self._columns = columns
         self._built = built
         self._missing = sum(e is None for e in built)
         self._lock = threading.Lock()  # cached manifests are shared by the threads of a process
 
     @classmethod
-    def of_entries(cls, entries: list[ManifestEntry]) -> DecodedManifest:
-        """A manifest whose entries are built already (written here, or decoded by fastavro)."""
+    def of_entries(cls, entries: list[ManifestEntry], path: str) -> DecodedManifest:
+        """A manifest at ``path`` whose entries are built already (written here, or decoded by
+        fastavro)."""
         index: dict[bytes, int] = {}
         codes = np.fromiter(
             (index.setdefault(e.partition, len(index)) for e in entries), np.int32, len(entries)
         )
-        return cls(list(index), codes, None, list(entries))
+        return cls(list(index), codes, None, list(entries), path)
 
     @classmethod
-    def of_columns(cls, columns: Columns) -> DecodedManifest:
+    def of_columns(cls, columns: Columns, path: str) -> DecodedManifest:
+        """A manifest decoded column-wise from the file at ``path``; entries are built on demand."""
         part = columns["_PARTITION"]
         values = part.bytes_of(columns.data, np.arange(columns.rows))
         index: dict[bytes, int] = {}
         codes = np.fromiter((index.setdefault(p, len(index)) for p in values), np.int32, len(values))
-        return cls(list(index), codes, columns, [None] * columns.rows)
+        return cls(list(index), codes, columns, [None] * columns.rows, path)
 
     def __len__(self) -> int:
         return len(self._built)
@@ -67,6 +72,10 @@ class DecodedManifest:
         if self._columns is not None:
             held += len(self._columns.data) + sum(_nbytes(c) for c in self._columns.columns.values())
         return held
+
+    def holds(self, f: DataFileMeta) -> bool:
+        """Whether ``f`` is the file of one of the entries built so far."""
+        return any(e is not None and e.file is f for e in self._built)
 
     def entries(self, partitions: Callable[[bytes], bool] | None = None) -> list[ManifestEntry]:
         """The entries (in file order) of the partitions ``partitions`` accepts (default all)."""
@@ -92,6 +101,11 @@ class DecodedManifest:
         gc.disable()
         try:
             entries = _entries(self._columns, todo)
+        except (KeyError, UnicodeDecodeError) as e:  # a kind or a text the file cannot hold
+            raise CorruptFileError(
+                f"manifest {self.path} is corrupt: an entry does not decode ({type(e).__name__}: {e}); "
+                f"roll back to an earlier snapshot or restore the file"
+            ) from None
         finally:
             if collecting:
                 gc.enable()

@@ -16,9 +16,11 @@ from collections.abc import Callable, Iterable, Sequence
 from lakehouse.errors import CorruptFileError
 from lakehouse.io.fs import FileIO
 from lakehouse.io.pool import map_reads
-from lakehouse.manifest import avro, avro_columns, binary_row
+from lakehouse.manifest import avro, avro_columns, avro_container, binary_row
+from lakehouse.manifest.avro_container import Container
 from lakehouse.manifest.decoded import DecodedManifest
 from lakehouse.manifest.entries import (
+    DataFileMeta,
     FileKind,
     IndexManifestEntry,
     ManifestEntry,
@@ -69,8 +71,26 @@ class _MetadataCache:
             self._items.clear()
             self._held = 0
 
+    def path_holding(self, f: DataFileMeta) -> str | None:
+        """The path of the cached manifest whose entries hold ``f`` (None: none cached does)."""
+        with self._lock:
+            items = list(self._items.items())
+        return next((p for p, (v, _) in items if isinstance(v, DecodedManifest) and v.holds(f)), None)
+
 
 _CACHE = _MetadataCache(CACHE_BYTES)
+
+
+def damaged_entry(table: str, f: DataFileMeta, problem: object) -> CorruptFileError:
+    """The error for a value of ``f``'s manifest entry that does not decode where it is used (a
+    key or stats BinaryRow, decoded far from its manifest): it names the manifest, found among
+    the cached ones, else the data file."""
+    path = _CACHE.path_holding(f)
+    where = f"manifest {path}" if path else "its manifest"
+    return CorruptFileError(
+        f"table {table}: the entry of data file {f.file_name} in {where} is damaged ({problem}); roll the "
+        f"table back to a snapshot written before it, or restore the manifest"
+    )
 
 
 def _covering_stats(types: list[DataType], parts: list[list[ColumnStats]]) -> SimpleStats:
@@ -131,8 +151,9 @@ class ManifestStore:
 
         paths = [self.paths.manifest(m.file_name) for m in metas]
         writer = avro.ContainerWriter(avro.MANIFEST_ENTRY_SCHEMA, self.codec)
-        for data in map_reads(self.io.read_bytes, paths, parallel=not self.io.is_local):
-            if not writer.append_file(data):
+        read = map_reads(lambda p: self._read_file(p, "manifest"), paths, parallel=not self.io.is_local)
+        for path, data in zip(paths, read, strict=True):
+            if not writer.append_file(self._parse(path, data, "manifest")):
                 return None
         data = writer.finish()
         name = self._manifest_names.next()
@@ -162,7 +183,7 @@ class ManifestStore:
         name = self._manifest_names.next()
         path = self.paths.manifest(name)
         self.io.write_bytes(path, data)
-        _CACHE.put(path, DecodedManifest.of_entries(list(entries)))
+        _CACHE.put(path, DecodedManifest.of_entries(list(entries), path))
         adds = sum(1 for e in entries if e.kind == FileKind.ADD)
         return ManifestFileMeta(
             file_name=name,
@@ -200,16 +221,33 @@ class ManifestStore:
 
     def _decode_manifests(self, paths: list[str]) -> list[DecodedManifest]:
         raws = map_reads(lambda p: self._read_file(p, "manifest"), paths, parallel=not self.io.is_local)
+        containers = [self._parse(p, raw, "manifest") for p, raw in zip(paths, raws, strict=True)]
         try:
-            columns = avro_columns.decode(raws)
-        except Exception:  # damaged bytes: fastavro below names the file and what is wrong
-            columns = [None] * len(raws)
-        return [
-            DecodedManifest.of_entries(self._decode_records(p, raw, "manifest", avro.entry_from))
+            columns = avro_columns.decode(containers)
+        except CorruptFileError:  # records that do not decode: read each file alone, which names it
+            columns = [None] * len(containers)
+        decoded = [
+            DecodedManifest.of_entries(self._decode_records(p, f, "manifest", avro.entry_from), p)
             if c is None
-            else DecodedManifest.of_columns(c)
-            for p, raw, c in zip(paths, raws, columns, strict=True)
+            else DecodedManifest.of_columns(c, p)
+            for p, f, c in zip(paths, containers, columns, strict=True)
         ]
+        self._check_partitions(paths, decoded)
+        return decoded
+
+    def _check_partitions(self, paths: list[str], decoded: list[DecodedManifest]) -> None:
+        """Every distinct partition of the manifests decodes: planning and reading decode them
+        far from here, where the manifest is no longer known. A few microseconds per distinct
+        partition, not per entry."""
+        seen: set[bytes] = set()
+        for path, manifest in zip(paths, decoded, strict=True):
+            for p in manifest.partitions:
+                if p not in seen:
+                    seen.add(p)
+                    try:
+                        binary_row.decode_row(binary_row.deserialize(p)[1], self.partition_types)
+                    except CorruptFileError as e:
+                        raise self._corrupt(path, "manifest", f"a partition does not decode ({e})") from None
 
     def partition_stats(self, partitions: Iterable[bytes]) -> SimpleStats:
         """Min, max and null counts of the partition values of a manifest's entries."""
@@ -253,7 +291,16 @@ class ManifestStore:
         )
 
     def read_list(self, name: str, cache: bool = True) -> list[ManifestFileMeta]:
-        return self._read_records(name, "manifest list", avro.manifest_meta_from, cache)
+        return self._read_records(name, "manifest list", self._manifest_meta, cache)
+
+    def _manifest_meta(self, record: dict) -> ManifestFileMeta:
+        """A manifest list's record, its partition bounds checked: planning decodes them to prune,
+        where the list is no longer known (a few per list)."""
+        from lakehouse.manifest import stats
+
+        meta = avro.manifest_meta_from(record)
+        stats.decode(meta.partition_stats, self.partition_types, 0)
+        return meta
 
     # ---- index manifests -----------------------------------------------------------------
 
@@ -285,7 +332,8 @@ class ManifestStore:
         cached = _CACHE.get(path)
         if cached is not None:
             return cached
-        records = self._decode_records(path, self._read_file(path, what), what, decode)
+        container = self._parse(path, self._read_file(path, what), what)
+        records = self._decode_records(path, container, what, decode)
         if cache:
             _CACHE.put(path, records)
         return records
@@ -299,14 +347,25 @@ class ManifestStore:
                 f"read - roll back to an earlier snapshot"
             ) from None
 
-    def _decode_records(self, path: str, data: bytes, what: str, decode: Callable) -> list:
+    def _parse(self, path: str, data: bytes, what: str) -> Container:
         try:
-            return [decode(r) for r in avro.read_container(data)]
-        except Exception as e:  # fastavro raises many types on corrupt input
-            raise CorruptFileError(
-                f"table {self.table}: {what} {path} is corrupt or truncated ({type(e).__name__}: {e}); "
-                f"roll back to an earlier snapshot or restore the file"
-            ) from None
+            return avro_container.parse(data)
+        except CorruptFileError as e:
+            raise self._corrupt(path, what, e) from None
+
+    def _decode_records(self, path: str, container: Container, what: str, decode: Callable) -> list:
+        try:
+            return [decode(r) for r in container.records()]
+        except CorruptFileError as e:
+            raise self._corrupt(path, what, e) from None
+        except (KeyError, ValueError, TypeError, AttributeError) as e:  # records of another shape
+            raise self._corrupt(path, what, f"a record does not fit ({type(e).__name__}: {e})") from None
+
+    def _corrupt(self, path: str, what: str, problem: object) -> CorruptFileError:
+        return CorruptFileError(
+            f"table {self.table}: {what} {path} is corrupt or truncated: {problem}; roll back to an earlier "
+            f"snapshot or restore the file"
+        )
 
     def delete(self, names: Iterable[str]) -> None:
         self.io.delete_quietly([self.paths.manifest(n) for n in names])

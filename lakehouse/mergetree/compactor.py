@@ -114,7 +114,7 @@ class BucketCompactor(BucketFiles):
         self.changelog_layout = changelog_layout(layout, options)
         self.min_file_size = options.compaction_file_size(True)
         self.merge_bytes = options.memory(SORT_SPILL_BUFFER_SIZE)  # what a merge's reads hold
-        self.ranges = KeyRanges([f.type for f in layout.key_fields])
+        self.ranges = KeyRanges([f.type for f in layout.key_fields], table.name)
         self.before: list[DataFileMeta] = []  # committed files this compactor removed
         self.after: list[DataFileMeta] = []  # files it added that are still live
         self.written: set[str] = set()  # names of files this compactor wrote

@@ -11,8 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+from lakehouse.errors import CorruptFileError
 from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import DataFileMeta
+from lakehouse.manifest.files import damaged_entry
 from lakehouse.mergetree.keyorder import comparable_value, float_width
 from lakehouse.options import DELETION_VECTORS_ENABLED, ChangelogProducerKind, MergeEngineKind
 from lakehouse.types import DataType
@@ -34,8 +36,9 @@ class KeyRanges:
     """Decoded ``min_key``/``max_key`` of files as keys compare, for ordering and overlap tests
     (cached)."""
 
-    def __init__(self, key_types: list[DataType]) -> None:
+    def __init__(self, key_types: list[DataType], table: str) -> None:
         self.types = key_types
+        self.table = table  # names it in errors
         self.widths = [float_width(t) for t in key_types]
         self._cache: dict[bytes, tuple] = {}
 
@@ -47,10 +50,16 @@ class KeyRanges:
         return found
 
     def min(self, f: DataFileMeta) -> tuple:
-        return self.key(f.min_key)
+        try:
+            return self.key(f.min_key)
+        except CorruptFileError as e:
+            raise damaged_entry(self.table, f, e) from None
 
     def max(self, f: DataFileMeta) -> tuple:
-        return self.key(f.max_key)
+        try:
+            return self.key(f.max_key)
+        except CorruptFileError as e:
+            raise damaged_entry(self.table, f, e) from None
 
 
 def level0_invisible(schema) -> bool:

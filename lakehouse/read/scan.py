@@ -34,6 +34,7 @@ from lakehouse.fileindex.result import REMAIN, IndexResult, RowSet
 from lakehouse.io.pool import map_reads
 from lakehouse.manifest import binary_row, stats
 from lakehouse.manifest.entries import DataFileMeta, ManifestEntry, ManifestFileMeta
+from lakehouse.manifest.files import damaged_entry
 from lakehouse.mergetree.levels import level0_invisible
 from lakehouse.options import SOURCE_SPLIT_OPEN_FILE_COST, SOURCE_SPLIT_TARGET_SIZE
 from lakehouse.predicate import ColumnStats, Predicate, bind, may_match, only_columns
@@ -239,44 +240,53 @@ class _Pruner:
     def stats_match(self, entry: ManifestEntry) -> bool:
         if self.stats_pred is None:
             return True
-        return may_match(self.stats_pred, self._file_stats(entry.file).get, self.physical)
+        try:
+            stats_of = self._file_stats(entry.file)
+        except CorruptFileError as e:
+            raise damaged_entry(self.table.name, entry.file, e) from None
+        return may_match(self.stats_pred, stats_of.get, self.physical)
 
     def index_results(self, entries: list[ManifestEntry]) -> list[IndexResult]:
         """What each file's indexes say about the filter (index files fetched in parallel)."""
         if self.index_pred is None:
             return [REMAIN] * len(entries)
-        containers = map_reads(self._indexes_of, entries, parallel=not self.table.io.is_local)
-        return [
-            REMAIN if c is None else FileIndexes(c, self._columns(e.file.schema_id)).evaluate(self.index_pred)
-            for e, c in zip(entries, containers, strict=True)
-        ]
+        return map_reads(self._index_result, entries, parallel=not self.table.io.is_local)
 
-    def _indexes_of(self, entry: ManifestEntry) -> dict[str, dict[str, bytes | None]] | None:
-        """The indexes of ``entry``'s file on the filter's columns (None: the file has no index)."""
+    def _index_result(self, entry: ManifestEntry) -> IndexResult:
+        """What ``entry``'s file indexes say about the filter (REMAIN: the file has none)."""
         f = entry.file
         name = next((n for n in f.extra_files if n.endswith(INDEX_SUFFIX)), None)
         if f.embedded_index is None and name is None:
-            return None
+            return REMAIN
         mapped = self._columns(f.schema_id)
         wanted = {mapped[c][0] for c in self.index_pred.columns() if c in mapped}
         table = self.table
-        where = f"the manifest entry of {f.file_name}"
+        where = None  # the index file, if not embedded
         try:
             if f.embedded_index is not None:
                 data = f.embedded_index
-                return fileindex_format.read_columns(lambda at, n: data[at : at + n], wanted)
-            bucket_path = table.bucket_path(entry.partition, entry.bucket)
-            where = table.paths.extra_file(bucket_path, name, f.external_path)
-            with table.io.open_ranges(where) as read:
-                return fileindex_format.read_columns(read, wanted)
+                container = fileindex_format.read_columns(lambda at, n: data[at : at + n], wanted)
+            else:
+                bucket_path = table.bucket_path(entry.partition, entry.bucket)
+                where = table.paths.extra_file(bucket_path, name, f.external_path)
+                with table.io.open_ranges(where) as read:
+                    container = fileindex_format.read_columns(read, wanted)
+            result = FileIndexes(container, mapped).evaluate(self.index_pred)
+            if isinstance(result, RowSet) and result.rows and result.rows.max() >= f.row_count:
+                raise CorruptFileError(f"it selects row {result.rows.max()} of a file of {f.row_count} rows")
+            return result
         except UnsupportedFeatureError:
-            return None  # a newer container: read the file unpruned, an index only ever skips
+            return REMAIN  # a newer container: read the file unpruned, an index only ever skips
         except FileNotFoundError:
             raise CorruptFileError(
                 f"table {table.name}: index file {where} of data file {f.file_name} is missing; "
                 f"run rewrite_file_index() to rebuild it"
             ) from None
         except CorruptFileError as e:
+            if where is None:
+                bucket_path = table.bucket_path(entry.partition, entry.bucket)
+                data_file = table.paths.data_file(bucket_path, f.file_name, f.external_path)
+                where = f"the manifest entry of {data_file}"
             raise CorruptFileError(
                 f"table {table.name}: file index in {where} is unusable ({e}); run rewrite_file_index() "
                 f"to rebuild it, or set {fileindex_options.READ_ENABLED}=false"

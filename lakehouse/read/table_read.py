@@ -84,7 +84,7 @@ class TableRead:
         self.key = list(schema.trimmed_primary_keys) if schema.primary_keys else []
         self.engine = MergeEngine(schema, table.name) if self.key else None
         self.lookup_merge = lookup_merge(schema)
-        self.key_ranges = KeyRanges([schema.field(k).type for k in self.key])
+        self.key_ranges = KeyRanges([schema.field(k).type for k in self.key], table.name)
         # other writers (pypaimon) may order NaN and signed zeros otherwise: such keys merge whole
         self.streams_merge = not any(float_width(t) for t in self.key_ranges.types)
         self.merge_bytes = schema.core_options.memory(SORT_SPILL_BUFFER_SIZE)

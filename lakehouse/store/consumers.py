@@ -46,8 +46,11 @@ def _read(table: TableStore, path: str) -> int | None:
     except FileNotFoundError:
         return None  # dropped concurrently
     try:
-        return int(json.loads(data)["nextSnapshot"])
-    except (ValueError, KeyError, TypeError) as e:
+        value = json.loads(data)["nextSnapshot"]
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**63:
+            raise ValueError(f"nextSnapshot is {value!r}, not a snapshot id")
+        return value
+    except (ValueError, KeyError, TypeError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
         raise CorruptFileError(
             f"table {table.name}: consumer file {path} is corrupt ({e}); delete it or reset the consumer"
         ) from None

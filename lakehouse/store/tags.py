@@ -59,11 +59,12 @@ def create_tag(table: TableStore, name: str, snapshot_id: int | None = None) -> 
     except FileNotFoundError:
         table.snapshots.snapshot(snapshot_id)  # raises the descriptive not-found error
         raise
+    snapshot = table.snapshots.parse(data, table.paths.snapshot(snapshot_id))  # no tag of a damaged one
     if not table.io.try_create(path, data):
         raise TagExistsError(
             f"table {table.name} already has a tag {name!r}; delete it first or choose another name"
         )
-    return Tag(name, Snapshot.from_json(data.decode("utf-8")))
+    return Tag(name, snapshot)
 
 
 def delete_tag(table: TableStore, name: str) -> Deleted:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from lakehouse.errors import InvalidArgumentError
+from lakehouse.errors import CorruptFileError, InvalidArgumentError
 from lakehouse.manifest.entries import IndexFileMeta
 from lakehouse.ops.branches import list_branches
 from lakehouse.options import SCAN_SNAPSHOT_ID, SCAN_TAG_NAME
@@ -269,14 +269,27 @@ def statistics(table: TableStore, options: Mapping[str, str]) -> pa.Table:
     from lakehouse.store.references import STATISTICS_DIR
 
     path = f"{table.paths.root}/{STATISTICS_DIR}/{snap.statistics}"
-    obj = json.loads(table.io.read_bytes(path))
-    row = dict(
-        snapshot_id=obj.get("snapshotId", snap.id),
-        schema_id=obj.get("schemaId", snap.schema_id),
-        mergedRecordCount=obj.get("mergedRecordCount"),
-        mergedRecordSize=obj.get("mergedRecordSize"),
-        colstat=_flat_json(obj.get("colStats", {})),
-    )
+    try:
+        obj = json.loads(table.io.read_bytes(path))
+        row = dict(
+            snapshot_id=obj.get("snapshotId", snap.id),
+            schema_id=obj.get("schemaId", snap.schema_id),
+            mergedRecordCount=obj.get("mergedRecordCount"),
+            mergedRecordSize=obj.get("mergedRecordSize"),
+            colstat=_flat_json(obj.get("colStats", {})),
+        )
+        counts = [row[k] for k in ("snapshot_id", "schema_id", "mergedRecordCount", "mergedRecordSize")]
+        if not all(v is None or type(v) is int and -(2**63) <= v < 2**63 for v in counts):
+            raise ValueError(f"a count is not a whole number: {counts}")
+    except FileNotFoundError:
+        raise CorruptFileError(
+            f"table {table.name}: statistics file {path} of snapshot {snap.id} is missing; restore it"
+        ) from None
+    except (ValueError, AttributeError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
+        raise CorruptFileError(
+            f"table {table.name}: statistics file {path} of snapshot {snap.id} is corrupt ({e}); restore it "
+            f"from a backup, or recompute the statistics (ANALYZE)"
+        ) from None
     return table_of(STATISTICS, [row])
 
 
