@@ -58,12 +58,8 @@ class Container:
 
 def _snappy(data: bytes) -> bytes:
     """Avro's snappy block: raw snappy, then the big-endian CRC32 of the decompressed bytes."""
-    try:
-        import cramjam
-    except ImportError:
-        raise UnsupportedFeatureError(
-            "reading snappy-compressed Avro files needs the cramjam package; install it"
-        ) from None
+    import cramjam  # (fastavro's snappy codec too) imported where a table has snappy manifests
+
     out = bytes(cramjam.snappy.decompress_raw(data[:-4]))
     if len(data) < 4 or zlib.crc32(out) != int.from_bytes(data[-4:], "big"):
         raise ValueError("checksum mismatch")
