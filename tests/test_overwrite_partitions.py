@@ -60,7 +60,7 @@ def test_rows_outside_the_listed_partitions_are_refused(table):
 @pytest.mark.spark
 def test_spark_overwrites_the_listed_partitions(spark, table, warehouse):
     from lakehouse.spark import write
-    from lakehouse.spark.writer import OVERWRITE_PARTITIONS
+    from lakehouse.spark.options import OVERWRITE_PARTITIONS
 
     listed = json.dumps([{"dt": DAYS[0]}, {"dt": DAYS[1]}])
     df = spark.createDataFrame(orders([10], dt=DAYS[0]))

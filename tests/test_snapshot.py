@@ -139,13 +139,13 @@ def test_a_tag_of_a_damaged_snapshot_is_not_created(catalog):
     t = _table(catalog, commits=2)
     Path(t.paths.snapshot(2)).write_bytes(b'{"id": 2')
     with pytest.raises(CorruptFileError, match="snapshot-2"):
-        t.create_tag("v1", 2)
+        t.create_tag("v1", snapshot_id=2)
     assert t.snapshots.tag_names() == []
 
 
 def test_a_damaged_tag_file_is_corrupt_naming_it(catalog):
     t = _table(catalog, commits=2)
-    t.create_tag("v1", 1)
+    t.create_tag("v1", snapshot_id=1)
     Path(t.paths.tag("v1")).write_bytes(b"{")
     with pytest.raises(CorruptFileError, match="tag file .*tag-v1 is corrupt"):
         t.read(tag="v1")

@@ -267,7 +267,7 @@ def test_writes_and_compactions_on_many_cores_keep_every_row(sixteen_cores, cata
     t.write(pa.table({"id": pa.array(range(n), pa.int64()), "v": [f"a{i}" for i in range(n)]}))
     t.write(pa.table({"id": pa.array(range(0, n, 2), pa.int64()), "v": [f"b{i}" for i in range(0, n, 2)]}))
     t.compact(full=True)
-    rows = t.new_read().read(t.plan().splits).sort_by("id")
+    rows = t.new_read().to_arrow(t.plan().splits).sort_by("id")
     assert rows.column("id").to_pylist() == list(range(n))
     assert rows.column("v").to_pylist() == [f"{'b' if i % 2 == 0 else 'a'}{i}" for i in range(n)]
     assert JOBS.held == 0

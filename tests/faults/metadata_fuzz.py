@@ -88,7 +88,7 @@ def build(warehouse: str) -> None:
     pk.write(batch(10, 20, 2))
     pk.compact()
     pk.write(batch(30, 20, 3))
-    pk.create_tag("t1", 2)
+    pk.create_tag("t1", snapshot_id=2)
     pk.read_changes(1, pk.latest_snapshot_id(), consumer_id="c1")
     ap = catalog.create_table(
         "db.ap", SCHEMA, partition_keys=["dt"], options={"file-index.in-manifest-threshold": "1 b", **INDEXES}
