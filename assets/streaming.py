@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from assets.definitions import PIPELINE, defs
 from assets.demo import dagster_instance, log_config
 from assets.events import late_events, recent_days
-from lakehouse import Catalog, col
 from dagster_lakehouse.definitions import INCREMENTAL
 from dagster_lakehouse.resources import LakehouseResource, SparkResource
+from lakehouse import Catalog, col
 from resources import default_warehouse
 
 

@@ -112,9 +112,9 @@ def incremental_vs_full(warehouse: str, day: str) -> tuple[float, float, int]:
     from assets.demo import dagster_instance, log_config
     from assets.events import late_events
     from assets.orders import TABLES
-    from lakehouse import Catalog
     from dagster_lakehouse.definitions import INCREMENTAL
     from dagster_lakehouse.resources import LakehouseResource, SparkResource
+    from lakehouse import Catalog
 
     resources = {"lakehouse": LakehouseResource(warehouse=warehouse), "spark": SparkResource()}
     instance = dagster_instance()

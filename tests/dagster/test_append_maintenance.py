@@ -8,11 +8,11 @@ import pyarrow.compute as pc
 import pytest
 from dagster import DagsterInstance, SkipReason, build_sensor_context
 
-from lakehouse import Catalog
 from dagster_lakehouse.maintenance import maintenance_jobs, sort_compact_run_config
 from dagster_lakehouse.resources import LakehouseResource, SparkResource
 from dagster_lakehouse.sensors import compaction_sensor
 from dagster_lakehouse.spec import TableSpec
+from lakehouse import Catalog
 from lakehouse.snapshot import CommitKind
 
 pytestmark = pytest.mark.spark

@@ -15,12 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dagster_lakehouse.factory as factory
-from lakehouse import Catalog
 from dagster_lakehouse.factory import table_asset
 from dagster_lakehouse.incremental import consumer_id, incremental_user, plan_increment
 from dagster_lakehouse.resources import LakehouseResource, SparkResource
 from dagster_lakehouse.spec import TableSpec
 from dagster_lakehouse.yaml_spec import sql_transform
+from lakehouse import Catalog
 from lakehouse.errors import InvalidOptionError
 from lakehouse.store import consumers
 

@@ -13,10 +13,10 @@ import pytest
 from dagster import AssetIn, AssetSpec, DailyPartitionsDefinition, MetadataValue, asset, materialize
 from pyspark.sql import DataFrame as SparkFrame
 
-from lakehouse import Catalog, Table
 from dagster_lakehouse.factory import commit_user
 from dagster_lakehouse.io_manager import PaimonIOManager
 from dagster_lakehouse.resources import LakehouseResource, SparkResource
+from lakehouse import Catalog, Table
 from lakehouse.errors import ArgumentTypeError, InvalidArgumentError, SchemaMismatchError
 
 DAYS = ["2024-01-01", "2024-01-02"]

@@ -27,10 +27,10 @@ from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PART
 
 from assets.definitions import PIPELINE, defs
 from assets.orders import TABLES, order_events
-from lakehouse import Catalog, col
-from lakehouse.bucket import hash_index
 from dagster_lakehouse.checks import index_result
 from dagster_lakehouse.resources import LakehouseResource, SparkResource
+from lakehouse import Catalog, col
+from lakehouse.bucket import hash_index
 from lakehouse.fileindex import bitmap, format
 from lakehouse.snapshot import CommitKind
 from lakehouse.types import parse_type

@@ -4,9 +4,9 @@ exact per-partition counts, and the column schema Dagster shows on the asset pag
 import pyarrow as pa
 
 from assets.definitions import defs
-from lakehouse import Catalog
 from dagster_lakehouse.metadata import column_schema, partition_metadata, run_metadata
 from dagster_lakehouse.spec import asset_key
+from lakehouse import Catalog
 
 SCHEMA = pa.schema(
     [

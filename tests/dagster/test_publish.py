@@ -9,12 +9,12 @@ import pytest
 from dagster import AssetCheckResult, DailyPartitionsDefinition, materialize
 
 import dagster_lakehouse.checks as checks
-from lakehouse import Catalog, col
 from dagster_lakehouse.checks import table_checks
 from dagster_lakehouse.factory import commit_user, table_asset
 from dagster_lakehouse.publish import Publish, audit_branch, open_audit, publish
 from dagster_lakehouse.resources import LakehouseResource, SparkResource
 from dagster_lakehouse.spec import TableSpec
+from lakehouse import Catalog, col
 from lakehouse.errors import CommitConflictError, InvalidArgumentError
 
 DAY = "2026-01-05"

@@ -46,11 +46,11 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
 
-from lakehouse import Table
 from dagster_lakehouse.factory import materialization_user
 from dagster_lakehouse.publish import Publish, audit_branch, publish
 from dagster_lakehouse.resources import LakehouseResource
 from dagster_lakehouse.spec import PARTITION_COLUMN, TableSpec
+from lakehouse import Table
 from lakehouse.errors import InvalidArgumentError
 from lakehouse.ops.file_index import IndexReport
 from lakehouse.store.partitions import Partitions

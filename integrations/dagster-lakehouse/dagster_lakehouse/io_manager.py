@@ -49,8 +49,6 @@ from dagster import (
     OutputContext,
 )
 
-from lakehouse import Catalog, Table, col
-from lakehouse.commit.table_commit import Overwrite
 from dagster_lakehouse.factory import commit_user
 from dagster_lakehouse.incremental import (
     Increment,
@@ -65,6 +63,8 @@ from dagster_lakehouse.metadata import TABLE_NAME, run_metadata
 from dagster_lakehouse.resources import LakehouseResource, SparkResource
 from dagster_lakehouse.spark_logs import spark_logs
 from dagster_lakehouse.spec import PARTITION_COLUMN
+from lakehouse import Catalog, Table, col
+from lakehouse.commit.table_commit import Overwrite
 from lakehouse.errors import ArgumentTypeError, InvalidArgumentError, SchemaMismatchError
 from lakehouse.predicate import Predicate
 from lakehouse.rowkind import ROW_KIND, RowKind

@@ -28,12 +28,12 @@ from dagster import (
     op,
 )
 
-from lakehouse.append.sort_keys import SortStrategy
 from dagster_lakehouse.factory import commit_user
 from dagster_lakehouse.metadata import table_metadata
 from dagster_lakehouse.resources import LakehouseResource, SparkResource
 from dagster_lakehouse.spark_logs import spark_logs
 from dagster_lakehouse.spec import asset_key
+from lakehouse.append.sort_keys import SortStrategy
 from lakehouse.ops.compaction import Compaction
 from lakehouse.ops.partition_expire import PartitionExpireSettings
 

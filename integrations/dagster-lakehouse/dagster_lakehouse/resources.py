@@ -11,8 +11,8 @@ from dagster import ConfigurableResource, InitResourceContext
 from dagster_pyspark import PySparkResource
 from pydantic import Field
 
-from lakehouse import Catalog, Table
 from dagster_lakehouse.spark_logs import WORKER_LOGGING
+from lakehouse import Catalog, Table
 from lakehouse.io.fs import storage_options
 from lakehouse.spark import session
 from lakehouse.spark.connect import SPARK_ENV

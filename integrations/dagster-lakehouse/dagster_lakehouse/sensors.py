@@ -34,12 +34,12 @@ from dagster import (
 # every table downstream
 from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
 
-from lakehouse import Table
 from dagster_lakehouse.factory import COMMIT_USER_PREFIX
 from dagster_lakehouse.maintenance import compact_run_config
 from dagster_lakehouse.metadata import partitions_touched
 from dagster_lakehouse.resources import LakehouseResource
 from dagster_lakehouse.spec import PARTITION_COLUMN, TableSpec
+from lakehouse import Table
 from lakehouse.errors import LakehouseError
 from lakehouse.snapshot import CommitKind, Snapshot
 

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Literal
 import pyarrow as pa
 from dagster import AssetKey
 
-from lakehouse import Catalog, Table
 from dagster_lakehouse.incremental import Increment, snapshot_frame, spark_changes
 from dagster_lakehouse.publish import Publish
+from lakehouse import Catalog, Table
 from lakehouse.errors import InvalidArgumentError
 from lakehouse.schema import TableSchema, new_schema
 
