@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent / "lakehouse"
 LAYERS = (
     (
         "formats",
-        "errors types options partition_time paths predicate json_pretty murmur rowkind io format manifest "
-        "snapshot schema fileindex deletionvectors",
+        "errors types options partition_time paths predicate json_pretty murmur rowkind nulls_first io "
+        "format manifest snapshot schema fileindex deletionvectors",
     ),
     ("store", "store"),
     ("mechanisms", "bucket mergetree append"),
