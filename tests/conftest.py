@@ -1,5 +1,5 @@
 """Shared fixtures: golden vectors from Apache Paimon's Java implementation, and tiny warehouses;
-the parts of the suite, each the tests needing an extra's packages beyond the engine."""
+the hooks of ``tests/parts.py``, which mark each test by the part of the project it needs."""
 
 from __future__ import annotations
 
