@@ -17,7 +17,6 @@ from tests.parts import (  # noqa: F401 - the hooks that mark the parts of the s
     pytest_collection_finish,
     pytest_collection_modifyitems,
     pytest_configure,
-    pytest_report_header,
     pytest_sessionfinish,
     pytest_terminal_summary,
 )

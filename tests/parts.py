@@ -93,6 +93,7 @@ def pytest_terminal_summary(terminalreporter) -> None:
         terminalreporter.section("imports of unselected parts", red=True)
         for line in dict.fromkeys(UNSELECTED.imports):
             terminalreporter.line(line)
+    terminalreporter.line(tested())
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -118,15 +119,15 @@ def _find(name: str) -> str | None:
     return spec.origin if spec is not None else None
 
 
-def pytest_report_header() -> list[str]:
-    """Which lakehouse the run tests, and the releases it runs on."""
+def tested() -> str:
+    """Which lakehouse the run tests, on which Python and releases."""
     names = ("pyarrow", "numpy", "pyspark", "dagster", "pandas", "polars", "pypaimon")
     releases = ", ".join(f"{name} {_release(name)}" for name in names)
-    return [f"lakehouse: {_find('lakehouse')}", f"releases: {releases}"]
+    return f"tested {Path(_find('lakehouse')).parent} on Python {sys.version.split()[0]}, {releases}"
 
 
 def _release(distribution: str) -> str:
     try:
         return version(distribution)
     except PackageNotFoundError:
-        return "(not installed)"
+        return "not installed"
