@@ -11,6 +11,7 @@ or not (a test that needs them but is not marked would otherwise pass only where
 from __future__ import annotations
 
 import importlib.abc
+import importlib.util
 import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
@@ -113,8 +114,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _find(name: str) -> str | None:
     """Where ``name`` would be imported from (its ``__init__.py``), if it is installed."""
-    import importlib.util
-
     spec = importlib.util.find_spec(name)
     return spec.origin if spec is not None else None
 
@@ -123,7 +122,8 @@ def tested() -> str:
     """Which lakehouse the run tests, on which Python and releases."""
     names = ("pyarrow", "numpy", "pyspark", "dagster", "pandas", "polars", "pypaimon")
     releases = ", ".join(f"{name} {_release(name)}" for name in names)
-    return f"tested {Path(_find('lakehouse')).parent} on Python {sys.version.split()[0]}, {releases}"
+    where = _find("lakehouse")
+    return f"tested {where and Path(where).parent} on Python {sys.version.split()[0]}, {releases}"
 
 
 def _release(distribution: str) -> str:
