@@ -14,7 +14,8 @@ The long version of ``tests/faults`` (its harness: ``tests/faults/killrun.py``, 
 - ``--index-damage`` (default 240) damages to file indexes behind valid headers: every one that
   changes a filtered read's result must be reported by ``verify_file_indexes``;
 - ``--spark-deaths`` (default 6) Spark writes whose task dies by an exception, ``os._exit`` and
-  SIGKILL of its Python worker, in turn (no snapshot, no file of the write left).
+  SIGKILL of its Python worker, in turn (no snapshot, no file of the write left;
+  ``tests/spark/dying.py``).
 After each kill the table must read its history (ours and pypaimon's reads), verify, take the
 next operation and lose exactly its orphan files to ``remove_orphan_files``. Prints kills by
 operation, every anomaly (there must be none), orphan files found and removed, the races, the
@@ -201,7 +202,7 @@ def spark_section(deaths: int, workdir: str) -> Section:
     from lakehouse import Catalog
     from lakehouse.spark import session
     from tests.conftest import ORDERS
-    from tests.faults.dying import LEASES, DyingSource, orders_df, table_files
+    from tests.spark.dying import LEASES, DyingSource, orders_df, table_files
 
     spark = session(
         conf={"spark.sql.shuffle.partitions": "4", "spark.sql.execution.arrow.maxRecordsPerBatch": "40"}

@@ -1,4 +1,5 @@
-"""Shared fixtures: golden vectors from Apache Paimon's Java implementation, and tiny warehouses."""
+"""Shared fixtures: golden vectors from Apache Paimon's Java implementation, and tiny warehouses;
+the hooks of ``tests/parts.py``, which mark each test by the part of the project it needs."""
 
 from __future__ import annotations
 
@@ -8,10 +9,17 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from assets.s3_server import S3Server
 from lakehouse import Catalog
 from lakehouse.bucket import hash_index
 from lakehouse.manifest.index_manifest import by_bucket
+from tests.parts import (  # noqa: F401 - the hooks that mark the parts of the suite
+    pytest_addoption,
+    pytest_collection_finish,
+    pytest_collection_modifyitems,
+    pytest_configure,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
+)
 
 GOLDEN = Path(__file__).resolve().parent / "golden"  # vectors produced by Apache Paimon (Java)
 
@@ -75,6 +83,8 @@ def any_spark(request):
 @pytest.fixture(scope="session")
 def s3_server():
     """An S3-compatible server (moto, which honours ``If-None-Match``) on loopback for the run."""
+    from assets.s3_server import S3Server  # moto, and the Spark extra's loopback helpers
+
     with S3Server() as server:
         yield server
 
@@ -98,7 +108,10 @@ def mariadb_server():
         yield server
 
 
-LOCK_SERVERS = ["postgres_server", pytest.param("mariadb_server", marks=pytest.mark.e2e)]
+LOCK_SERVERS = [
+    pytest.param("postgres_server", marks=pytest.mark.postgres),
+    pytest.param("mariadb_server", marks=[pytest.mark.mysql, pytest.mark.e2e]),
+]
 
 
 @pytest.fixture(params=LOCK_SERVERS)

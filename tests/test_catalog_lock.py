@@ -4,6 +4,7 @@ the cross-process test of ``test_object_store.py``)."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 
@@ -13,7 +14,6 @@ import pytest
 from lakehouse.errors import CommitConflictError, InvalidOptionError, MissingExtraError
 from lakehouse.io.fs import FileIO
 from lakehouse.io.lock import CatalogLock, LockKind, Server
-from lakehouse.spark.loopback import free_port
 
 
 def lock(uri: str, **options: str) -> CatalogLock:
@@ -52,12 +52,17 @@ def test_a_missing_driver_says_what_to_install(monkeypatch):
         pass
 
 
-@pytest.mark.parametrize("scheme", ["postgresql", "mysql"])
+@pytest.mark.parametrize(
+    "scheme",
+    [pytest.param("postgresql", marks=pytest.mark.postgres), pytest.param("mysql", marks=pytest.mark.mysql)],
+)
 def test_an_unreachable_lock_server_fails_the_commit_and_writes_nothing(tmp_path, scheme):
-    unreachable = lock(f"{scheme}://u:s3cret@127.0.0.1:{free_port()}/db")
-    io = FileIO(pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem()), lock=unreachable)
-    with pytest.raises(CommitConflictError, match="could not reach the catalog lock") as error:
-        io.try_create("t/snapshot/snapshot-1", b"{}")
+    with socket.socket() as bound:  # bound but not listening: connections to its port are refused
+        bound.bind(("127.0.0.1", 0))
+        unreachable = lock(f"{scheme}://u:s3cret@127.0.0.1:{bound.getsockname()[1]}/db")
+        io = FileIO(pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem()), lock=unreachable)
+        with pytest.raises(CommitConflictError, match="could not reach the catalog lock") as error:
+            io.try_create("t/snapshot/snapshot-1", b"{}")
     assert "s3cret" not in str(error.value)
     assert not (tmp_path / "t" / "snapshot" / "snapshot-1").exists()
 

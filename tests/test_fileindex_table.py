@@ -162,6 +162,7 @@ def test_rewrite_after_an_options_change_builds_indexes_without_touching_data(ca
     assert t.plan(filter=col("status") == "OTHER").stats["pruned_by_index"] == 0
 
 
+@pytest.mark.interop
 @pytest.mark.parametrize("threshold", ["1 MB", "1 B"])
 def test_rewrites_back_to_an_earlier_index_keep_every_file(catalog, warehouse, threshold):
     # a file's metadata that returns to an earlier version (embedded index bytes, or none at all)

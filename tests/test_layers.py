@@ -25,8 +25,8 @@ ROOT = REPO / "lakehouse"
 LAYERS = (
     (
         "formats",
-        "errors types options partition_time paths predicate json_pretty murmur rowkind io format manifest "
-        "snapshot schema fileindex deletionvectors",
+        "errors types options partition_time paths predicate json_pretty murmur rowkind nulls_first io "
+        "format manifest snapshot schema fileindex deletionvectors",
     ),
     ("store", "store"),
     ("mechanisms", "bucket mergetree append"),

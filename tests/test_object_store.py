@@ -43,6 +43,7 @@ def test_the_file_io_travels_to_other_processes(s3_warehouse):
     assert copy.try_create(f"{root}/x", b"1") and not io.try_create(f"{root}/x", b"2")
 
 
+@pytest.mark.interop
 def test_a_pk_table_lives_its_whole_life_on_s3(s3_warehouse):
     uri, options = s3_warehouse
     catalog = Catalog(uri, options=options)

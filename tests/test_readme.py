@@ -59,6 +59,7 @@ def test_streaming_reads_section_runs_after_the_quickstart(spark, tmp_path, monk
     assert list(consumers.consumers(scope["orders"].store)) == ["audit"]
 
 
+@pytest.mark.dagster
 def test_io_manager_section_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     run_sections("### Plain assets: the IO manager")

@@ -145,6 +145,7 @@ def test_spilled_and_unspilled_writes_read_the_same(catalog, engine):
     assert rows(spilled.read()) == rows(unspilled.read())
 
 
+@pytest.mark.interop
 def test_pypaimon_reads_a_spilled_write(catalog, warehouse):
     t = pk_orders_table(catalog, **{"write-buffer-size": "1 kb"})
     t.write(_versions(6))

@@ -23,8 +23,8 @@ from enum import StrEnum
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from lakehouse import nulls_first
 from lakehouse.errors import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
 from lakehouse.options import ZORDER_VAR_LENGTH_CONTRIBUTION, parse_int
 from lakehouse.schema import TableSchema
@@ -96,8 +96,7 @@ class SortOrder:
     def sort_indices(self, rows: pa.Table) -> np.ndarray:
         """The row positions of ``rows`` in this order (stable)."""
         if self.strategy == SortStrategy.ORDER:
-            keys = [(c, "ascending") for c in self.columns]
-            return pc.sort_indices(rows, sort_keys=keys, null_placement="at_start").to_numpy()
+            return nulls_first.sort_indices(rows, self.columns).to_numpy()
         columns = [rows.column(c) for c in self.columns]
         if self.strategy == SortStrategy.ZORDER:
             key = z_values([ordered_bytes(c, self.var_length) for c in columns])

@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakehouse import nulls_first
 from lakehouse.errors import InvalidOptionError, UnsupportedFeatureError
 from lakehouse.format import parquet
 from lakehouse.manifest import stats
@@ -122,10 +123,7 @@ def input_rows(versions: pa.Table, key: list[str], sequence_fields: list[str]) -
     columns = comparable_keys(versions, key)
     for c in [*sequence_fields, parquet.SEQUENCE_NUMBER]:
         columns = columns.append_column(c, versions.column(c))
-    indices = pc.sort_indices(
-        columns, sort_keys=[(c, "ascending") for c in columns.column_names], null_placement="at_start"
-    )
-    return versions.take(indices)
+    return versions.take(nulls_first.sort_indices(columns, columns.column_names))
 
 
 def differences(

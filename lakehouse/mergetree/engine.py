@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakehouse import nulls_first
 from lakehouse.errors import InvalidOptionError, SchemaMismatchError
 from lakehouse.format.parquet import SEQUENCE_NUMBER, VALUE_KIND
 from lakehouse.mergetree.aggregate import FieldAgg
@@ -347,8 +348,7 @@ class MergeEngine:
         ids = g.group_ids()
         columns = {"__g": ids, **{f"__s{i}": s for i, s in enumerate(seq)}, "__pos": np.arange(len(ids))}
         table = pa.table(columns).filter(pa.array(eligible))
-        sort_keys = [(name, "ascending") for name in columns]
-        order = pc.sort_indices(table, sort_keys=sort_keys, null_placement="at_start")
+        order = nulls_first.sort_indices(table, list(columns))
         positions = table.column("__pos").to_numpy()[order.to_numpy()]
         sub, owners = _regroup(g, positions, ids[positions])
         # each key's winner is its last row in that order
@@ -379,10 +379,7 @@ MERGES: dict[MergeEngineKind, Callable[[MergeEngine, KeyGroups], pa.Table]] = {
 def _sequence_rank(g: KeyGroups, group: SequenceGroup) -> np.ndarray:
     """Every row's dense rank by the group's sequence fields in order (nulls lowest), -1 where
     they are all null (the row leaves the group alone)."""
-    ranks = [
-        pc.rank(g.column(s), null_placement="at_start", tiebreaker="dense").to_numpy().astype(np.int64)
-        for s in group.sequence
-    ]
+    ranks = [nulls_first.dense_rank(g.column(s)).to_numpy().astype(np.int64) for s in group.sequence]
     rank = ranks[0] if len(ranks) == 1 else np.unique(np.stack(ranks, axis=1), axis=0, return_inverse=True)[1]
     empty = np.ones(len(g.kinds), bool)
     for s in group.sequence:

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakehouse import nulls_first
 from lakehouse.format.parquet import VALUE_KIND
 from lakehouse.mergetree.keyorder import comparable_keys
 from lakehouse.rowkind import RETRACT_KINDS
@@ -50,11 +51,10 @@ class KeyGroups:
         idx = None
         keys = comparable_keys(table, key)
         if table.num_rows > 1:
-            sort_keys = [(c, "ascending") for c in key + order]
             columns = keys
             for c in order:
                 columns = columns.append_column(c, table.column(c))
-            idx = pc.sort_indices(columns, sort_keys=sort_keys, null_placement="at_start").to_numpy()
+            idx = nulls_first.sort_indices(columns, key + order).to_numpy()
         sorted_keys = [keys.column(k) if idx is None else keys.column(k).take(idx) for k in key]
         ends = np.flatnonzero(run_ends(sorted_keys)).astype(np.int64) + 1
         starts = np.concatenate([[0], ends[:-1]]).astype(np.int64) if len(ends) else ends

@@ -25,6 +25,7 @@ def test_a_bad_input_is_typed_and_changes_nothing(case: Case, warehouse):
     assert outcome.unchanged
 
 
+@pytest.mark.interop
 def test_hostile_partition_values_stay_inside_the_table(catalog, warehouse):
     """Partition values that look like paths are escaped into one directory name each (as Paimon
     escapes them), so nothing is written outside the table and every reader finds the rows."""

@@ -10,6 +10,8 @@ import pytest
 
 from .killrun import kill_series
 
+pytestmark = pytest.mark.interop  # every run ends with pypaimon reading what it left
+
 KILLS = 10  # per table kind
 OPERATIONS = 36
 SEED = 13

@@ -9,6 +9,8 @@ import pytest
 
 from .racing import race
 
+pytestmark = pytest.mark.interop  # every run ends with pypaimon reading what it left
+
 COMMITS = 25
 
 

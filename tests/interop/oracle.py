@@ -1,19 +1,25 @@
-"""pypaimon, the official Paimon Python implementation, as the compatibility oracle."""
+"""pypaimon, the official Paimon Python implementation, as the compatibility oracle.
+
+pypaimon (the dev extra) is imported by the calls, not by this module: modules whose tests call it
+(marked ``interop``) collect where it is not installed, and their other tests run there."""
 
 from __future__ import annotations
 
 import pyarrow as pa
-from pypaimon import CatalogFactory, Schema
 
 
 def catalog(warehouse: str, options: dict | None = None):
     """pypaimon's filesystem catalog; ``options``: how to reach the store (``s3.endpoint``, ...)."""
+    from pypaimon import CatalogFactory
+
     return CatalogFactory.create({"warehouse": warehouse, **(options or {})})
 
 
 def create(
     warehouse: str, identifier: str, schema: pa.Schema, primary_keys=(), partition_keys=(), options=None
 ):
+    from pypaimon import Schema
+
     cat = catalog(warehouse)
     cat.create_database(identifier.split(".")[0], True)
     paimon_schema = Schema.from_pyarrow_schema(

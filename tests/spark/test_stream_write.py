@@ -73,6 +73,7 @@ def live_files(t) -> set[str]:
     return {e.file.file_name for e in t.live_entries()}
 
 
+@pytest.mark.interop
 def test_append_stream_commits_one_snapshot_per_micro_batch_and_restarts(
     any_spark, catalog, warehouse, tmp_path
 ):
@@ -106,6 +107,7 @@ def with_kinds(data: pa.Table, kind: str) -> pa.Table:
     return data.append_column(ROW_KIND, pa.array([kind] * data.num_rows))
 
 
+@pytest.mark.interop
 def test_primary_key_stream_upserts_and_deletes_routed_by_bucket(spark, catalog, warehouse, tmp_path):
     t = pk_orders_table(catalog)  # 2 buckets per partition
     source = tmp_path / "in"

@@ -32,6 +32,7 @@ def data_files(root: str) -> list[str]:
     return [f for _, _, files in os.walk(root) for f in files if f.startswith("data-")]
 
 
+@pytest.mark.interop
 def test_append_is_one_snapshot_and_pypaimon_reads_it(any_spark, catalog, warehouse):
     t = catalog.create_table("db.t", ORDERS, partition_keys=["dt"])
     data = orders(range(30), dt=DAYS * 10)
@@ -41,6 +42,7 @@ def test_append_is_one_snapshot_and_pypaimon_reads_it(any_spark, catalog, wareho
     assert rows(t.read()) == rows(data) == rows(oracle.read(warehouse, "db.t"))
 
 
+@pytest.mark.interop
 def test_primary_key_writes_routed_by_bucket(any_spark, catalog, warehouse):
     t = pk_orders_table(catalog, **{"bucket": "3"})
     write(
@@ -113,6 +115,7 @@ def dynamic_orders(catalog, **options: str):
     )
 
 
+@pytest.mark.interop
 def test_dynamic_bucket_table_written_by_several_tasks(spark, catalog, warehouse):
     t = dynamic_orders(catalog, **{"dynamic-bucket.assigner-parallelism": "3"})
     expected: dict[tuple[int, str], dict] = {}
@@ -198,6 +201,7 @@ def test_dynamic_bucket_routing_sends_each_key_to_its_assigner():
     assert set(channels.tolist()) == {0, 1, 2}
 
 
+@pytest.mark.interop
 def test_cross_partition_table_written_from_one_task(spark, catalog, warehouse):
     """Keys move partitions through Spark too; an un-routed write from several tasks is refused."""
     t = catalog.create_table("db.x", ORDERS, primary_keys=["order_id"], partition_keys=["dt"],
@@ -216,6 +220,7 @@ def test_cross_partition_table_written_from_one_task(spark, catalog, warehouse):
     assert t.latest_snapshot_id() == before and set(data_files(warehouse)) == files
 
 
+@pytest.mark.interop
 def test_spark_writes_reads_and_compacts_a_table_on_s3(any_spark, s3_warehouse):
     uri, s3 = s3_warehouse
     catalog = Catalog(uri, options=s3)

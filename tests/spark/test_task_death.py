@@ -29,6 +29,7 @@ def dying(spark):
     spark.conf.set(key, before)
 
 
+@pytest.mark.interop
 @pytest.mark.parametrize("mode", ["raise", "exit", "kill"])
 @pytest.mark.parametrize("primary_key", [False, True], ids=["append", "primary-key"])
 def test_a_dying_task_leaves_no_file_of_the_write(dying, catalog, warehouse, mode, primary_key):
