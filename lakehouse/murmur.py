@@ -28,6 +28,7 @@ def murmur_hash(buf: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     out = np.empty(len(sizes), dtype=np.uint32)
     distinct = np.unique(sizes)
     for size in distinct.tolist():
+        rows: slice | np.ndarray
         if len(distinct) == 1 and offsets[0] == 0 and len(buf) == offsets[-1]:
             rows = slice(None)  # one size, contiguous: the buffer is already a matrix
             block = buf.reshape(len(sizes), size)

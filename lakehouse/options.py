@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from enum import StrEnum
+from functools import partial
+from typing import TypeVar
 
 from lakehouse.errors import InvalidOptionError, UnsupportedFeatureError
 from lakehouse.partition_time import DateTimePattern
@@ -301,7 +303,10 @@ def parse_file_prefix(text: str, key: str) -> str:
     return text
 
 
-def parse_choice(text: str, key: str, kind: type[StrEnum]) -> StrEnum:
+_Choice = TypeVar("_Choice", bound=StrEnum)
+
+
+def parse_choice(text: str, key: str, kind: type[_Choice]) -> _Choice:
     """A member of ``kind`` by its value, case and surrounding spaces ignored."""
     try:
         return kind(text.strip().lower())
@@ -311,7 +316,7 @@ def parse_choice(text: str, key: str, kind: type[StrEnum]) -> StrEnum:
 
 
 def _counts(minimum: int, *keys: str) -> dict[str, Callable[[str, str], object]]:
-    return {k: lambda text, key, m=minimum: parse_int(text, key, m) for k in keys}
+    return _kind(partial(parse_int, minimum=minimum), *keys)
 
 
 def _kind(parse: Callable[[str, str], object], *keys: str) -> dict[str, Callable[[str, str], object]]:
@@ -390,22 +395,32 @@ class CoreOptions:
     def get(self, key: str) -> str | None:
         return self.raw.get(key, DEFAULTS.get(key))
 
-    def get_int(self, key: str) -> int:
+    def required(self, key: str) -> str:
+        """The option or its default, for a key that has one or that the caller found set."""
         value = self.get(key)
+        if value is None:
+            raise InvalidOptionError(f"option {key} is not set and has no default; set it")
+        return value
+
+    def get_int(self, key: str) -> int:
+        value = self.required(key)
         try:
             return int(value)
-        except (TypeError, ValueError):
+        except ValueError:
             raise InvalidOptionError(f"{key}={value!r} must be an integer") from None
 
     def get_bool(self, key: str) -> bool:
         return parse_bool(self.get(key) or "false", key)
 
     def memory(self, key: str) -> int:
-        return parse_memory_size(self.get(key), key)
+        return parse_memory_size(self.required(key), key)
 
     def duration_ms(self, key: str) -> int | None:
         value = self.get(key)
         return None if value is None else parse_duration_ms(value, key)
+
+    def required_duration_ms(self, key: str) -> int:
+        return parse_duration_ms(self.required(key), key)
 
     def names(self, key: str) -> list[str]:
         """A comma-separated list of column names ([] when unset)."""
@@ -436,11 +451,11 @@ class CoreOptions:
 
     @property
     def merge_engine(self) -> MergeEngineKind:
-        return parse_choice(self.get(MERGE_ENGINE), MERGE_ENGINE, MergeEngineKind)
+        return parse_choice(self.required(MERGE_ENGINE), MERGE_ENGINE, MergeEngineKind)
 
     @property
     def changelog_producer(self) -> ChangelogProducerKind:
-        return parse_choice(self.get(CHANGELOG_PRODUCER), CHANGELOG_PRODUCER, ChangelogProducerKind)
+        return parse_choice(self.required(CHANGELOG_PRODUCER), CHANGELOG_PRODUCER, ChangelogProducerKind)
 
     @property
     def bucket(self) -> int:
@@ -467,10 +482,10 @@ class CoreOptions:
     def compaction_file_size(self, has_primary_key: bool) -> int:
         """Files smaller than this are rewritten by compaction (``CoreOptions.compactionFileSize``:
         ``target-file-size`` times ``compaction.small-file-ratio``)."""
-        ratio = parse_ratio(self.get(COMPACTION_SMALL_FILE_RATIO), COMPACTION_SMALL_FILE_RATIO)
+        ratio = parse_ratio(self.required(COMPACTION_SMALL_FILE_RATIO), COMPACTION_SMALL_FILE_RATIO)
         return int(self.target_file_size(has_primary_key) * ratio)
 
     @property
     def compaction_min_file_num(self) -> int:
         """``compaction.min.file-num``: the fewest small files an append compaction rewrites."""
-        return parse_int(self.get(COMPACTION_MIN_FILE_NUM), COMPACTION_MIN_FILE_NUM, 1)
+        return parse_int(self.required(COMPACTION_MIN_FILE_NUM), COMPACTION_MIN_FILE_NUM, 1)

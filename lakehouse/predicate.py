@@ -189,7 +189,7 @@ def push_not_down(pred: Predicate, negate: bool = False) -> Predicate:
     raise TypeError(f"not a predicate: {pred!r}")
 
 
-def bind(pred: Predicate, types: dict[str, pa.DataType], table: str) -> Predicate:
+def bind(pred: Predicate, types: Mapping[str, pa.DataType], table: str) -> Predicate:
     """Check column names and cast literals to their column's Arrow type (in NNF)."""
     if not isinstance(pred, Predicate):
         raise ArgumentTypeError(
@@ -264,8 +264,13 @@ def only_columns(pred: Predicate, keep: set[str]) -> Predicate | None:
         kept = [p for p in (only_columns(c, keep) for c in pred.children) if p is not None]
         return None if not kept else kept[0] if len(kept) == 1 else And(tuple(kept))
     if isinstance(pred, Or):
-        kept = [only_columns(c, keep) for c in pred.children]
-        return None if any(p is None for p in kept) else Or(tuple(kept))
+        alternatives: list[Predicate] = []
+        for c in pred.children:
+            p = only_columns(c, keep)
+            if p is None:  # one alternative always true: so is the OR
+                return None
+            alternatives.append(p)
+        return Or(tuple(alternatives))
     raise TypeError(f"expected a predicate in negation normal form, got {pred!r}")
 
 
@@ -366,20 +371,20 @@ def may_match(
         if op == "not_starts_with":
             return not (lo.startswith(prefix) and hi.startswith(prefix))
         n = len(prefix)
-        return lo[:n] <= prefix <= hi[:n]
+        return bool(lo[:n] <= prefix <= hi[:n])
     values = [physical(pred.column, v) for v in pred.literals]
     if op == "eq":
-        return lo <= values[0] <= hi
+        return bool(lo <= values[0] <= hi)
     if op == "ne":
         return not (lo == hi == values[0])
     if op == "lt":
-        return lo < values[0]
+        return bool(lo < values[0])
     if op == "le":
-        return lo <= values[0]
+        return bool(lo <= values[0])
     if op == "gt":
-        return hi > values[0]
+        return bool(hi > values[0])
     if op == "ge":
-        return hi >= values[0]
+        return bool(hi >= values[0])
     if op == "in":
         return any(v is not None and lo <= v <= hi for v in values)
     if op == "not_in":

@@ -23,6 +23,7 @@ from lakehouse.errors import (
     InvalidOptionError,
     SchemaMismatchError,
     TableExistsError,
+    TableNotFoundError,
     UnsupportedFeatureError,
 )
 from lakehouse.fileindex import options as fileindex_options
@@ -68,6 +69,7 @@ from lakehouse.types import (
     from_arrow_field,
     max_field_id,
     to_arrow,
+    type_param,
     unsupported,
 )
 
@@ -359,7 +361,7 @@ def validate(schema: TableSchema, table: str) -> None:
     check_values(schema.options, table)
     opts = schema.core_options
     try:
-        avro_codec(opts.get(MANIFEST_COMPRESSION))
+        avro_codec(opts.required(MANIFEST_COMPRESSION))
     except InvalidOptionError as e:
         raise InvalidOptionError(f"table {table}: {e}") from None
     pk, parts = list(schema.primary_keys), list(schema.partition_keys)
@@ -444,24 +446,29 @@ def is_widening(old: DataType, new: DataType) -> bool:
     a, b = old.root, new.root
     if a == b:
         if a in ("CHAR", "VARCHAR", "BINARY", "VARBINARY"):
-            return new.length >= old.length
+            return type_param(new, "length") >= type_param(old, "length")
         if a == "DECIMAL":
-            return new.scale >= old.scale and new.precision - new.scale >= old.precision - old.scale
+            wider_scale = type_param(new, "scale") >= type_param(old, "scale")
+            return wider_scale and _integer_digits(new) >= _integer_digits(old)
         if a in ("TIME", "TIMESTAMP", "TIMESTAMP_LTZ"):
-            return new.precision >= old.precision
+            return type_param(new, "precision") >= type_param(old, "precision")
         return True
     if a in _INTEGER_WIDTH and b in _INTEGER_WIDTH:
         return _INTEGER_WIDTH[b] > _INTEGER_WIDTH[a]
     if a in _INTEGER_WIDTH and b == "DECIMAL":
         digits = {"TINYINT": 3, "SMALLINT": 5, "INT": 10, "BIGINT": 19}[a]
-        return new.precision - new.scale >= digits
+        return _integer_digits(new) >= digits
     if b == "DOUBLE":
         return a in ("TINYINT", "SMALLINT", "INT", "FLOAT")
     if b == "FLOAT":
         return a in ("TINYINT", "SMALLINT")
     if (a, b) in (("CHAR", "VARCHAR"), ("BINARY", "VARBINARY")):
-        return new.length >= old.length
+        return type_param(new, "length") >= type_param(old, "length")
     return False
+
+
+def _integer_digits(decimal: AtomicType) -> int:
+    return type_param(decimal, "precision") - type_param(decimal, "scale")
 
 
 def next_version(base: TableSchema, changed: TableSchema, table: str) -> TableSchema:
@@ -631,6 +638,16 @@ class SchemaManager:
         ids = self.schema_ids()
         return self.schema(ids[-1]) if ids else None
 
+    def current(self) -> TableSchema:
+        """The latest schema of a table known to exist; TableNotFoundError when it was dropped."""
+        latest = self.latest()
+        if latest is None:
+            raise TableNotFoundError(
+                f"table {self.table} has no schema files under {self.paths.schema_dir}: it was dropped; "
+                f"create it again or load another table"
+            )
+        return latest
+
     def schema(self, schema_id: int) -> TableSchema:
         path = self.paths.schema(schema_id)
         try:
@@ -655,7 +672,7 @@ class SchemaManager:
     def commit_change(self, build: Callable[[TableSchema], TableSchema]) -> TableSchema:
         """Write the schema ``build(latest)``, retrying on a concurrent schema change."""
         while True:
-            latest = self.latest()
+            latest = self.current()
             new = build(latest)
             if self.io.try_create(self.paths.schema(new.id), new.to_json().encode()):
                 return new

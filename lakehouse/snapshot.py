@@ -239,7 +239,7 @@ class SnapshotManager:
         """The id of the newest snapshot committed at or before ``timestamp_ms`` (binary search;
         None when no retained snapshot is that old)."""
         earliest, latest = self.earliest_id(), self.latest_id()
-        if earliest is None or self.snapshot(earliest).time_millis > timestamp_ms:
+        if earliest is None or latest is None or self.snapshot(earliest).time_millis > timestamp_ms:
             return None
         lo, hi, found = earliest, latest, earliest
         while lo <= hi:

@@ -14,9 +14,9 @@ column is read. No newer type is written.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
-from typing import Any
+from collections.abc import Iterator, Mapping
+from dataclasses import Field, dataclass, field, replace
+from typing import Any, ClassVar, Literal
 
 import pyarrow as pa
 
@@ -36,6 +36,7 @@ class DataType:
     """A Paimon data type; concrete types are the frozen dataclasses below."""
 
     nullable: bool
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # every concrete type is a dataclass
 
     @property
     def root(self) -> str:
@@ -101,7 +102,7 @@ class ArrayType(DataType):
     def __str__(self) -> str:
         return f"ARRAY<{self.element}>{self._null_suffix()}"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"type": "ARRAY" + self._null_suffix(), "element": self.element.to_json()}
 
 
@@ -117,7 +118,7 @@ class MultisetType(DataType):
     def __str__(self) -> str:
         return f"MULTISET<{self.element}>{self._null_suffix()}"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"type": "MULTISET" + self._null_suffix(), "element": self.element.to_json()}
 
 
@@ -134,7 +135,7 @@ class MapType(DataType):
     def __str__(self) -> str:
         return f"MAP<{self.key}, {self.value}>{self._null_suffix()}"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "type": "MAP" + self._null_suffix(),
             "key": self.key.to_json(),
@@ -151,14 +152,14 @@ class DataField:
     type: DataType
     description: str | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "name": self.name, "type": self.type.to_json()}
         if self.description is not None:
             out["description"] = self.description
         return out
 
     @classmethod
-    def from_json(cls, obj: dict) -> DataField:
+    def from_json(cls, obj: Mapping[str, Any]) -> DataField:
         return cls(obj["id"], obj["name"], parse_type(obj["type"]), obj.get("description"))
 
     def __str__(self) -> str:
@@ -177,7 +178,7 @@ class RowType(DataType):
     def __str__(self) -> str:
         return f"ROW<{', '.join(str(f) for f in self.fields)}>{self._null_suffix()}"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"type": "ROW" + self._null_suffix(), "fields": [f.to_json() for f in self.fields]}
 
 
@@ -233,6 +234,14 @@ def unsupported(dtype: DataType) -> NewerType | None:
     if isinstance(dtype, RowType):
         return next((found for f in dtype.fields if (found := unsupported(f.type))), None)
     return None
+
+
+def type_param(dtype: AtomicType, name: Literal["length", "precision", "scale"]) -> int:
+    """The ``length``, ``precision`` or ``scale`` that ``dtype``'s root requires (parsed types have it)."""
+    value = {"length": dtype.length, "precision": dtype.precision, "scale": dtype.scale}[name]
+    if value is None:
+        raise ValueError(f"{dtype.name} needs a {name}, e.g. AtomicType({dtype.name!r}, {name}=6)")
+    return value
 
 
 # ---- constructors -------------------------------------------------------------------------
@@ -399,9 +408,9 @@ def to_arrow(dtype: DataType) -> pa.DataType:
         if n == "TIME":
             return pa.time32("ms")  # Paimon keeps TIME as int millis of day at every precision
         if n == "TIMESTAMP":
-            return pa.timestamp(timestamp_unit(dtype.precision))
+            return pa.timestamp(timestamp_unit(type_param(dtype, "precision")))
         if n == "TIMESTAMP_LTZ":
-            return pa.timestamp(timestamp_unit(dtype.precision), tz="UTC")
+            return pa.timestamp(timestamp_unit(type_param(dtype, "precision")), tz="UTC")
     if isinstance(dtype, ArrayType):
         return pa.list_(arrow_field("element", dtype.element))
     if isinstance(dtype, MultisetType):

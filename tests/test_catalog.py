@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 
@@ -48,6 +50,17 @@ def test_tables(catalog, warehouse):
     with pytest.raises(TableNotFoundError, match="db.orders does not exist"):
         catalog.get_table("db.orders")
     catalog.drop_table("db.orders", ignore_if_not_exists=True)
+
+
+def test_a_handle_of_a_dropped_table_refuses_schema_changes_and_writes(catalog, warehouse):
+    t = catalog.create_table("db.t", pa.schema([("id", pa.int64())]))
+    t.write(pa.table({"id": [1]}))
+    catalog.drop_table("db.t")
+    with pytest.raises(TableNotFoundError, match=r"table db\.t has no schema files .* it was dropped"):
+        t.add_column("x", pa.int32())
+    with pytest.raises(TableNotFoundError, match=r"table db\.t has no schema files .* it was dropped"):
+        t.write(pa.table({"id": [2]}))
+    assert [p for p in Path(warehouse).rglob("*") if p.is_file()] == []  # the refused write left nothing
 
 
 def test_database_with_tables_is_not_dropped_without_cascade(catalog):

@@ -6,6 +6,7 @@ import pytest
 from lakehouse.schema import new_schema
 from lakehouse.types import (
     ArrayType,
+    AtomicType,
     MapType,
     RowType,
     from_arrow,
@@ -136,6 +137,14 @@ def test_types_arrow_cannot_express_come_from_field_metadata():
     assert str(from_arrow_field(f)) == "CHAR(3)"
     with pytest.raises(ValueError, match="stored as"):
         from_arrow_field(pa.field("code", pa.int32(), metadata={"paimon.type": "CHAR(3)"}))
+
+
+@pytest.mark.parametrize("name", ["TIMESTAMP", "TIMESTAMP_LTZ"])
+def test_a_timestamp_built_without_precision_says_it_needs_one(name):
+    with pytest.raises(ValueError, match=f"{name} needs a precision"):
+        to_arrow(AtomicType(name))
+    zone = "UTC" if name == "TIMESTAMP_LTZ" else None
+    assert to_arrow(AtomicType(name, precision=3)) == pa.timestamp("ms", tz=zone)
 
 
 def test_unsigned_64_bit_integers_are_refused():

@@ -89,14 +89,15 @@ class SortOrder:
                         f"{kind.value} encoding; use numeric, boolean, string, binary, date or time "
                         f"columns, or strategy 'order'"
                     )
-        option = schema.core_options.get(ZORDER_VAR_LENGTH_CONTRIBUTION)
+        option = schema.core_options.required(ZORDER_VAR_LENGTH_CONTRIBUTION)
         var_length = parse_int(option, ZORDER_VAR_LENGTH_CONTRIBUTION, 1)
         return cls(tuple(order_by), kind, var_length)
 
     def sort_indices(self, rows: pa.Table) -> np.ndarray:
         """The row positions of ``rows`` in this order (stable)."""
         if self.strategy == SortStrategy.ORDER:
-            return nulls_first.sort_indices(rows, self.columns).to_numpy()
+            indices: np.ndarray = nulls_first.sort_indices(rows, self.columns).to_numpy()
+            return indices
         columns = [rows.column(c) for c in self.columns]
         if self.strategy == SortStrategy.ZORDER:
             key = z_values([ordered_bytes(c, self.var_length) for c in columns])
@@ -133,7 +134,7 @@ def ordered_uint64(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 
 def _variable_width(t: pa.DataType) -> bool:
-    return (
+    return bool(
         pa.types.is_string(t)
         or pa.types.is_large_string(t)
         or pa.types.is_binary(t)

@@ -22,7 +22,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,13 @@ from lakehouse.errors import (
     SchemaMismatchError,
     UnsupportedFeatureError,
 )
-from lakehouse.manifest.entries import FileKind, IndexFileMeta, IndexManifestEntry, ManifestEntry
+from lakehouse.manifest.entries import (
+    DataFileMeta,
+    FileKind,
+    IndexFileMeta,
+    IndexManifestEntry,
+    ManifestEntry,
+)
 from lakehouse.manifest.index_manifest import combine
 from lakehouse.manifest.merge import full_compaction_options, merge_manifests
 from lakehouse.options import (
@@ -126,8 +132,8 @@ class TableCommit:
         self.commit_user = commit_user or prefixed_user(options, str(uuid.uuid4()))
         self.max_retries = options.get_int(COMMIT_MAX_RETRIES)
         self.timeout_ms = options.duration_ms(COMMIT_TIMEOUT)
-        self.min_wait_ms = options.duration_ms(COMMIT_MIN_RETRY_WAIT)
-        self.max_wait_ms = options.duration_ms(COMMIT_MAX_RETRY_WAIT)
+        self.min_wait_ms = options.required_duration_ms(COMMIT_MIN_RETRY_WAIT)
+        self.max_wait_ms = options.required_duration_ms(COMMIT_MAX_RETRY_WAIT)
         self.landed: list[int] = []  # snapshots this committer created
 
     def commit(
@@ -434,7 +440,7 @@ class TableCommit:
     def _index_paths(self, files: list[IndexFileMeta]) -> list[str]:
         return [self.table.paths.index_file(f.file_name, f.external_path) for f in files]
 
-    def _data_paths(self, files) -> list[str]:
+    def _data_paths(self, files: Iterable[tuple[CommitMessage, Iterable[DataFileMeta]]]) -> list[str]:
         """Paths of (message, data file metas) pairs, with the files kept next to them."""
         table = self.table
         paths = []
@@ -479,6 +485,7 @@ class TableCommit:
             return written.__contains__
         self.check_overwrite(overwrite)
         specs = _partition_specs(overwrite)
+        assert specs is not None  # check_overwrite refused every other overwrite
         matches = partition_filter(schema, self.table.name, specs, "overwrite")
         outside = [e for e in adds if not matches(e.partition)]
         if outside:
@@ -538,7 +545,7 @@ class TableCommit:
         leaves the manifests as they are."""
         table = self.table
         store = table.manifests()
-        schema_id = table.schema_manager.latest().id
+        schema_id = table.schema_manager.current().id
         options = table.schema.core_options
         written: list[str] = []
         try:

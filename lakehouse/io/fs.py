@@ -133,11 +133,11 @@ class FileIO:
             return False  # a name read from a damaged file: no file has it
         if self.bucket is not None:
             return self.bucket.exists(_key(path))
-        return self.fs.get_file_info(path).type != pafs.FileType.NotFound
+        return bool(self.fs.get_file_info(path).type != pafs.FileType.NotFound)
 
     def dir_exists(self, path: str) -> bool:
         """Whether a directory exists (on object stores: anything is stored under it)."""
-        return self.fs.get_file_info(path).type == pafs.FileType.Directory
+        return bool(self.fs.get_file_info(path).type == pafs.FileType.Directory)
 
     def read_bytes(self, path: str) -> bytes:
         """Read a whole file; raises ``FileNotFoundError`` when it is absent."""
@@ -148,7 +148,8 @@ class FileIO:
         if self.bucket is not None:
             return self.bucket.get(_key(path))
         with self.fs.open_input_stream(path) as f:
-            return f.read()
+            data: bytes = f.read()
+        return data
 
     def open_input(self, path: str) -> pa.NativeFile:
         _nameable(path)

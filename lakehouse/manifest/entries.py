@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import IntEnum
+from typing import Any
 
 from lakehouse.manifest import binary_row
 
@@ -70,6 +71,10 @@ class DataFileMeta:
         return self.value_stats_cols if self.value_stats_cols is not None else self.write_cols
 
 
+# partition, bucket, level, file name, extra files, embedded index, external path
+FileIdentifier = tuple[bytes, int, int, str, tuple[str, ...], bytes | None, str | None]
+
+
 @dataclass(frozen=True)
 class ManifestEntry:
     """An ADD or DELETE of a data file in a partition and bucket."""
@@ -81,7 +86,7 @@ class ManifestEntry:
     file: DataFileMeta
 
     @property
-    def identifier(self) -> tuple:
+    def identifier(self) -> FileIdentifier:
         """What makes a DELETE cancel an ADD (``FileEntry.Identifier``)."""
         f = self.file
         return (
@@ -121,7 +126,7 @@ def merge_entries(entries: list[ManifestEntry]) -> list[ManifestEntry]:
 
     Raises ValueError on a file added twice (``FileEntry.mergeEntries``).
     """
-    live: dict[tuple, ManifestEntry] = {}
+    live: dict[FileIdentifier, ManifestEntry] = {}
     for e in entries:
         key = e.identifier
         if e.kind == FileKind.ADD:
@@ -155,7 +160,7 @@ class IndexFileMeta:
     row_count: int
     dv_ranges: tuple[DeletionVectorMeta, ...] | None = None
     external_path: str | None = None
-    global_index: dict | None = None  # opaque: carried through, never interpreted
+    global_index: dict[str, Any] | None = None  # opaque: carried through, never interpreted
 
 
 @dataclass(frozen=True)

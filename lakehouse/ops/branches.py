@@ -69,7 +69,7 @@ def check_branch_name(table: TableStore, name: object) -> str:
             f"table {base}: branch name {MAIN_BRANCH!r} is the default branch and cannot be created; "
             f"choose another name"
         )
-    checked_name("branch name", name, base)
+    name = checked_name("branch name", name, base)
     if name.isdigit() or "$" in name:
         raise InvalidArgumentError(
             f"table {base}: branch name {name!r} must not be only digits (they name snapshots) nor "

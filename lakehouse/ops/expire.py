@@ -40,6 +40,7 @@ from lakehouse.options import (
     SNAPSHOT_NUM_RETAINED_MIN,
     SNAPSHOT_TIME_RETAINED,
 )
+from lakehouse.snapshot import Snapshot
 from lakehouse.store import consumers, tags
 from lakehouse.store.references import Deleted, FileRefs, References, delete_files, other_branches_files
 
@@ -120,7 +121,7 @@ def plan_expiration(
         )
     now_ms = int(time.time() * 1000)
     if older_than_ms is None:
-        older_than_ms = now_ms - options.duration_ms(SNAPSHOT_TIME_RETAINED)
+        older_than_ms = now_ms - options.required_duration_ms(SNAPSHOT_TIME_RETAINED)
     consumer_ttl = options.duration_ms(CONSUMER_EXPIRATION_TIME)
     if consumer_ttl is not None:
         consumers.expire(table, consumer_ttl, now_ms)
@@ -162,7 +163,7 @@ def retire_snapshots(table: TableStore, plan: ExpirationPlan) -> Deleted:
     """The first deletions of an expiration: its snapshot files oldest first, then the
     ``EARLIEST`` hint, then its metadata files. Its content files are unreferenced from then on:
     delete them next (``plan.files.content()``, in any process)."""
-    if plan.end is None:
+    if plan.earliest is None or plan.end is None:
         return Deleted()
     snapshots = table.snapshots
     for sid in plan.snapshot_ids:
@@ -172,7 +173,7 @@ def retire_snapshots(table: TableStore, plan: ExpirationPlan) -> Deleted:
     return delete_files(table.io, plan.files.metadata())
 
 
-def protecting_tags(tagged: list, earliest: int, end: int) -> list:
+def protecting_tags(tagged: list[Snapshot], earliest: int, end: int) -> list[Snapshot]:
     """The tagged snapshots (ascending) that can share files with snapshots ``earliest..end-1``
     but not with snapshot ``end``: those in between, and the newest one before ``earliest``
     (an older tag shares nothing with the range that this one does not share too)."""

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from lakehouse.commit.table_commit import TableCommit
 from lakehouse.errors import CorruptFileError, UnsupportedFeatureError
 from lakehouse.fileindex import format as container
@@ -76,7 +78,7 @@ def _file_indexes(table: TableStore, schema_id: int) -> FileIndexBuilder:
     return FileIndexBuilder(out, {f.name: f.type for f in file_schema.fields})
 
 
-def _raw_columns(table: TableStore, entry: ManifestEntry, names: list[str]):
+def _raw_columns(table: TableStore, entry: ManifestEntry, names: list[str]) -> pa.Table:
     """Columns of a data file as written (file schema names and types)."""
     fields = table.schema_by_id(entry.file.schema_id).fields_named(names)
     return read_data_file(table, table.bucket_path(entry.partition, entry.bucket), entry.file, fields)
@@ -118,9 +120,7 @@ def rewrite_file_index(
     return commit_index_rewrite(table, [rewrite_indexes(table, entries)], len(entries), commit_user)
 
 
-def index_rewrite_entries(
-    table: TableStore, partitions: list[Mapping[str, Any]] | Mapping[str, Any] | None = None
-) -> list[ManifestEntry]:
+def index_rewrite_entries(table: TableStore, partitions: Partitions = None) -> list[ManifestEntry]:
     """The latest snapshot's files in ``partitions`` (None: all), whose indexes a rewrite checks."""
     buildable(table.schema.options, table.name)
     snapshot = table.snapshots.latest()
@@ -161,6 +161,7 @@ def rewrite_indexes(
         for entry, index, name in changes:
             extras = tuple(n for n in entry.file.extra_files if not n.endswith(INDEX_SUFFIX))
             if name is not None:
+                assert index is not None  # only an index too big to embed gets a file
                 written.append(_path(table, entry, name))
                 table.io.publish(written[-1], index)
                 meta = replace(entry.file, extra_files=(*extras, name), embedded_index=None)

@@ -67,10 +67,10 @@ def find_orphan_files(table: TableStore, older_than_ms: int | None = None) -> Or
         )
     aborted = aborted_writes(table.io, table.paths)  # read first: an aborted write never commits later
     branches = [table, *table.other_branches()]
-    used = FileRefs()
+    refs = FileRefs()
     for branch in branches:
-        used.update(referenced_files(branch))
-    used = used.all()
+        refs.update(referenced_files(branch))
+    used = refs.all()
     found = [
         st
         for branch in branches

@@ -101,9 +101,9 @@ class PartitionExpireSettings:
         options = CoreOptions({**table.schema.options, **(overrides or {})})
         return cls(
             expiration_ms=options.duration_ms(PARTITION_EXPIRATION_TIME),
-            check_interval_ms=options.duration_ms(PARTITION_EXPIRATION_CHECK_INTERVAL),
+            check_interval_ms=options.required_duration_ms(PARTITION_EXPIRATION_CHECK_INTERVAL),
             strategy=parse_choice(
-                options.get(PARTITION_EXPIRATION_STRATEGY),
+                options.required(PARTITION_EXPIRATION_STRATEGY),
                 PARTITION_EXPIRATION_STRATEGY,
                 PartitionExpireStrategyKind,
             ),
@@ -149,7 +149,8 @@ def expire_partitions(
             f"table {table.name}: no expiration time; pass expiration_time (e.g. '7 d') or set the "
             f"table option {PARTITION_EXPIRATION_TIME}"
         )
-    return _expire(table, settings, now or datetime.now(), dry_run, commit_user)
+    cutoff = (now or datetime.now()) - timedelta(milliseconds=settings.expiration_ms)
+    return _expire(table, settings, cutoff, dry_run, commit_user)
 
 
 def _overrides(
@@ -187,16 +188,17 @@ def _overrides(
 def _expire(
     table: TableStore,
     settings: PartitionExpireSettings,
-    now: datetime,
+    cutoff: datetime,
     dry_run: bool,
     commit_user: str | None,
     identifier: int = BATCH_COMMIT_IDENTIFIER,
 ) -> PartitionExpiration:
     """Select the expired partitions of the latest snapshot and drop them (unless ``dry_run``) in a
-    snapshot of ``commit_user`` with commit ``identifier``."""
+    snapshot of ``commit_user`` with commit ``identifier``; a partition expires when its time is
+    before ``cutoff`` (now minus the expiration time)."""
     latest = table.snapshots.latest()
     groups = _by_partition(table.live_entries(latest) if latest is not None else [])
-    expired = _select_expired(table, settings, groups, now)
+    expired = _select_expired(table, settings, groups, cutoff)
     specs = tuple(spec for _, spec in expired)
     files = sum(groups[p].files for p, _ in expired)
     rows = sum(groups[p].rows for p, _ in expired)
@@ -228,7 +230,7 @@ def _by_partition(entries: list[ManifestEntry]) -> dict[bytes, _Partition]:
 
 
 def _select_expired(
-    table: TableStore, settings: PartitionExpireSettings, groups: Mapping[bytes, _Partition], now: datetime
+    table: TableStore, settings: PartitionExpireSettings, groups: Mapping[bytes, _Partition], cutoff: datetime
 ) -> list[tuple[bytes, dict[str, str]]]:
     """The partitions that expire with their specs (values as strings, nulls as the default
     partition name), ordered by those values joined with commas, at most ``max_num`` of them
@@ -244,7 +246,6 @@ def _select_expired(
         ]
         for p in partitions
     ]
-    cutoff = now - timedelta(milliseconds=settings.expiration_ms)
     if settings.strategy == PartitionExpireStrategyKind.UPDATE_TIME:
         cutoff_ms = (cutoff - _EPOCH) // timedelta(milliseconds=1)
         # a partition of files without a creation time never expires
@@ -266,7 +267,7 @@ def _select_expired(
                 PARTITION_EXPIRATION_STRATEGY,
                 PartitionExpireStrategyKind.UPDATE_TIME.value,
             )
-    default = table.schema.core_options.get(PARTITION_DEFAULT_NAME)
+    default = table.schema.core_options.required(PARTITION_DEFAULT_NAME)
     chosen = [
         ([default if v is None else v for v in s], p)
         for s, p, e in zip(strings, partitions, expired, strict=True)
@@ -305,7 +306,8 @@ def expire_partitions_after_commit(
         )
         if not due:
             return None
-        done = _expire(table, settings, datetime.now(), False, commit_user, identifier)
+        cutoff = datetime.now() - timedelta(milliseconds=settings.expiration_ms)
+        done = _expire(table, settings, cutoff, False, commit_user, identifier)
         with _checks_lock:
             _last_checks[table.identity] = started
         return done

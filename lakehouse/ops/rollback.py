@@ -39,12 +39,15 @@ class Rollback:
 
 def rollback_to(table: TableStore, snapshot_id: int | None = None, tag: str | None = None) -> Rollback:
     """Roll ``table`` back to ``snapshot_id`` or to the snapshot of ``tag`` (exactly one)."""
-    if (snapshot_id is None) == (tag is None):
+    snapshots = table.snapshots
+    if tag is not None and snapshot_id is None:
+        target = snapshots.tag(tag)
+    elif snapshot_id is not None and tag is None:
+        target = snapshots.snapshot(snapshot_id)
+    else:
         raise InvalidArgumentError(
             f"table {table.name}: rollback_to needs exactly one of snapshot_id and tag"
         )
-    snapshots = table.snapshots
-    target = snapshots.tag(tag) if tag is not None else snapshots.snapshot(snapshot_id)
     latest = snapshots.latest_id()
     if latest is None or target.id > latest:
         raise SnapshotNotFoundError(
@@ -52,7 +55,7 @@ def rollback_to(table: TableStore, snapshot_id: int | None = None, tag: str | No
             f"latest snapshot {latest}"
         )
     earliest = snapshots.earliest_id()
-    if not snapshots.exists(target.id):
+    if earliest is None or not snapshots.exists(target.id):
         # a tag older than every snapshot: its snapshot becomes the earliest (and latest) again
         table.io.try_create(table.paths.snapshot(target.id), target.to_json().encode())
         snapshots.write_hint("EARLIEST", target.id)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 import pyarrow as pa
 
@@ -40,7 +40,7 @@ from lakehouse.options import SOURCE_SPLIT_OPEN_FILE_COST, SOURCE_SPLIT_TARGET_S
 from lakehouse.predicate import ColumnStats, Predicate, bind, may_match, only_columns
 from lakehouse.schema import TableSchema
 from lakehouse.snapshot import Snapshot
-from lakehouse.types import TIMESTAMP_ROOTS, DataType, timestamp_unit
+from lakehouse.types import TIMESTAMP_ROOTS, AtomicType, DataType, timestamp_unit, type_param
 
 T = TypeVar("T")
 
@@ -74,10 +74,13 @@ class Split:
         None when only merging the files would tell."""
         if not self.raw_convertible or self.selections and any(s is not None for s in self.selections):
             return None
-        deleted = [d.range.cardinality for d in self.deletions if d is not None]
-        if any(c is None for c in deleted):
-            return None
-        return self.row_count - sum(deleted)
+        deleted = 0
+        for d in self.deletions:
+            if d is not None:
+                if d.range.cardinality is None:
+                    return None
+                deleted += d.range.cardinality
+        return self.row_count - deleted
 
     def by_file(self) -> list[Split]:
         """This split as one split per file when its files are read independently (no key
@@ -116,7 +119,14 @@ class Plan:
         return pack_ordered(files, weights, size) + [[split] for split in splits if not split.raw_convertible]
 
 
-def target_sizes(schema: TableSchema) -> dict[str, int]:
+class SplitSizes(TypedDict):
+    """The split sizes of a :class:`Plan`, as its keyword arguments."""
+
+    target_size: int
+    open_file_cost: int
+
+
+def target_sizes(schema: TableSchema) -> SplitSizes:
     """A plan's split sizes from the table's options (see :class:`Plan`)."""
     options = schema.core_options
     return {
@@ -200,9 +210,10 @@ class _Pruner:
         self.stats_pred = only_columns(bound, stats_columns) if bound is not None else None
         read_indexes = schema.core_options.get_bool(fileindex_options.READ_ENABLED)
         self.index_pred = self.stats_pred if read_indexes else None
+        self._stats_columns = self.stats_pred.columns() if self.stats_pred is not None else set()
         self._partitions: dict[bytes, bool] = {}
         self._physical: dict[tuple[str, Any], Any] = {}
-        self._stats_layouts: dict[tuple, _StatsLayout] = {}
+        self._stats_layouts: dict[tuple[int, tuple[str, ...] | None], _StatsLayout] = {}
         self._index_columns: dict[int, dict[str, tuple[str, DataType]]] = {}
 
     def physical(self, column: str, literal: Any) -> Any:
@@ -248,18 +259,19 @@ class _Pruner:
 
     def index_results(self, entries: list[ManifestEntry]) -> list[IndexResult]:
         """What each file's indexes say about the filter (index files fetched in parallel)."""
-        if self.index_pred is None:
+        pred = self.index_pred
+        if pred is None:
             return [REMAIN] * len(entries)
-        return map_reads(self._index_result, entries, parallel=not self.table.io.is_local)
+        return map_reads(lambda e: self._index_result(e, pred), entries, parallel=not self.table.io.is_local)
 
-    def _index_result(self, entry: ManifestEntry) -> IndexResult:
-        """What ``entry``'s file indexes say about the filter (REMAIN: the file has none)."""
+    def _index_result(self, entry: ManifestEntry, pred: Predicate) -> IndexResult:
+        """What ``entry``'s file indexes say about ``pred`` (REMAIN: the file has none)."""
         f = entry.file
         name = next((n for n in f.extra_files if n.endswith(INDEX_SUFFIX)), None)
         if f.embedded_index is None and name is None:
             return REMAIN
         mapped = self._columns(f.schema_id)
-        wanted = {mapped[c][0] for c in self.index_pred.columns() if c in mapped}
+        wanted = {mapped[c][0] for c in pred.columns() if c in mapped}
         table = self.table
         where = None  # the index file, if not embedded
         try:
@@ -267,11 +279,12 @@ class _Pruner:
                 data = f.embedded_index
                 container = fileindex_format.read_columns(lambda at, n: data[at : at + n], wanted)
             else:
+                assert name is not None  # a file with neither index returned above
                 bucket_path = table.bucket_path(entry.partition, entry.bucket)
                 where = table.paths.extra_file(bucket_path, name, f.external_path)
                 with table.io.open_ranges(where) as read:
                     container = fileindex_format.read_columns(read, wanted)
-            result = FileIndexes(container, mapped).evaluate(self.index_pred)
+            result = FileIndexes(container, mapped).evaluate(pred)
             if isinstance(result, RowSet) and result.rows and result.rows.max() >= f.row_count:
                 raise CorruptFileError(f"it selects row {result.rows.max()} of a file of {f.row_count} rows")
             return result
@@ -331,9 +344,8 @@ class _Pruner:
         position = {s.id: i for i, s in enumerate(stored)}
         file_ids = {s.id for s in file_schema.fields}
         layout = _StatsLayout([s.type for s in stored], [], [], [])
-        wanted = self.stats_pred.columns()
         for current in self.table.schema.fields:
-            if current.name not in wanted:
+            if current.name not in self._stats_columns:
                 continue
             if current.id in position:
                 i = position[current.id]
@@ -356,8 +368,10 @@ class _StatsLayout:
 
 def _evolve_stats(s: ColumnStats, old: DataType, new: DataType) -> ColumnStats:
     """Stats of a column written under ``old`` expressed in the physical values of ``new``."""
-    if old.root in TIMESTAMP_ROOTS and new.root in TIMESTAMP_ROOTS:
-        a, b = _UNIT_SCALE[timestamp_unit(old.precision)], _UNIT_SCALE[timestamp_unit(new.precision)]
+    timestamps = old.root in TIMESTAMP_ROOTS and new.root in TIMESTAMP_ROOTS
+    if timestamps and isinstance(old, AtomicType) and isinstance(new, AtomicType):
+        a = _UNIT_SCALE[timestamp_unit(type_param(old, "precision"))]
+        b = _UNIT_SCALE[timestamp_unit(type_param(new, "precision"))]
         if a != b:
             lo, hi = (None if v is None else v * b // a for v in (s.min, s.max))
             return ColumnStats(lo, hi, s.null_count, s.row_count)
@@ -463,6 +477,7 @@ def file_by_file(split: Split) -> list[Split]:
     ]
 
 
-def _one(per_file: tuple, i: int) -> tuple:
+def _one(per_file: tuple[T | None, ...], i: int) -> tuple[T, ...]:
     """The ``i``-th entry of a split's per-file tuple (empty tuple: nothing for any file)."""
-    return () if not per_file or per_file[i] is None else (per_file[i],)
+    value = per_file[i] if per_file else None
+    return () if value is None else (value,)

@@ -108,8 +108,10 @@ def start_position(
     if mode == StartupMode.LATEST:
         return StreamPosition((latest or 0) + 1)
     if mode == StartupMode.FROM_TIMESTAMP:
+        assert timestamp_ms is not None, "StreamOptions.of requires the start time of this mode"
         before = snapshots.newest_at_or_before(timestamp_ms - 1)
         return StreamPosition(before + 1 if before is not None else earliest or 1)
+    assert snapshot_id is not None, "StreamOptions.of requires the start snapshot of this mode"
     return StreamPosition(max(snapshot_id, earliest or 1), full=mode == StartupMode.FROM_SNAPSHOT_FULL)
 
 

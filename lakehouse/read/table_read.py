@@ -169,7 +169,7 @@ class TableRead:
         position = {id(meta): i for i, meta in enumerate(split.files)}
         for section in sections(list(split.files), self.key_ranges):
             budget = self.merge_bytes // len(section)
-            runs = [
+            runs: list[Iterator[pa.Table]] = [
                 (b for meta in run.files for b in self._file_batches(split, position[id(meta)], budget))
                 for run in section
             ]
@@ -186,6 +186,7 @@ class TableRead:
     def _merge(self, versions: pa.Table) -> pa.Table:
         """One row per key of complete versions (their file positions, and levels for lookup
         merges, attached), deletes dropped."""
+        assert self.engine is not None, "only primary-key splits are merged"
         if self.lookup_merge:
             versions = versions.filter(pa.array(KeyLevels.of(versions, self.key).lookup_rows()))
             versions = versions.drop_columns([LEVEL])

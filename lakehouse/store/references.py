@@ -128,9 +128,11 @@ class References:
         walk are read once each: they stay out of the manifest cache."""
         lists = {name: self.store.read_list(name, cache=False) for name in self._list_names(snap, changelog)}
         data = self.table.live_entries(snap) if first else self._adds(lists[snap.delta_manifest_list])
+        changelog_list = snap.changelog_manifest_list
+        changelogs = lists.get(changelog_list, []) if changelog_list is not None else []
         return FileRefs(
             data=self._paths(data),
-            changelog=self._paths(self._adds(lists.get(snap.changelog_manifest_list, []))),
+            changelog=self._paths(self._adds(changelogs)),
             index=set(self._index_files(snap)),
             manifests={self.table.paths.manifest(m.file_name) for listed in lists.values() for m in listed},
             lists=self._lists(snap, changelog),
@@ -172,7 +174,7 @@ class References:
         read = self.store.read_manifests([m.file_name for m in manifests], cache=False)
         return [e for entries in read for e in entries if e.kind == FileKind.ADD]
 
-    def _paths(self, entries) -> set[str]:
+    def _paths(self, entries: Iterable[ManifestEntry]) -> set[str]:
         out: set[str] = set()
         paths = self.table.paths
         for e in entries:

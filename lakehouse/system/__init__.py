@@ -75,13 +75,13 @@ def load(catalog: CatalogView, identifier: str, options: Mapping[str, str] | Non
     options = dict(options or {})
     if "$" not in identifier:
         name = identifier.split(".", 1)[1] if "." in identifier else ""
-        build = global_tables.TABLES.get(name)
-        if build is None:
+        build_global = global_tables.TABLES.get(name)
+        if build_global is None:
             raise TableNotFoundError(
                 f"catalog {catalog.warehouse} has no system table {identifier}; "
                 f"global ones are {sorted(global_tables.TABLES)}"
             )
-        return SystemTable(identifier, lambda opts: build(catalog, opts), options)
+        return SystemTable(identifier, lambda opts: build_global(catalog, opts), options)
     base, name = identifier.rsplit("$", 1)
     builders = _table_builders()
     build = builders.get(name.lower())
@@ -89,5 +89,5 @@ def load(catalog: CatalogView, identifier: str, options: Mapping[str, str] | Non
         raise TableNotFoundError(
             f"table {base} has no system table ${name}; system tables are {sorted(builders)}"
         )
-    table = catalog.get_table(base)
+    table = catalog.load_table(base)
     return SystemTable(identifier, lambda opts: build(table.refresh().store, opts), options)

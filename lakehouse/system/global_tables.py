@@ -26,7 +26,7 @@ def all_table_options(catalog: CatalogView, options: Mapping[str, str]) -> pa.Ta
     rows = []
     for db in catalog.list_databases():
         for name in catalog.list_tables(db):
-            table = catalog.get_table(f"{db}.{name}")
+            table = catalog.load_table(f"{db}.{name}")
             rows += [
                 dict(database_name=db, table_name=name, key=k, value=v)
                 for k, v in sorted(table.schema.options.items())

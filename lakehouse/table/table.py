@@ -64,6 +64,7 @@ from lakehouse.table.stream_scan import StreamScan
 from lakehouse.table.validation import check_mechanisms
 from lakehouse.table.write_builder import BatchWriteBuilder, StreamWriteBuilder
 from lakehouse.table.write_job import ROUTE_ROWS, WriteJob, assigner_parallelism
+from lakehouse.write.message import CommitMessage
 from lakehouse.write.router import RowRouter
 from lakehouse.write.scope import WriteScope
 from lakehouse.write.table_write import TableWrite
@@ -363,7 +364,9 @@ class Table:
         if self._background is not None:
             self._background.wait()
 
-    def _compact_in_background(self, messages: list, sorted_runs: int, commit_user: str) -> None:
+    def _compact_in_background(
+        self, messages: list[CommitMessage], sorted_runs: int, commit_user: str
+    ) -> None:
         """Hand the buckets a write added files to to the background compactor; past the stop
         trigger, wait for it (a failure stays for ``wait_compaction``: the write itself is in)."""
         if self._background is None:
@@ -709,7 +712,7 @@ class Table:
 
     # ---- schema and options --------------------------------------------------------------
 
-    def _change_schema(self, change) -> None:
+    def _change_schema(self, change: Callable[[TableSchema, bool], TableSchema]) -> None:
         has_data = self.latest_snapshot_id() is not None
 
         def build(latest: TableSchema) -> TableSchema:

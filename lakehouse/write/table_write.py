@@ -14,12 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakehouse.append.compactor import AppendCompactor
 from lakehouse.bucket.channels import AssignerSplit
 from lakehouse.bucket.fixed import fixed_buckets
 from lakehouse.errors import ArgumentTypeError, InvalidOptionError, SchemaMismatchError
@@ -28,6 +30,7 @@ from lakehouse.io.memory import JobMemory
 from lakehouse.io.pool import map_parallel
 from lakehouse.mergetree.changelog import input_rows
 from lakehouse.mergetree.compactor import BucketCompactor, gathered
+from lakehouse.mergetree.engine import MergeEngine
 from lakehouse.mergetree.spill import SpillDir
 from lakehouse.options import FULL_COMPACTION_DELTA_COMMITS, ChangelogProducerKind
 from lakehouse.paths import FileNamer, index_file_namer
@@ -131,8 +134,8 @@ class TableWrite:
         if not self.settings.write_only and written:
             full = self._full_compaction_due()
             for w in written:
-                w.compactor.compact(full=full)
-        self.sorted_runs = max((w.compactor.sorted_runs() for w in written), default=0)
+                _lsm(w).compact(full=full)
+        self.sorted_runs = max((_lsm(w).sorted_runs() for w in written), default=0)
         hashes = {}
         if self._dynamic is not None:
             hashes = self._dynamic.write_changes(index_file_namer(self.names))
@@ -153,9 +156,15 @@ class TableWrite:
             self._spill.close()
             self._spill = None
 
-    def compactor(self, partition: bytes, bucket: int) -> BucketCompactor:
-        """The LSM tree of a bucket as this writer sees it."""
-        return self.buckets.get(partition, bucket).compactor
+    def compactor(self, partition: bytes, bucket: int) -> BucketCompactor | AppendCompactor:
+        """The compactor of a bucket as this writer sees it: the LSM tree of a primary-key
+        bucket, the files of an append bucket."""
+        return bucket_compactor(self.buckets.get(partition, bucket))
+
+    def _key_engine(self) -> MergeEngine:
+        """The merge engine; only primary-key tables, which have one, buffer sorted runs."""
+        assert self.engine is not None, f"table {self.table.name} has no primary key"
+        return self.engine
 
     def _full_compaction_due(self) -> bool:
         """Whether this commit is the ``full-compaction.delta-commits``-th since the last compaction."""
@@ -187,7 +196,7 @@ class TableWrite:
         runs into its files: the merges never hold the buffer. What the flush freed goes back
         to the system: Arrow's default allocator (mimalloc) would otherwise keep it, and the
         next buffer fills fresh memory."""
-        spilling = self.primary_key and not final and self.settings.spill.spillable
+        spilling = bool(self.primary_key) and not final and self.settings.spill.spillable
         if spilling and self._spill is not None and self._spill.bytes >= self.settings.spill.max_disk:
             spilling = False
         self._flush_buffer(spilling)
@@ -213,12 +222,12 @@ class TableWrite:
         if self.primary_key:
             if kinds is None:
                 kinds = pa.array(np.zeros(data.num_rows, dtype=np.int8))
-            data, kinds = self.engine.accept(data, kinds)
+            data, kinds = self._key_engine().accept(data, kinds)
             if self.schema.cross_partition_update:
                 data, kinds, buckets = self._key_locations().route(data, kinds)
             if self.settings.produces(ChangelogProducerKind.INPUT):
                 inputs = (data, kinds)
-            data, kinds = self.engine.stored(data, kinds)
+            data, kinds = self._key_engine().stored(data, kinds)
         if data.num_rows == 0:
             return
         groups, locations = self._group_ids(data, buckets)
@@ -262,10 +271,10 @@ class TableWrite:
     def _write_spilled(self, target: BucketWrite) -> None:
         """Write the merge of ``target``'s spilled runs as files, and delete the runs."""
         runs = [r.batches() for r in target.spilled]
-        merged = merged_runs(self.engine, runs, self.settings.spill.threshold, self._spill_dir)
+        merged = merged_runs(self._key_engine(), runs, self.settings.spill.threshold, self._spill_dir)
         _write_run(target.data_writer(self.settings.layout), self.settings.layout, merged)
         for r in target.spilled:
-            self._spill.remove(r)
+            self._spill_dir().remove(r)
         target.spilled = []
 
     def _finish_runs(self) -> None:
@@ -274,11 +283,12 @@ class TableWrite:
         open_writes = [w for w in self.buckets.writes.values() if w.writer or w.changelog_writer]
         added = self.buckets.finish_files(open_writes)
         for w, metas in added:
-            w.compactor.add(metas)
+            _lsm(w).add(metas)
         if self.settings.write_only:
             return
         for w, _ in added:
-            while w.compactor.sorted_runs() > self.settings.stop_trigger and w.compactor.compact():
+            lsm = _lsm(w)
+            while lsm.sorted_runs() > self.settings.stop_trigger and lsm.compact():
                 pass
 
     def _group_ids(
@@ -324,20 +334,11 @@ class TableWrite:
         """Append-table rows of each group (``order[bounds[i]:bounds[i + 1]]``), numbered in
         arrival order."""
         step = max(1024, SLICE_BYTES * data.num_rows // max(1, data.nbytes))
-        jobs = []
+        jobs: list[Callable[[], None]] = []
         for target, start, end in zip(targets, bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
             writer, base = target.data_writer(self.settings.layout), target.claim(end - start)
             rows = None if end - start == len(order) else order[start:end]
-
-            def job(writer=writer, rows=rows, base=base):
-                if rows is None:
-                    writer.write(data, pa.array(np.arange(base, base + data.num_rows)), None)
-                    return
-                for start in range(0, len(rows), step):  # a slice copied at a time
-                    part = take_rows(data, rows[start : start + step])
-                    writer.write(part, pa.array(np.arange(base + start, base + start + part.num_rows)), None)
-
-            jobs.append(job)
+            jobs.append(partial(_append_rows, writer, data, rows, base, step))
         return jobs
 
     def _run_jobs(
@@ -353,48 +354,76 @@ class TableWrite:
         """One sorted, key-unique run per primary-key bucket (see :mod:`.sorted_runs`), spilled
         if ``spill`` or if the bucket has spilled runs (merged into its files later), else
         written as files. ``inputs``: the rows as given, written to changelog files too."""
-        settings = self.settings
-        jobs = []
+        jobs: list[Callable[[], None]] = []
         for target, start, end in zip(targets, bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
             base = target.claim(data.num_rows)
-            changelog = None if inputs is None else target.changelog_file_writer(settings.changelog_layout)
+            changelog = (
+                None if inputs is None else target.changelog_file_writer(self.settings.changelog_layout)
+            )
             rows = order[start:end]
-            run = buffered_run(self.engine, data, kinds, rows, base, SLICE_BYTES)
-
-            def job(
-                target=target,
-                run=run,
-                spill=spill or bool(target.spilled),
-                changelog=changelog,
-                rows=rows,
-                base=base,
-            ):
-                if spill:
-                    spilled = self._spill_dir().write(run)
-                    if spilled is not None:
-                        target.spilled.append(spilled)
-                else:
-                    _write_run(target.data_writer(settings.layout), settings.layout, run)
-                self._write_inputs(changelog, inputs, rows, base)
-
-            jobs.append(job)
+            run = buffered_run(self._key_engine(), data, kinds, rows, base, SLICE_BYTES)
+            spilled = spill or bool(target.spilled)
+            jobs.append(partial(self._write_bucket_run, target, run, spilled, changelog, inputs, rows, base))
         return jobs
 
+    def _write_bucket_run(
+        self,
+        target: BucketWrite,
+        run: Iterator[pa.Table],
+        spill: bool,
+        changelog: BucketWriter | None,
+        inputs: tuple[pa.Table, pa.Array] | None,
+        rows: np.ndarray,
+        base: int,
+    ) -> None:
+        """One bucket's job of :meth:`_run_jobs`: its run spilled or written as files, and its
+        rows of ``inputs`` as given into its ``changelog`` files."""
+        if spill:
+            spilled = self._spill_dir().write(run)
+            if spilled is not None:
+                target.spilled.append(spilled)
+        else:
+            _write_run(target.data_writer(self.settings.layout), self.settings.layout, run)
+        if changelog is not None and inputs is not None:
+            self._write_inputs(changelog, inputs, rows, base)
+
     def _write_inputs(
-        self, changelog: BucketWriter | None, inputs: tuple[pa.Table, pa.Array] | None, rows, base: int
+        self, changelog: BucketWriter, inputs: tuple[pa.Table, pa.Array], rows: np.ndarray, base: int
     ) -> None:
         """The rows ``rows`` of ``inputs`` as given, with their kinds, as changelog files."""
-        if changelog is None:
-            return
         layout = self.settings.changelog_layout
         step = max(1024, SLICE_BYTES * inputs[0].num_rows // max(1, inputs[0].nbytes))
         for start in range(0, len(rows), step):
             part = rows[start : start + step]
             given = take_rows(inputs[0], part).append_column(parquet.SEQUENCE_NUMBER, pa.array(part + base))
             given = given.append_column(parquet.VALUE_KIND, inputs[1].take(pa.array(part)))
-            given = input_rows(given, self.primary_key, self.engine.sequence_fields)
+            given = input_rows(given, self.primary_key, self._key_engine().sequence_fields)
             seq, given_kinds = given.column(parquet.SEQUENCE_NUMBER), given.column(parquet.VALUE_KIND)
             changelog.write(layout.file_rows(given), seq, given_kinds)
+
+
+def bucket_compactor(write: BucketWrite) -> BucketCompactor | AppendCompactor:
+    """The compactor of a bucket of a write (``Buckets.get`` gives every bucket one)."""
+    assert write.compactor is not None, f"bucket {write.bucket} of a write has no compactor"
+    return write.compactor
+
+
+def _lsm(write: BucketWrite) -> BucketCompactor:
+    """The LSM tree of a bucket of a primary-key table."""
+    compactor = bucket_compactor(write)
+    assert isinstance(compactor, BucketCompactor), "only primary-key buckets have sorted runs"
+    return compactor
+
+
+def _append_rows(writer: BucketWriter, data: pa.Table, rows: np.ndarray | None, base: int, step: int) -> None:
+    """Rows ``rows`` of ``data`` (None: all) into an append bucket's files, numbered from ``base``,
+    a slice of ``step`` rows copied at a time."""
+    if rows is None:
+        writer.write(data, pa.array(np.arange(base, base + data.num_rows)), None)
+        return
+    for start in range(0, len(rows), step):
+        part = take_rows(data, rows[start : start + step])
+        writer.write(part, pa.array(np.arange(base + start, base + start + part.num_rows)), None)
 
 
 def _write_run(writer: BucketWriter, layout: FileLayout, run: Iterator[pa.Table]) -> None:
@@ -413,7 +442,7 @@ def _group_order(groups: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray
     return order, bounds
 
 
-def _batches(data, table: str) -> Iterator[pa.Table]:
+def _batches(data: object, table: str) -> Iterator[pa.Table]:
     if isinstance(data, pa.Table):
         yield data
     elif isinstance(data, pa.RecordBatch):
