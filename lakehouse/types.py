@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal
 
 import pyarrow as pa
 
-from lakehouse.errors import UnsupportedFeatureError
+from lakehouse.errors import InvalidArgumentError, UnsupportedFeatureError
 from lakehouse.options import TYPE
 
 MAX_LENGTH = 2**31 - 1  # VARCHAR/VARBINARY length of STRING/BYTES
@@ -240,7 +240,7 @@ def type_param(dtype: AtomicType, name: Literal["length", "precision", "scale"])
     """The ``length``, ``precision`` or ``scale`` that ``dtype``'s root requires (parsed types have it)."""
     value = {"length": dtype.length, "precision": dtype.precision, "scale": dtype.scale}[name]
     if value is None:
-        raise ValueError(f"{dtype.name} needs a {name}, e.g. AtomicType({dtype.name!r}, {name}=6)")
+        raise InvalidArgumentError(f"{dtype.name} needs a {name}, e.g. AtomicType({dtype.name!r}, {name}=6)")
     return value
 
 
