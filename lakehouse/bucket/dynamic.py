@@ -13,6 +13,7 @@ gets the buckets a Flink or Spark job with that assigner parallelism would give 
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -173,9 +174,8 @@ class BucketAssignerGroup:
         self, options: DynamicBucketOptions, loader: FileLoader | None = None, parallelism: int | None = None
     ) -> None:
         parallelism = parallelism or options.assigner_parallelism or 1
-        self._loader = loader
         self._files: dict[Hashable, Sequence[tuple[int, np.ndarray]]] = {}
-        load = self._load_once if loader else None
+        load = functools.partial(self._load_once, loader) if loader else None
         self.tasks = [
             HashBucketAssigner(options, split, load)
             for split in AssignerSplit.tasks(parallelism, options.initial_buckets)
@@ -219,10 +219,10 @@ class BucketAssignerGroup:
         dropped = (task.evict_idle(commit_identifier, latest_committed) for task in self.tasks)
         return list(dict.fromkeys(itertools.chain.from_iterable(dropped)))
 
-    def _load_once(self, partition: Hashable) -> Sequence[tuple[int, np.ndarray]]:
+    def _load_once(self, loader: FileLoader, partition: Hashable) -> Sequence[tuple[int, np.ndarray]]:
         """The partition's files, read once for all tasks that start it within one batch."""
         if partition not in self._files:
-            self._files[partition] = self._loader(partition)
+            self._files[partition] = loader(partition)
         return self._files[partition]
 
 
