@@ -63,7 +63,7 @@ class IntColumn:
         return IntColumn(self.present[order], self.values[order])
 
     def window(self, lo: int, hi: int, start: int) -> IntColumn:
-        """Slots ``lo:hi`` of a column whose data begins at byte ``start``."""
+        """Slots ``lo:hi`` (values hold no positions in the data to make relative to ``start``)."""
         return IntColumn(self.present[lo:hi], self.values[lo:hi])
 
 

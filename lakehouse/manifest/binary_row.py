@@ -56,20 +56,22 @@ def null_bits_width(arity: int) -> int:
 
 def precision(dtype: DataType) -> int:
     """The precision of a DECIMAL, TIME or TIMESTAMP type (a parsed type always has one)."""
-    return _given(dtype.precision if isinstance(dtype, AtomicType) else None, dtype, "precision")
+    if isinstance(dtype, AtomicType) and dtype.precision is not None:
+        return dtype.precision
+    raise _missing(dtype, "precision")
 
 
 def scale(dtype: DataType) -> int:
     """The scale of a DECIMAL type (a parsed type always has one)."""
-    return _given(dtype.scale if isinstance(dtype, AtomicType) else None, dtype, "scale")
+    if isinstance(dtype, AtomicType) and dtype.scale is not None:
+        return dtype.scale
+    raise _missing(dtype, "scale")
 
 
-def _given(value: int | None, dtype: DataType, name: str) -> int:
-    if value is None:
-        raise InvalidArgumentError(
-            f"type {dtype} has no {name}; give it one, e.g. AtomicType({dtype.root!r}, {name}=...)"
-        )
-    return value
+def _missing(dtype: DataType, name: str) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        f"type {dtype} has no {name}; give it one, e.g. AtomicType({dtype.root!r}, {name}=...)"
+    )
 
 
 def is_compact_decimal(dtype: DataType) -> bool:
