@@ -182,7 +182,8 @@ def _field(letter: str, count: int, pattern: str, key: str) -> tuple[str, str]:
 
 def _quoted(pattern: str, start: int, key: str) -> tuple[str, int]:
     """The literal of a quoted section starting at ``start`` (``''`` is one quote), and its end."""
-    out, j = [], start + 1
+    out: list[str] = []
+    j = start + 1
     if pattern[j : j + 1] == "'":
         return "'", j + 1
     while j < len(pattern):
@@ -222,10 +223,11 @@ class PartitionTimeExtractor:
         if self.pattern is None:
             return pa.array([v[0] for v in values], pa.string())
         pieces = _pattern_pieces(self.pattern, keys)
-        out = []
+        out: list[str | None] = []
         for row in values:
             parts = [row[p] if isinstance(p, int) else p for p in pieces]
-            out.append(None if None in parts else "".join(parts))
+            present = [p for p in parts if p is not None]
+            out.append("".join(present) if len(present) == len(parts) else None)
         return pa.array(out, pa.string())
 
     def extract(self, keys: list[str], values: list[list[str | None]]) -> tuple[np.ndarray, np.ndarray]:

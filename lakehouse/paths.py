@@ -31,6 +31,7 @@ import numpy as np
 
 from lakehouse.errors import InvalidArgumentError
 from lakehouse.io.fs import FileIO, join
+from lakehouse.manifest.binary_row import precision
 from lakehouse.types import TIMESTAMP_ROOTS, DataType, timestamp_unit
 
 _ESCAPED = {chr(c) for c in range(0x20)} | set("\"#%'*/:=?\\\x7f{}[]^")
@@ -226,8 +227,11 @@ def partition_path(names: list[str], types: list[DataType], values: list[Any], d
 
 def partition_string(dtype: DataType, value: Any) -> str | None:
     """Java's ``toString()`` of an internal (physical) partition value (legacy partition names)."""
-    if value is None:
-        return None
+    return None if value is None else value_string(dtype, value)
+
+
+def value_string(dtype: DataType, value: Any) -> str:
+    """Java's ``toString()`` of a (non-null) internal value."""
     root = dtype.root
     if root == "BOOLEAN":
         return "true" if value else "false"
@@ -236,7 +240,7 @@ def partition_string(dtype: DataType, value: Any) -> str | None:
     if root == "DECIMAL":
         return format(Decimal(value), "f")
     if root in TIMESTAMP_ROOTS:
-        return local_date_time_string(value, timestamp_unit(dtype.precision))
+        return local_date_time_string(value, timestamp_unit(precision(dtype)))
     if root in ("BINARY", "VARBINARY"):
         raise ValueError("binary values cannot name a partition directory")
     return str(value)  # strings, integers, DATE (epoch days), TIME (millis of day)

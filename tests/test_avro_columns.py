@@ -222,6 +222,40 @@ def test_an_entry_of_an_unknown_kind_is_corrupt_when_it_is_built():
         decoded.entries()
 
 
+def _manifest_with(field: str, avro_type: object, value: object) -> bytes:
+    """A manifest of one entry whose field ``field`` has another type (None: the field is left out)."""
+    schema = json.loads(json.dumps(avro.MANIFEST_ENTRY_SCHEMA))
+    schema["fields"] = [f for f in schema["fields"] if f["name"] != field]
+    record = {k: v for k, v in avro.entry_record(_entry()).items() if k != field}
+    if avro_type is not None:
+        schema["fields"].append({"name": field, "type": avro_type})
+        record[field] = value
+    buf = io.BytesIO()
+    fastavro.writer(buf, schema, [record])
+    return buf.getvalue()
+
+
+def test_a_manifest_without_partitions_is_corrupt():
+    columns = avro_columns.decode([parse(_manifest_with("_PARTITION", None, None))], min_lanes=0)[0]
+    with pytest.raises(CorruptFileError, match="manifest dir/manifest-1 is corrupt.*_PARTITION is missing"):
+        DecodedManifest.of_columns(columns, "dir/manifest-1")
+
+
+@pytest.mark.parametrize(
+    ("field", "avro_type", "value", "problem"),
+    [
+        ("_BUCKET", ["null", "int"], None, "_BUCKET is missing or null"),  # a field every entry has
+        ("_BUCKET", "string", "3", "_BUCKET does not have the type"),
+        ("_TOTAL_BUCKETS", None, None, "_TOTAL_BUCKETS is missing"),
+    ],
+)
+def test_an_entry_without_a_value_it_must_have_is_corrupt_when_it_is_built(field, avro_type, value, problem):
+    columns = avro_columns.decode([parse(_manifest_with(field, avro_type, value))], min_lanes=0)[0]
+    decoded = DecodedManifest.of_columns(columns, "dir/manifest-1")
+    with pytest.raises(CorruptFileError, match=f"manifest dir/manifest-1 is corrupt.*{problem}"):
+        decoded.entries()
+
+
 @pytest.mark.interop
 def test_manifests_written_by_pypaimon(tmp_path):
     """pypaimon's manifests (its own record names and field set) decode as fastavro reads them."""

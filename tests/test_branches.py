@@ -317,3 +317,11 @@ def test_table_at_and_a_reopened_catalog_see_branches(warehouse, t):
     t.create_branch("b", tag="t2")
     assert rows(table_at(t.paths.root, branch="b").read()) == rows(t.read(tag="t2"))
     assert Catalog(warehouse).get_table("db.t").branches() == ["b"]
+
+
+def test_reloading_a_table_dropped_meanwhile_says_so(catalog, t):
+    """A fast-forward reloads the schemas it copied: a table dropped meanwhile has none."""
+    store = t.store
+    catalog.drop_table(t.name)
+    with pytest.raises(TableNotFoundError, match=f"table {t.name} has no schema files any more"):
+        store.reload()

@@ -180,6 +180,7 @@ class AppendCompactor(BucketFiles):
         next_sequence = files[0].min_sequence_number
         written: list[DataFileMeta] = []
         writer: BucketWriter | None = None
+        chunks: Iterator[tuple[pa.Table, bool]]  # rows, and whether they start a new file
         try:
             if order is None:  # one Parquet row group per write
                 size = min(ROW_GROUP_BYTES, self.layout.target_size)

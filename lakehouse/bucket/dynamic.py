@@ -13,9 +13,11 @@ gets the buckets a Flink or Spark job with that assigner parallelism would give 
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -33,8 +35,10 @@ from lakehouse.options import (
 )
 from lakehouse.types import DataType
 
+P = TypeVar("P", bound=Hashable)  # how a caller names partitions (serialized rows, in the engine)
+
 # (bucket, key hashes) of a partition's HASH files, in index-manifest order
-FileLoader = Callable[[Hashable], Sequence[tuple[int, np.ndarray]]]
+FileLoader = Callable[[P], Sequence[tuple[int, np.ndarray]]]
 
 
 @dataclass(frozen=True)
@@ -80,30 +84,30 @@ class DynamicBucketOptions:
 
 
 @dataclass(frozen=True)
-class HashIndexUpdate:
+class HashIndexUpdate(Generic[P]):
     """The complete key hashes a bucket's new HASH index file must hold."""
 
-    partition: Hashable
+    partition: P
     bucket: int
     hashes: np.ndarray
 
 
-class HashBucketAssigner:
+class HashBucketAssigner(Generic[P]):
     """One assigner task: the partitions it has seen, each loaded from its HASH files on first use."""
 
     def __init__(
         self,
         options: DynamicBucketOptions,
         split: AssignerSplit | None = None,
-        loader: FileLoader | None = None,
+        loader: FileLoader[P] | None = None,
     ) -> None:
         self.options = options
         self.split = split or AssignerSplit()
         self._loader = loader
-        self._partitions: dict[Hashable, PartitionIndex] = {}
+        self._partitions: dict[P, PartitionIndex] = {}
 
     @property
-    def partitions(self) -> list[Hashable]:
+    def partitions(self) -> list[P]:
         return list(self._partitions)
 
     @property
@@ -111,7 +115,7 @@ class HashBucketAssigner:
         """Bytes of the arrays of every partition index held."""
         return sum(index.nbytes for index in self._partitions.values())
 
-    def assign(self, partition: Hashable, partition_hash: int, key_hashes: np.ndarray) -> np.ndarray:
+    def assign(self, partition: P, partition_hash: int, key_hashes: np.ndarray) -> np.ndarray:
         """The bucket of each key (int32, in order) of a batch of one partition.
 
         ``partition_hash`` is ``BinaryRow.hashCode`` of the partition row (it routes keys between
@@ -133,7 +137,7 @@ class HashBucketAssigner:
             self._partitions[partition] = index
         return index.assign(hashes)
 
-    def take_changes(self) -> list[HashIndexUpdate]:
+    def take_changes(self) -> list[HashIndexUpdate[P]]:
         """The new HASH file contents of every bucket that received keys since the last call."""
         return [
             HashIndexUpdate(partition, bucket, hashes)
@@ -141,7 +145,7 @@ class HashBucketAssigner:
             for bucket, hashes in index.take_changes().items()
         ]
 
-    def evict_idle(self, commit_identifier: int, latest_committed: int | None) -> list[Hashable]:
+    def evict_idle(self, commit_identifier: int, latest_committed: int | None) -> list[P]:
         """Drop partitions left idle, as Java's ``prepareCommit``; call once per commit.
 
         A partition used since the previous call is stamped ``commit_identifier``; one not used
@@ -165,18 +169,20 @@ class HashBucketAssigner:
         return dropped
 
 
-class BucketAssignerGroup:
+class BucketAssignerGroup(Generic[P]):
     """All ``parallelism`` assigner tasks of a Java job, in one process: every key goes to the task
     ``assigner_channel`` picks for it, so buckets come out as that job would make them."""
 
     def __init__(
-        self, options: DynamicBucketOptions, loader: FileLoader | None = None, parallelism: int | None = None
+        self,
+        options: DynamicBucketOptions,
+        loader: FileLoader[P] | None = None,
+        parallelism: int | None = None,
     ) -> None:
         parallelism = parallelism or options.assigner_parallelism or 1
-        self._loader = loader
-        self._files: dict[Hashable, Sequence[tuple[int, np.ndarray]]] = {}
-        load = self._load_once if loader else None
-        self.tasks = [
+        self._files: dict[P, Sequence[tuple[int, np.ndarray]]] = {}
+        load = functools.partial(self._load_once, loader) if loader else None
+        self.tasks: list[HashBucketAssigner[P]] = [
             HashBucketAssigner(options, split, load)
             for split in AssignerSplit.tasks(parallelism, options.initial_buckets)
         ]
@@ -185,7 +191,7 @@ class BucketAssignerGroup:
     def nbytes(self) -> int:
         return sum(task.nbytes for task in self.tasks)
 
-    def assign(self, partition: Hashable, partition_hash: int, key_hashes: np.ndarray) -> np.ndarray:
+    def assign(self, partition: P, partition_hash: int, key_hashes: np.ndarray) -> np.ndarray:
         """The bucket of each key (int32, in order) of a batch of one partition."""
         hashes = _int32(key_hashes)
         if len(self.tasks) == 1:
@@ -204,25 +210,25 @@ class BucketAssignerGroup:
             self._files.pop(partition, None)
         return out
 
-    def take_changes(self) -> list[HashIndexUpdate]:
+    def take_changes(self) -> list[HashIndexUpdate[P]]:
         """New HASH file contents per (partition, bucket); tasks sharing a bucket (channels not a
         multiple of assigners) are merged into one file."""
-        merged: dict[tuple[Hashable, int], np.ndarray] = {}
+        merged: dict[tuple[P, int], np.ndarray] = {}
         for task in self.tasks:
             for update in task.take_changes():
                 key = (update.partition, update.bucket)
                 merged[key] = np.union1d(merged[key], update.hashes) if key in merged else update.hashes
         return [HashIndexUpdate(partition, bucket, hashes) for (partition, bucket), hashes in merged.items()]
 
-    def evict_idle(self, commit_identifier: int, latest_committed: int | None) -> list[Hashable]:
+    def evict_idle(self, commit_identifier: int, latest_committed: int | None) -> list[P]:
         """:meth:`HashBucketAssigner.evict_idle` on every task; the partitions some task dropped."""
         dropped = (task.evict_idle(commit_identifier, latest_committed) for task in self.tasks)
         return list(dict.fromkeys(itertools.chain.from_iterable(dropped)))
 
-    def _load_once(self, partition: Hashable) -> Sequence[tuple[int, np.ndarray]]:
+    def _load_once(self, loader: FileLoader[P], partition: P) -> Sequence[tuple[int, np.ndarray]]:
         """The partition's files, read once for all tasks that start it within one batch."""
         if partition not in self._files:
-            self._files[partition] = self._loader(partition)
+            self._files[partition] = loader(partition)
         return self._files[partition]
 
 

@@ -88,7 +88,8 @@ class PartitionIndex:
         owners = np.concatenate([np.full(len(h), b, dtype=np.int16) for b, h in files])
         mine = index.split.routes_here(partition_hash, hashes)
         index.keys = HashBucketMap.from_pairs(hashes[mine], owners[mine])
-        owned = [(b, len(h)) for b, h in files if len(h) and index.split.owns(b)]
+        owns = index.split.owns(np.array([b for b, _ in files])).tolist()
+        owned = [(b, len(h)) for (b, h), own in zip(files, owns, strict=True) if len(h) and own]
         index._queue = np.array(_loaded_order(owned), dtype=np.int32)
         index._buckets = np.sort(index._queue)
         index._grow_counts(index._buckets)
@@ -101,7 +102,7 @@ class PartitionIndex:
     @property
     def nbytes(self) -> int:
         """Bytes of every array the index holds."""
-        arrays = [self._counts, self._queue, self._buckets, *self._foreign.values()]
+        arrays: list[np.ndarray] = [self._counts, self._queue, self._buckets, *self._foreign.values()]
         return self.keys.nbytes + sum(a.nbytes for a in arrays)
 
     @property
@@ -246,7 +247,7 @@ def _loaded_order(files: list[tuple[int, int]]) -> list[int]:
     owned non-empty files in manifest order. Java calls ``compute`` once per hash: a bucket enters
     at its file's first hash, and a later call - for any bucket - still grows an overfull table, so
     one call after the insertion stands for the rest of the file."""
-    table = JavaHashMap()
+    table: JavaHashMap[int] = JavaHashMap()
     for bucket, size in files:
         table.compute_if_absent(bucket, bucket)
         if size > 1:

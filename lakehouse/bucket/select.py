@@ -62,8 +62,12 @@ class BucketSelector:
             return True
         selected = self._selected.get(total_buckets)
         if selected is None:
-            hashed = fixed_buckets(self._columns, self._types, total_buckets) if len(self._columns[0]) else []
-            selected = self._selected[total_buckets] = frozenset(int(b) for b in hashed)
+            hashed = (
+                fixed_buckets(self._columns, self._types, total_buckets).tolist()
+                if len(self._columns[0])
+                else []
+            )
+            selected = self._selected[total_buckets] = frozenset(hashed)
         return bucket in selected
 
 
@@ -78,7 +82,7 @@ def _pinned(pred: Predicate) -> tuple[str, list[pa.Scalar]] | None:
     if isinstance(pred, Leaf) and pred.op in ("eq", "in"):
         return pred.column, [v for v in pred.literals if v.is_valid]
     if isinstance(pred, Or):
-        parts = [_pinned(c) for c in pred.children]
-        if all(p is not None for p in parts) and len({p[0] for p in parts}) == 1:
-            return parts[0][0], [v for p in parts for v in p[1]]
+        parts = [p for p in map(_pinned, pred.children) if p is not None]
+        if len(parts) == len(pred.children) and len({column for column, _ in parts}) == 1:
+            return parts[0][0], [v for _, values in parts for v in values]
     return None

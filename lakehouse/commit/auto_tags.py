@@ -134,9 +134,10 @@ class AutoTags:
         """The local date-time a snapshot stands at (None: it has no watermark)."""
         millis = snapshot.time_millis
         if self.watermark:
-            millis = snapshot.watermark
-            if millis is None or millis == _NO_WATERMARK:
+            watermark = snapshot.watermark
+            if watermark is None or watermark == _NO_WATERMARK:
                 return None
+            millis = watermark
         instant = _EPOCH.replace(tzinfo=UTC) + timedelta(milliseconds=millis)
         return instant.astimezone(self.zone).replace(tzinfo=None)
 
@@ -148,10 +149,10 @@ def create_auto_tags(table: TableStore) -> list[str]:
     if settings is None:
         return []
     period = settings.period
-    automatic = [(period.start(t.name), t) for t in tags.list_tags(table)]
-    automatic = [(start, t) for start, t in automatic if start is not None]
+    starts = [(period.start(t.name), t) for t in tags.list_tags(table)]
+    automatic = [(start, t) for start, t in starts if start is not None]
     snapshots = table.snapshots
-    next_tag = None
+    next_tag: datetime | None = None
     next_snapshot = snapshots.earliest_id() or 1
     if automatic:
         start, newest = max(automatic, key=lambda a: a[0])

@@ -89,13 +89,16 @@ class DeletionVector:
 
     def merge(self, other: DeletionVector) -> DeletionVector:
         """A new vector deleting the rows either vector deletes; both must have the same width."""
-        if self.bitmap64 != other.bitmap64:
-            raise ValueError("cannot merge a 32-bit deletion vector with a 64-bit one")
-        return DeletionVector(self._bitmap | other._bitmap)
+        mine, theirs = self._bitmap, other._bitmap
+        if isinstance(mine, BitMap64) and isinstance(theirs, BitMap64):
+            return DeletionVector(mine | theirs)
+        if isinstance(mine, BitMap) and isinstance(theirs, BitMap):
+            return DeletionVector(mine | theirs)
+        raise ValueError("cannot merge a 32-bit deletion vector with a 64-bit one")
 
     def serialize(self) -> bytes:
         """Java's ``DeletionVector.serializeTo`` bytes: length, magic, bitmap, CRC."""
-        if self.bitmap64:
+        if isinstance(self._bitmap, BitMap64):
             payload = struct.pack("<I", MAGIC_64) + _bitmap64_bytes(self._bitmap)
         else:
             payload = struct.pack(">I", MAGIC_32) + roaring.serialize(self._bitmap)

@@ -21,7 +21,7 @@ from lakehouse.errors import CorruptFileError
 from lakehouse.fileindex import roaring
 from lakehouse.fileindex.result import REMAIN, IndexResult, RowSet
 from lakehouse.fileindex.values import timestamp_longs
-from lakehouse.manifest.binary_row import physical_array
+from lakehouse.manifest.binary_row import physical_array, precision, scale
 from lakehouse.types import TIMESTAMP_ROOTS, DataType
 
 BSI = "bsi"
@@ -31,14 +31,14 @@ _ROOTS = ("TINYINT", "SMALLINT", "INT", "BIGINT", "DATE", "TIME", "DECIMAL", *TI
 
 
 def supports(dtype: DataType) -> bool:
-    return dtype.root in _ROOTS and not (dtype.root == "DECIMAL" and dtype.precision > 18)
+    return dtype.root in _ROOTS and not (dtype.root == "DECIMAL" and precision(dtype) > 18)
 
 
 def to_longs(values: pa.Array, dtype: DataType) -> np.ndarray:
     """The long each (non-null) value is indexed as."""
     root = dtype.root
     if root == "DECIMAL":
-        arr = values.cast(pa.decimal128(dtype.precision, dtype.scale))
+        arr = values.cast(pa.decimal128(precision(dtype), scale(dtype)))
         raw = np.frombuffer(arr.buffers()[1], dtype="<i8", count=2 * (arr.offset + len(arr)))
         return raw[2 * arr.offset :][0::2].copy()  # low half = the unscaled long (precision <= 18)
     if root in TIMESTAMP_ROOTS:

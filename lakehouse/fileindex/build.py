@@ -21,14 +21,14 @@ INDEX_SUFFIX = ".index"  # DataFilePathFactory.INDEX_PATH_SUFFIX
 
 def java_order(indexes: list[ColumnIndex]) -> list[ColumnIndex]:
     """The order ``DataFileIndexWriter.serializeMaintainers`` leaves columns and types in."""
-    by_type = JavaHashMap()
-    columns_of: dict[str, JavaHashMap] = {}
+    by_type: JavaHashMap[str] = JavaHashMap()
+    columns_of: dict[str, JavaHashMap[str]] = {}
     for index in indexes:
         by_type.compute_if_absent(index.index_type, string_hash(index.index_type))
         columns_of.setdefault(index.index_type, JavaHashMap()).put(index.column, string_hash(index.column))
     lookup = {(i.column, i.index_type): i for i in indexes}
-    outer = JavaHashMap()
-    inner: dict[str, JavaHashMap] = {}
+    outer: JavaHashMap[str] = JavaHashMap()
+    inner: dict[str, JavaHashMap[str]] = {}
     for index_type in by_type:
         for column in columns_of[index_type]:
             outer.compute_if_absent(column, string_hash(column))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from lakehouse.fileindex.registry import INDEX_TYPES
+from lakehouse.fileindex.registry import INDEX_TYPES, IndexReader
 from lakehouse.fileindex.result import REMAIN, SKIP, IndexResult
 from lakehouse.predicate import And, Leaf, Or, Predicate
 from lakehouse.types import DataType
@@ -28,17 +28,17 @@ class FileIndexes:
         """``columns``: current name -> (name in the file, type the index was built with)."""
         self.container = container
         self.columns = columns
-        self._readers: dict[tuple[str, str], object] = {}
+        self._readers: dict[tuple[str, str], IndexReader] = {}
 
     def visit(self, leaf: Leaf) -> IndexResult:
         mapped = self.columns.get(leaf.column)
         if mapped is None:
             return REMAIN
         name, dtype = mapped
-        result = REMAIN
+        result: IndexResult = REMAIN
         for index_type, data in self.container.get(name, {}).items():
             if data is None:
-                answer = SKIP if leaf.op in _EMPTY_SKIPS else REMAIN
+                answer: IndexResult = SKIP if leaf.op in _EMPTY_SKIPS else REMAIN
             elif index_type in INDEX_TYPES:
                 key = (name, index_type)
                 if key not in self._readers:
@@ -56,7 +56,7 @@ class FileIndexes:
         if isinstance(pred, Leaf):
             return self.visit(pred)
         if isinstance(pred, And):
-            result = REMAIN
+            result: IndexResult = REMAIN
             for child in pred.children:
                 result = result & self.evaluate(child)
                 if not result.remain():

@@ -11,7 +11,7 @@ moved to the front of the bin and whose new nodes are linked right after their t
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -21,46 +21,50 @@ _TREEIFY = 8
 _UNTREEIFY = 6
 _MIN_TREEIFY_CAPACITY = 64
 
+K = TypeVar("K", bound=Hashable)
+
 
 def _signed(h: int) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
-class _Node:
+class _Node(Generic[K]):
     __slots__ = ("h", "key", "parent", "left", "right", "red")
 
-    def __init__(self, h: int, key: Hashable) -> None:
+    def __init__(self, h: int, key: K) -> None:
         self.h, self.key = h, key
-        self.parent = self.left = self.right = None
+        self.parent: _Node[K] | None = None
+        self.left: _Node[K] | None = None
+        self.right: _Node[K] | None = None
         self.red = False
 
 
-class _Bin:
+class _Bin(Generic[K]):
     """One table slot: nodes in iteration (``next``) order, plus a tree root once treeified."""
 
-    def __init__(self, nodes: list[_Node] | None = None) -> None:
-        self.nodes = nodes or []
-        self.root: _Node | None = None
+    def __init__(self) -> None:
+        self.nodes: list[_Node[K]] = []
+        self.root: _Node[K] | None = None
 
 
-class JavaHashMap:
+class JavaHashMap(Generic[K]):
     """Keys in the order a Java HashMap iterates them; ``sort_key`` gives keys their ``compareTo``
     order, which decides their place inside tree bins."""
 
-    def __init__(self, sort_key: Callable[[Hashable], Any] | None = None) -> None:
-        self._bins: list[_Bin] = []
-        self._keys: set = set()
-        self._sort_key = sort_key or (lambda k: k)
+    def __init__(self, sort_key: Callable[[K], Any] | None = None) -> None:
+        self._bins: list[_Bin[K]] = []
+        self._keys: set[K] = set()
+        self._sort_key: Callable[[K], Any] = sort_key or (lambda k: k)
 
     def __len__(self) -> int:
         return len(self._keys)
 
-    def __iter__(self) -> Iterator[Hashable]:
+    def __iter__(self) -> Iterator[K]:
         for b in self._bins:
             for node in b.nodes:
                 yield node.key
 
-    def put(self, key: Hashable, hash_code: int) -> None:
+    def put(self, key: K, hash_code: int) -> None:
         if key in self._keys:
             return
         if not self._bins:
@@ -69,7 +73,7 @@ class JavaHashMap:
         if len(self._keys) > 0.75 * len(self._bins):
             self._resize()
 
-    def compute_if_absent(self, key: Hashable, hash_code: int) -> None:
+    def compute_if_absent(self, key: K, hash_code: int) -> None:
         """``computeIfAbsent`` (and ``compute``): an overfull table grows first, even when ``key``
         is already present."""
         if not self._bins or len(self._keys) > 0.75 * len(self._bins):
@@ -79,14 +83,14 @@ class JavaHashMap:
 
     # ---- internals -----------------------------------------------------------------------
 
-    def _insert(self, key: Hashable, hash_code: int, at_head: bool) -> None:
+    def _insert(self, key: K, hash_code: int, at_head: bool) -> None:
         h = hash_code & 0xFFFFFFFF
         h ^= h >> 16
         node = _Node(_signed(h), key)
         b = self._bins[h & (len(self._bins) - 1)]
         self._keys.add(key)
         if b.root is not None:
-            self._put_tree(b, node)
+            self._put_tree(b, b.root, node)
             return
         b.nodes.insert(0, node) if at_head else b.nodes.append(node)
         if len(b.nodes) >= _TREEIFY + (0 if at_head else 1):
@@ -98,7 +102,7 @@ class JavaHashMap:
     def _resize(self) -> None:
         old = self._bins
         cap = len(old) * 2 if old else 16
-        bins = [_Bin() for _ in range(cap)]
+        bins: list[_Bin[K]] = [_Bin() for _ in range(cap)]
         for j, b in enumerate(old):
             lo = [n for n in b.nodes if not n.h & len(old)]
             hi = [n for n in b.nodes if n.h & len(old)]
@@ -114,18 +118,17 @@ class JavaHashMap:
                         target.root = b.root  # the whole tree moved: structure unchanged
         self._bins = bins
 
-    def _dir(self, x: _Node, p: _Node) -> int:
+    def _dir(self, x: _Node[K], p: _Node[K]) -> int:
         if p.h != x.h:
             return -1 if p.h > x.h else 1
         return -1 if self._sort_key(x.key) < self._sort_key(p.key) else 1
 
-    def _treeify(self, b: _Bin) -> None:
-        root = None
-        for x in b.nodes:
+    def _treeify(self, b: _Bin[K]) -> None:
+        root = b.nodes[0]
+        root.parent = root.left = root.right = None
+        root.red = False
+        for x in b.nodes[1:]:
             x.parent = x.left = x.right = None
-            if root is None:
-                x.red, root = False, x
-                continue
             p = root
             while True:
                 d = self._dir(x, p)
@@ -141,8 +144,8 @@ class JavaHashMap:
                 p = child
         self._move_root_to_front(b, root)
 
-    def _put_tree(self, b: _Bin, x: _Node) -> None:
-        p = b.root
+    def _put_tree(self, b: _Bin[K], root: _Node[K], x: _Node[K]) -> None:
+        p = root
         while True:
             d = self._dir(x, p)
             child = p.left if d <= 0 else p.right
@@ -153,12 +156,12 @@ class JavaHashMap:
                     p.left = x
                 else:
                     p.right = x
-                self._move_root_to_front(b, _balance_insertion(b.root, x))
+                self._move_root_to_front(b, _balance_insertion(root, x))
                 return
             p = child
 
     @staticmethod
-    def _move_root_to_front(b: _Bin, root: _Node) -> None:
+    def _move_root_to_front(b: _Bin[K], root: _Node[K]) -> None:
         b.root = root
         if b.nodes[0] is not root:
             b.nodes.remove(root)
@@ -166,11 +169,11 @@ class JavaHashMap:
 
 
 def computed_order(
-    keys: Sequence[Hashable],
+    keys: Sequence[K],
     hash_codes: np.ndarray,
-    sort_key: Callable[[Hashable], Any] | None = None,
+    sort_key: Callable[[K], Any] | None = None,
     trailing_calls: bool = False,
-) -> list[Hashable]:
+) -> list[K]:
     """Distinct ``keys`` (in insertion order) as a HashMap filled by ``computeIfAbsent`` iterates them.
 
     ``trailing_calls``: more calls (for keys already present) follow the last insertion; the
@@ -189,7 +192,7 @@ def computed_order(
     while True:
         present = min(n, int(0.75 * capacity) + 1)  # keys inserted before this capacity is outgrown
         if present and np.bincount(h[:present] & np.uint32(capacity - 1)).max() >= _TREEIFY:
-            table = JavaHashMap(sort_key)
+            table: JavaHashMap[K] = JavaHashMap(sort_key)
             for key, code in zip(keys, np.asarray(hash_codes).tolist(), strict=True):
                 table.compute_if_absent(key, code)
             if trailing_calls and n:
@@ -204,7 +207,7 @@ def computed_order(
     return [keys[i] for i in order.tolist()]
 
 
-def _rotate(root: _Node, p: _Node, side: str) -> _Node:
+def _rotate(root: _Node[K], p: _Node[K], side: str) -> _Node[K]:
     """``rotateLeft`` (side "left": p's right child takes its place) or ``rotateRight``."""
     other = "right" if side == "left" else "left"
     child = getattr(p, other)
@@ -226,7 +229,7 @@ def _rotate(root: _Node, p: _Node, side: str) -> _Node:
     return root
 
 
-def _balance_insertion(root: _Node, x: _Node) -> _Node:
+def _balance_insertion(root: _Node[K], x: _Node[K]) -> _Node[K]:
     """``HashMap.TreeNode.balanceInsertion``: red-black fix-up after inserting ``x``."""
     x.red = True
     while True:

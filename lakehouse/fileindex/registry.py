@@ -11,6 +11,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from lakehouse.fileindex import bitmap, bloom, bsi
+from lakehouse.fileindex.result import IndexResult
 from lakehouse.types import DataType
 
 
@@ -23,12 +24,18 @@ class IndexWriter(Protocol):
     def finish(self) -> bytes | None: ...
 
 
+class IndexReader(Protocol):
+    """One index of one file, read: which rows may satisfy a comparison of its column."""
+
+    def visit(self, op: str, literals: tuple[Any, ...]) -> IndexResult: ...
+
+
 @dataclass(frozen=True)
 class IndexType:
     name: str
     supports: Callable[[DataType], bool]
     writer: Callable[[DataType, Mapping[str, str]], IndexWriter]  # column type, its options
-    reader: Callable[[bytes, DataType], Any]  # answers visit(op, literals) with an IndexResult
+    reader: Callable[[bytes, DataType], IndexReader]
     check: Callable[[bytes, pa.Array, DataType], list[str]]  # problems against the column
     settings: Callable[[Mapping[str, str]], Any] | None = None  # validates per-column options
 

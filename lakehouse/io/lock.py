@@ -142,7 +142,7 @@ class CatalogLock:
     @contextlib.contextmanager
     def _postgres(self, key: str) -> Iterator[None]:
         psycopg = self._driver()
-        s = self.server
+        s = self._server()
         conn = self._connected(
             psycopg.Error,
             lambda: psycopg.connect(
@@ -170,7 +170,7 @@ class CatalogLock:
     @contextlib.contextmanager
     def _mysql(self, key: str) -> Iterator[None]:
         pymysql = self._driver()
-        s = self.server
+        s = self._server()
         conn = self._connected(
             pymysql.Error,
             lambda: pymysql.connect(
@@ -195,6 +195,10 @@ class CatalogLock:
                     cursor.execute("SELECT RELEASE_LOCK(%s)", (name,))
         finally:
             conn.close()
+
+    def _server(self) -> Server:
+        assert self.server is not None  # from_options gives every server kind one
+        return self.server
 
     def _driver(self) -> ModuleType:
         module, extra = DRIVERS[self.kind]

@@ -49,7 +49,7 @@ def _record(name: str, fields: list) -> dict:
 
 def _top_record(fields: list) -> dict:
     """The top-level record of a manifest file: ``_VERSION`` first (ManifestSchemaUtils)."""
-    return fastavro.parse_schema(
+    parsed = fastavro.parse_schema(
         {
             "type": "record",
             "name": "record",
@@ -57,6 +57,8 @@ def _top_record(fields: list) -> dict:
             "fields": [{"name": "_VERSION", "type": "int"}, *fields],
         }
     )
+    assert isinstance(parsed, dict)  # a record's schema parses to a dict
+    return parsed
 
 
 def _stats(record_name: str) -> dict:

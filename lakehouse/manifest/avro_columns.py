@@ -27,6 +27,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TypeVar
 
 import numpy as np
 
@@ -41,20 +42,43 @@ _RANGES = ("string", "bytes")
 
 
 @dataclass(frozen=True)
-class Column:
-    """One leaf of every record, or of every item of an array; ``present`` is False where a union
-    held null. Varints have ``values``; strings and bytes ``starts`` and ``lengths`` in ``data``."""
+class IntColumn:
+    """One varint leaf (int, long) of every record, or of every item of an array; ``present`` is
+    False where a union held null."""
 
     present: np.ndarray
-    values: np.ndarray | None = None
-    starts: np.ndarray | None = None
-    lengths: np.ndarray | None = None
+    values: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        return self.present.nbytes + self.values.nbytes
 
     def ints(self, rows: np.ndarray) -> list[int | None]:
         """The values of ``rows`` as Python ints (None where null)."""
         values = self.values[rows].tolist()
         present = self.present[rows]
         return values if present.all() else [v if p else None for v, p in zip(values, present, strict=True)]
+
+    def take(self, order: np.ndarray) -> IntColumn:
+        return IntColumn(self.present[order], self.values[order])
+
+    def window(self, lo: int, hi: int, start: int) -> IntColumn:
+        """Slots ``lo:hi`` (values hold no positions in the data to make relative to ``start``)."""
+        return IntColumn(self.present[lo:hi], self.values[lo:hi])
+
+
+@dataclass(frozen=True)
+class RangeColumn:
+    """One string or bytes leaf of every record, or of every item of an array: ``starts`` and
+    ``lengths`` in the data; ``present`` is False where a union held null."""
+
+    present: np.ndarray
+    starts: np.ndarray
+    lengths: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        return self.present.nbytes + self.starts.nbytes + self.lengths.nbytes
 
     def bytes_of(self, data: bytes, rows: np.ndarray) -> list[bytes | None]:
         """The byte strings of ``rows`` (None where null)."""
@@ -67,6 +91,17 @@ class Column:
             return [data[s:e] for s, e in zip(starts, ends, strict=True)]
         return [data[s:e] if p else None for s, e, p in zip(starts, ends, present.tolist(), strict=True)]
 
+    def take(self, order: np.ndarray) -> RangeColumn:
+        return RangeColumn(self.present[order], self.starts[order], self.lengths[order])
+
+    def window(self, lo: int, hi: int, start: int) -> RangeColumn:
+        """Slots ``lo:hi`` of a column whose data begins at byte ``start``, positions made relative
+        to it."""
+        return RangeColumn(self.present[lo:hi], self.starts[lo:hi] - start, self.lengths[lo:hi])
+
+
+Column = IntColumn | RangeColumn
+
 
 @dataclass(frozen=True)
 class ListColumn:
@@ -75,6 +110,21 @@ class ListColumn:
     present: np.ndarray
     offsets: np.ndarray  # items of record r: offsets[r]:offsets[r + 1]
     items: Column
+
+    @property
+    def nbytes(self) -> int:
+        return self.present.nbytes + self.offsets.nbytes + self.items.nbytes
+
+
+_Shape = TypeVar("_Shape", IntColumn, RangeColumn, ListColumn)
+
+
+def expect(column: Column | ListColumn, shape: type[_Shape], path: str) -> _Shape:
+    """``column`` (field ``path``) as the shape its reader takes; a file whose schema has another
+    type there is corrupt."""
+    if isinstance(column, shape):
+        return column
+    raise CorruptFileError(f"its field {path} does not have the type manifests hold there")
 
 
 @dataclass(frozen=True)
@@ -85,11 +135,11 @@ class Columns:
     rows: int
     columns: dict[str, Column | ListColumn]
 
-    def __contains__(self, path: str) -> bool:
-        return path in self.columns
-
-    def __getitem__(self, path: str) -> Column | ListColumn:
-        return self.columns[path]
+    def get(self, path: str, shape: type[_Shape]) -> _Shape | None:
+        """The column of field ``path`` (None when the file's schema has no such field), which
+        must have ``shape``."""
+        column = self.columns.get(path)
+        return None if column is None else expect(column, shape, path)
 
 
 MIN_LANES = 16  # a schema walk over few lanes costs more than fastavro's records
@@ -104,15 +154,18 @@ def decode(files: list[Container], min_lanes: int = MIN_LANES) -> list[Columns |
     damaged is for a reader of each file alone to tell."""
     out: list[Columns | None] = [None] * len(files)
     groups: dict[str, list[int]] = {}
+    plans: dict[str, _Record] = {}
     for i, f in enumerate(files):
-        if _compile(f.schema) is not None:
+        plan = _compile(f.schema)
+        if plan is not None:
+            plans[f.schema] = plan
             groups.setdefault(f.schema, []).append(i)
     for schema, members in groups.items():
         blocks = [b for i in members for b in files[i].blocks]
         steps = max((count for count, _ in blocks), default=0)
         if sum(count for count, _ in blocks) < min_lanes * steps:
             continue
-        decoded = _decode_group(_compile(schema), [files[i].blocks for i in members])
+        decoded = _decode_group(plans[schema], [files[i].blocks for i in members])
         for i, columns in zip(members, decoded, strict=True):
             out[i] = columns
     return out
@@ -183,7 +236,7 @@ def _node(schema, path: str, in_array: bool = False) -> _Node | None:
         return _Record(tuple(fields))
     if kind == "array" and not in_array:
         items = _node(schema["items"], path, True)
-        return None if items is None else _Array(path, items)
+        return _Array(path, items) if isinstance(items, _Leaf | _Union) else None
     return None
 
 
@@ -211,8 +264,8 @@ class _Sink:
             for j, a in enumerate(arrays):
                 a[slots] = np.concatenate([p[j] for p in self.parts])
         if self.kind == "int":
-            return Column(present, values=arrays[0])
-        return Column(present, starts=arrays[0], lengths=arrays[1])
+            return IntColumn(present, arrays[0])
+        return RangeColumn(present, arrays[0], arrays[1])
 
 
 class _ArraySink:
@@ -238,13 +291,7 @@ class _ArraySink:
         order = np.argsort(owners, kind="stable")  # item ids of one owner increase in item order
         offsets = np.zeros(total + 1, np.int64)
         np.cumsum(np.bincount(owners, minlength=total), out=offsets[1:])
-        items = self.items.column(self.count)
-        reorder = {
-            k: getattr(items, k) for k in ("values", "starts", "lengths") if getattr(items, k) is not None
-        }
-        return ListColumn(
-            present, offsets, Column(items.present[order], **{k: v[order] for k, v in reorder.items()})
-        )
+        return ListColumn(present, offsets, self.items.column(self.count).take(order))
 
 
 def _decode_group(plan: _Record, files: list[tuple[tuple[int, bytes], ...]]) -> list[Columns]:
@@ -287,28 +334,24 @@ def _decode_group(plan: _Record, files: list[tuple[tuple[int, bytes], ...]]) -> 
     # every string then lies inside its block
     for path, c in columns.items():
         leaf = c.items if isinstance(c, ListColumn) else c
-        if leaf.lengths is not None and len(leaf.lengths) and leaf.lengths.min() < 0:
+        if isinstance(leaf, RangeColumn) and len(leaf.lengths) and leaf.lengths.min() < 0:
             raise CorruptFileError(f"a value of {path} has a negative length")
     return [_slice(data, columns, r, b) for r, b in zip(file_rows, file_bytes, strict=True)]
 
 
-def _slice(data: bytes, columns: dict, rows: tuple[int, int], span: tuple[int, int]) -> Columns:
+def _slice(
+    data: bytes, columns: dict[str, Column | ListColumn], rows: tuple[int, int], span: tuple[int, int]
+) -> Columns:
     """The columns of records ``rows`` (bytes ``span`` of ``data``), positions made file-relative."""
     (lo, hi), (start, end) = rows, span
-    out = {}
+    out: dict[str, Column | ListColumn] = {}
     for path, c in columns.items():
         if isinstance(c, ListColumn):
             a, b = int(c.offsets[lo]), int(c.offsets[hi])
-            out[path] = ListColumn(c.present[lo:hi], c.offsets[lo : hi + 1] - a, _shift(c.items, a, b, start))
+            out[path] = ListColumn(c.present[lo:hi], c.offsets[lo : hi + 1] - a, c.items.window(a, b, start))
         else:
-            out[path] = _shift(c, lo, hi, start)
+            out[path] = c.window(lo, hi, start)
     return Columns(data[start:end], hi - lo, out)
-
-
-def _shift(c: Column, lo: int, hi: int, start: int) -> Column:
-    if c.values is not None:
-        return Column(c.present[lo:hi], values=c.values[lo:hi])
-    return Column(c.present[lo:hi], starts=c.starts[lo:hi] - start, lengths=c.lengths[lo:hi])
 
 
 Walk = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
@@ -390,7 +433,9 @@ def _walker(node: _Node, sinks: dict, size: int, item_of: _ArraySink | None = No
 
 
 def _leaf_kind(node: _Leaf | _Union) -> str:
-    return node.kind if isinstance(node, _Leaf) else node.inner.kind
+    leaf = node if isinstance(node, _Leaf) else node.inner
+    assert isinstance(leaf, _Leaf)  # _node puts only unions of a leaf in arrays
+    return leaf.kind
 
 
 def _varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -51,7 +51,12 @@ class Container:
         """The records, decoded by fastavro with the file's own schema."""
         _check_schema(self.schema)
         try:
-            yield from fastavro.reader(io.BytesIO(_plain(self.schema, self.blocks)))
+            for record in fastavro.reader(io.BytesIO(_plain(self.schema, self.blocks))):
+                if not isinstance(record, dict):  # a file whose schema is not a record
+                    raise CorruptFileError(f"it holds {type(record).__name__} values, not records")
+                yield record
+        except CorruptFileError:
+            raise
         except Exception as e:  # fastavro raises many types on bytes that do not fit the schema
             raise CorruptFileError(f"its records do not decode ({type(e).__name__}: {e})") from None
 
@@ -97,7 +102,7 @@ def parse(raw: bytes) -> Container:
     inflate = _INFLATE.get(codec)
     if inflate is None:
         raise CorruptFileError(f"its codec {codec!r} is not an Avro codec (one of {', '.join(_INFLATE)})")
-    blocks = []
+    blocks: list[tuple[int, bytes]] = []
     end = len(raw)
     while pos < end:
         count, pos = _varint(raw, pos)
@@ -151,7 +156,7 @@ def _bytes(raw: bytes, pos: int) -> tuple[bytes, int]:
 def _metadata(raw: bytes, pos: int) -> tuple[dict[str, bytes], int]:
     """The header's map and the position after it: blocks of (count, entries) up to a count of
     0; a negative count is followed by the block's size in bytes."""
-    meta = {}
+    meta: dict[str, bytes] = {}
     while True:
         count, pos = _varint(raw, pos)
         if count == 0:

@@ -120,7 +120,9 @@ class ManifestStore:
         self.paths = paths
         self.partition_types = partition_types
         self.table = table
-        self.codec = avro.avro_codec(options.get(MANIFEST_COMPRESSION))
+        compression = options.get(MANIFEST_COMPRESSION)
+        assert compression is not None  # the option has a default
+        self.codec = avro.avro_codec(compression)
         self.target_size = options.memory(MANIFEST_TARGET_FILE_SIZE)
         self._manifest_names = FileNamer("manifest-")
         self._list_names = FileNamer("manifest-list-")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lakehouse.errors import InvalidOptionError
 from lakehouse.manifest import binary_row
@@ -55,6 +55,7 @@ class StatsMode:
 def value_modes(fields: list[DataField], options: CoreOptions) -> list[StatsMode]:
     """Stats mode of each value column (table mode unless ``fields.<col>.stats-mode`` is set)."""
     table_mode = options.get(METADATA_STATS_MODE)
+    assert table_mode is not None  # the option has a default
     return [
         StatsMode.parse(
             options.get(f"fields.{f.name}.stats-mode") or table_mode, f"fields.{f.name}.stats-mode"
@@ -83,14 +84,15 @@ def from_parquet(
 def _footer_stats(
     groups: list[pq.Statistics | None], dtype: DataType, mode: StatsMode, rows: int
 ) -> ColumnStats:
-    if any(s is None or not s.has_null_count for s in groups):
+    counted = [s for s in groups if s is not None and s.has_null_count]
+    if len(counted) < len(groups):
         return ColumnStats(None, None, None, rows)
-    nulls = sum(s.null_count for s in groups)
+    nulls = sum(s.null_count for s in counted)
     if mode.kind == "counts" or nulls == rows:
         return ColumnStats(None, None, nulls, rows)
-    bounded = [s for s in groups if s.has_min_max]
+    bounded = [s for s in counted if s.has_min_max]
     # values without bounds: NaNs only (which bounds skip), or bounds the writer found too long
-    unknown = any(s.num_values and not s.has_min_max for s in groups)
+    unknown = any(s.num_values and not s.has_min_max for s in counted)
     if not bounded or (unknown and dtype.root not in ("FLOAT", "DOUBLE")):
         return ColumnStats(None, None, nulls, rows)
     lo = _physical(min(s.min_raw for s in bounded), dtype)
@@ -102,15 +104,15 @@ def _footer_stats(
     return ColumnStats(lo, hi, nulls, rows)
 
 
-def _physical(raw: object, dtype: DataType) -> object:
+def _physical(raw: Any, dtype: DataType) -> Any:
     """A Parquet footer bound (physical Parquet value) as the physical value Paimon's stats hold."""
     root = dtype.root
     if root in STRING_ROOTS:
         return raw.decode()
     if root == "DECIMAL":
         unscaled = raw if isinstance(raw, int) else int.from_bytes(raw, "big", signed=True)
-        return Decimal(unscaled).scaleb(-dtype.scale)
-    if root in TIMESTAMP_ROOTS and timestamp_unit(dtype.precision) == "s":
+        return Decimal(unscaled).scaleb(-binary_row.scale(dtype))
+    if root in TIMESTAMP_ROOTS and timestamp_unit(binary_row.precision(dtype)) == "s":
         return raw // 1000  # Parquet has no seconds: Arrow writes them as millis
     return raw
 
@@ -139,10 +141,12 @@ def truncate_max(value: str | bytes, length: int) -> str | bytes | None:
 
 def to_simple_stats(types: list[DataType], stats: list[list[ColumnStats]]) -> list[SimpleStats]:
     """Encode the stats of many files (all mode: columns without stats hold nulls) in one pass."""
+    if not stats:
+        return []
     nullable = [t.copy(True) for t in types]
     arity = len(types)
     bounds = [row for file in stats for row in ([s.min for s in file], [s.max for s in file])]
-    encoded = binary_row.encode_values(bounds, nullable) if stats else None
+    encoded = binary_row.encode_values(bounds, nullable)
     return [
         SimpleStats(
             binary_row.serialize(encoded.row(2 * i), arity),

@@ -25,7 +25,7 @@ from pyroaring import BitMap, BitMap64
 
 from lakehouse.errors import InvalidOptionError, SchemaMismatchError
 from lakehouse.mergetree.groups import KeyGroups, positions_of, take_or_null
-from lakehouse.types import DataField, to_arrow
+from lakehouse.types import ArrayType, DataField, RowType, to_arrow
 
 RETRACTABLE = frozenset(
     {"sum", "product", "count", "last_value", "last_non_null_value", "collect", "merge_map", "nested_update"}
@@ -84,8 +84,8 @@ class FieldAgg:
         prefix = f"fields.{field.name}."
         nested = tuple(options.names(prefix + "nested-key"))
         if nested:
-            element = field.type.element if field.type.root == "ARRAY" else None
-            names = [f.name for f in element.fields] if element is not None and element.root == "ROW" else []
+            element = field.type.element if isinstance(field.type, ArrayType) else None
+            names = [f.name for f in element.fields] if isinstance(element, RowType) else []
             if function != "nested_update" or any(n not in names for n in nested):
                 raise InvalidOptionError(
                     f"table {table}: {prefix}nested-key={','.join(nested)} needs nested_update on an "

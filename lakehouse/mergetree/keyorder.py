@@ -18,7 +18,7 @@ import pyarrow as pa
 from lakehouse.types import DataType
 
 # per width: integer type, the canonical NaN's bits (Float/Double.floatToIntBits), struct format
-_WIDTHS = {
+_WIDTHS: dict[int, tuple[type[np.signedinteger[Any]], int, str, str]] = {
     32: (np.int32, 0x7FC00000, "f", "i"),
     64: (np.int64, 0x7FF8000000000000, "d", "q"),
 }

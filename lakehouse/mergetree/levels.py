@@ -124,7 +124,7 @@ def sections(files: list[DataFileMeta], ranges: KeyRanges) -> list[list[SortedRu
     section: list[DataFileMeta] = []
     bound: tuple | None = None
     for f in ordered:
-        if section and ranges.min(f) > bound:
+        if bound is not None and ranges.min(f) > bound:  # (a bound while the section has files)
             out.append(_pack_runs(section, ranges))
             section, bound = [], None
         section.append(f)

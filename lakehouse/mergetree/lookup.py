@@ -42,10 +42,12 @@ class LookupBucket(Protocol):
     """What a lookup needs of the bucket being compacted (a ``BucketCompactor`` has it)."""
 
     table: TableStore
-    bucket_path: str
     engine: MergeEngine
     ranges: KeyRanges
     deletion_vectors: BucketDeletionVectors | None
+
+    @property
+    def bucket_path(self) -> str: ...
 
 
 class Lookup:
@@ -64,25 +66,24 @@ class Lookup:
             self.cursors.append(_Cursor(self, start, list(run.files)))
             start += len(run.files)
 
-    def find(self, merged: pa.Table, wanted: np.ndarray) -> tuple[np.ndarray, pa.Table | None]:
+    def find(self, merged: pa.Table, wanted: np.ndarray) -> tuple[np.ndarray, pa.Table] | None:
         """For the rows of ``merged`` (one per key, key order) where ``wanted``, the newest older
         version above (the lowest level holding the key): their indices into ``merged`` and those
-        rows. With deletion vectors the found rows are marked deleted. Every call must come with
-        the next rows of the output: the runs are read in step with it."""
-        none = np.zeros(0, np.int64), None
+        rows; None where no row has one. With deletion vectors the found rows are marked deleted.
+        Every call must come with the next rows of the output: the runs are read in step with it."""
         if not merged.num_rows or not self.cursors:
-            return none
+            return None
         self._low = first_key(merged, self.key)
         bound = last_key(merged, self.key)
-        found = [c.take_until(bound) for c in self.cursors]
-        found = [t for t in found if t is not None and t.num_rows]
+        taken = [c.take_until(bound) for c in self.cursors]
+        found = [t for t in taken if t is not None and t.num_rows]
         if not found or not wanted.any():
-            return none
+            return None
         candidates = pa.concat_tables(found) if len(found) > 1 else found[0]
         asked = np.flatnonzero(wanted)
         rows, hits = _matches(merged.take(pa.array(asked)), candidates, self.key)
         if not len(rows):
-            return none
+            return None
         # several levels may hold the key (without deletion vectors): the lowest one is the newest
         order = np.lexsort((np.asarray(candidates.column(FILE))[hits], rows))
         rows, hits = rows[order], hits[order]

@@ -66,7 +66,7 @@ class StepMerge:
             levels.top if self.producer == ChangelogProducerKind.FULL_COMPACTION else levels.high,
         )
         if self.lookup is not None:
-            self._look_up(step, levels, changelog)
+            self._look_up(self.lookup, step, levels, changelog)
         merged = step.merged.drop_columns([_GROUP])
         if not changelog:
             return merged, None
@@ -84,14 +84,15 @@ class StepMerge:
         before_rows = step.previous.take(pa.array(np.where(has_before, before, 0)))
         return merged, differences(before_rows, merged, has_before, emit, self.compared)
 
-    def _look_up(self, step: _Step, levels: KeyLevels, changelog: bool) -> None:
+    def _look_up(self, lookup: Lookup, step: _Step, levels: KeyLevels, changelog: bool) -> None:
         """Account for the versions above the output of keys without one among the inputs: a
         first-row key keeps its older row, other engines merge it in (when its value matters),
         and ``lookup`` compares with it."""
         group = step.group()
-        rows, old = self.lookup.find(step.merged.drop_columns([_GROUP]), levels.high[group] < 0)
-        if not len(rows):
+        found = lookup.find(step.merged.drop_columns([_GROUP]), levels.high[group] < 0)
+        if found is None:
             return
+        rows, old = found
         if changelog and self.producer == ChangelogProducerKind.LOOKUP and not self.first_row:
             step.before = step.before.copy()
             step.before[group[rows]] = step.previous.num_rows + np.arange(len(rows))

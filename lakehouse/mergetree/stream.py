@@ -8,7 +8,7 @@ vectorized sort. Memory stays at about one batch per run whatever the bucket's s
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -18,7 +18,7 @@ from lakehouse.mergetree.engine import ORDINAL
 from lakehouse.mergetree.keyorder import comparable
 
 
-def merge_steps(runs: list[Iterator[pa.Table]], key: list[str]) -> Iterator[pa.Table]:
+def merge_steps(runs: Sequence[Iterator[pa.Table]], key: list[str]) -> Iterator[pa.Table]:
     """The complete versions of the next keys of sorted runs (each a batch iterator), step by
     step in key order, tagged with their run's ordinal unless the batches carry their own
     (``ORDINAL``: later wins ties): each step is ready for one merge."""
@@ -26,19 +26,17 @@ def merge_steps(runs: list[Iterator[pa.Table]], key: list[str]) -> Iterator[pa.T
     done = [False] * len(runs)
     while True:
         for i, run in enumerate(runs):
-            while not done[i] and (buffers[i] is None or buffers[i].num_rows == 0):
-                batch = next(run, None)
-                if batch is None:
-                    done[i] = True
-                else:
-                    buffers[i] = batch
-        live = [i for i in range(len(runs)) if buffers[i] is not None and buffers[i].num_rows]
+            buffer = buffers[i]
+            while not done[i] and (buffer is None or buffer.num_rows == 0):
+                buffer = next(run, None)
+                done[i] = buffer is None
+            buffers[i] = buffer
+        live = [(i, buffer) for i, buffer in enumerate(buffers) if buffer is not None and buffer.num_rows]
         if not live:
             return
-        bounds = [last_key(buffers[i], key) for i in live if not done[i]]
+        bounds = [last_key(buffer, key) for i, buffer in live if not done[i]]
         taken = []
-        for i in live:
-            buffer = buffers[i]
+        for i, buffer in live:
             count = buffer.num_rows if not bounds else count_at_most(buffer, key, min(bounds))
             if count:
                 step = buffer.slice(0, count)

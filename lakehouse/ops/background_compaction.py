@@ -93,7 +93,7 @@ class BackgroundCompaction:
         if not _hooked.is_set():
             # threading's exit hooks run newest first: this one before concurrent.futures' own,
             # which stops every pool - a round's file reads and writes included - from taking work
-            threading._register_atexit(_finish_rounds)
+            threading._register_atexit(_finish_rounds)  # type: ignore[attr-defined]  # private: not in typeshed
             _hooked.set()
         _live.add(self)
 

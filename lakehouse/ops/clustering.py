@@ -15,11 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from lakehouse.append.compactor import AppendCompactor
 from lakehouse.append.sort_keys import SortOrder, SortStrategy
 from lakehouse.errors import UnsupportedFeatureError
 from lakehouse.ops.compaction import Compaction, commit_compaction, compaction_buckets, rewrite_buckets
 from lakehouse.paths import FileNamer
 from lakehouse.store.partitions import Partitions
+from lakehouse.write.bucket_write import BucketWrite
 from lakehouse.write.message import CommitMessage
 
 if TYPE_CHECKING:
@@ -44,8 +46,17 @@ def sort_buckets(
     """Rewrite some buckets sorted by ``order`` (in parallel); the messages of those that changed.
     Any process can run this for its share (``names``: its file names in the job's write scope)."""
     return rewrite_buckets(
-        table, buckets, lambda w: w.compactor.sort(order), lambda w: w.compactor.sort_job_bytes(), names
+        table,
+        buckets,
+        lambda w: _append_files(w).sort(order),
+        lambda w: _append_files(w).sort_job_bytes(),
+        names,
     )
+
+
+def _append_files(write: BucketWrite) -> AppendCompactor:
+    assert isinstance(write.compactor, AppendCompactor)  # sort_order admits append tables only
+    return write.compactor
 
 
 def sort_compact(

@@ -261,14 +261,16 @@ class _Token:
 def _tokens(text: str) -> list[_Token] | None:
     """The tokens of SQL text; None when it holds something this tokenizer does not read (a
     string with quotes or escapes inside, a double-quoted string, which may be a name)."""
-    out, at = [], 0
+    out: list[_Token] = []
+    at = 0
     text = text.rstrip()
     while at < len(text):
         m = _TOKEN.match(text, at)
-        if m is None or m.lastgroup == "badstr":
+        kind = None if m is None else m.lastgroup  # every alternative is a named group
+        if m is None or kind is None or kind == "badstr":
             return None
         at = m.end()
-        kind, value = m.lastgroup, m.group(m.lastgroup)
+        value = m.group(kind)
         if kind == "op" and text[at - 1 : at + 1] in ("--", "/*"):
             return None  # a comment: what follows it is no condition
         if kind == "word" and value.upper() in _KEYWORDS:
@@ -431,7 +433,8 @@ def _literal_list(tokens: list[_Token]) -> list[Lit] | None:
     """``( lit, lit, ... )``."""
     if not _wrapped(tokens):
         return None
-    values, current = [], []
+    values: list[Lit] = []
+    current: list[_Token] = []
     for t in [*tokens[1:-1], _Token("op", ",")]:
         if t.kind == "op" and t.text == ",":
             lit = _literal(current)

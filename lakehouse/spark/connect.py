@@ -123,6 +123,7 @@ def main() -> None:
         with contextlib.suppress(KeyboardInterrupt):
             if command:
                 sys.exit(subprocess.call(command, env={**os.environ, SPARK_ENV: server.url}))
+            assert server.process is not None  # started by the with statement
             server.process.wait()
 
 

@@ -85,5 +85,5 @@ def _translate(f: sf.Filter, types: dict[str, pa.DataType], negated: bool = Fals
 
 def _column(f: sf.Filter, types: dict[str, pa.DataType]) -> str | None:
     """The top-level column a filter tests, None for nested fields and unknown names."""
-    path = getattr(f, "attribute", ())
+    path: tuple[str, ...] = getattr(f, "attribute", ())
     return path[0] if len(path) == 1 and path[0] in types else None

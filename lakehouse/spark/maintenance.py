@@ -181,7 +181,9 @@ def _run(spark: SparkSession, units: list[Any], job: MaintenanceJob[Any, Any, An
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         share = [units[i] for batch in batches for i in batch.column(0).to_pylist()]
         if share:
-            result = job.run(share, str(TaskContext.get().taskAttemptId()))
+            context = TaskContext.get()
+            assert context is not None  # mapInArrow runs this in a task
+            result = job.run(share, str(context.taskAttemptId()))
             yield pa.record_batch([pa.array([pickle.dumps(result)], pa.binary())], names=[RESULT])
 
     done = spark.range(0, len(units), 1, slices).mapInArrow(run, f"{RESULT} binary").collect()

@@ -71,7 +71,7 @@ from lakehouse.spark.parallelism import default_parallelism
 from lakehouse.spark.reader import SplitPartition, read_splits
 from lakehouse.spark.routing import hash_partition_keys
 from lakehouse.spark.source import open_table, register
-from lakehouse.spark.types import arrow_layout, as_nullable, spark_type
+from lakehouse.spark.types import arrow_layout, as_nullable, decimal_digits, spark_type
 
 FILE, ROW = "__lakehouse_file", "__lakehouse_row"  # a deleted row: its file's name, its position
 ROUTE, TASK = "route", "task"
@@ -171,7 +171,7 @@ def plan_read(
     plan = builder.new_scan().plan()
     native = all(_native_type(schema.field(c).type) for c in needed)
     layouts: dict[int, FileLayout | None] = {}
-    groups: dict[tuple[int, bool, bool], list[RawFile]] = {}
+    groups: dict[tuple[int, bool, bool], tuple[FileLayout, list[RawFile]]] = {}
     engine: list[Split] = []
     for split in plan.splits:
         for part in split.by_file() if native else [split]:
@@ -182,14 +182,14 @@ def plan_read(
                 continue
             if file.schema_id not in layouts:
                 layouts[file.schema_id] = FileLayout.of(table.schema_by_id(file.schema_id), schema, needed)
-            if layouts[file.schema_id] is None:
+            layout = layouts[file.schema_id]
+            if layout is None:
                 engine.append(part)
                 continue
             key = (file.schema_id, file.deletion is not None, bool(file.retracted_kinds))
-            groups.setdefault(key, []).append(file)
+            groups.setdefault(key, (layout, []))[1].append(file)
     files = [
-        FileGroup(layouts[schema_id], tuple(found), retracts)
-        for (schema_id, _, retracts), found in groups.items()
+        FileGroup(layout, tuple(found), retracts) for (_, _, retracts), (layout, found) in groups.items()
     ]
     merged = [SplitPartition(tuple(g)) for g in plan.groups(parallelism, engine)]
     output = st.StructType([st.StructField(c, as_nullable(spark_type(schema.field(c).type))) for c in needed])
@@ -235,8 +235,9 @@ def _widens(old: DataType, new: DataType) -> bool:
         return INTEGER_ROOTS.index(old.root) <= INTEGER_ROOTS.index(new.root)
     if (old.root, new.root) == ("FLOAT", "DOUBLE"):
         return True
-    if old.root == new.root == "DECIMAL":
-        return new.scale >= old.scale and new.precision - new.scale >= old.precision - old.scale
+    if old.root == new.root == "DECIMAL" and isinstance(old, AtomicType) and isinstance(new, AtomicType):
+        (old_precision, old_scale), (new_precision, new_scale) = decimal_digits(old), decimal_digits(new)
+        return new_scale >= old_scale and new_precision - new_scale >= old_precision - old_scale
     return False
 
 
@@ -266,7 +267,8 @@ class FileLayout:
         if len(set(lowered)) < len(lowered) or METADATA in lowered:
             return None
         by_id = {f.id: f for f in written.fields}
-        read, sources = [], []
+        read: list[tuple[str, st.DataType]] = []
+        sources: list[tuple[str, str | None, st.DataType | None]] = []
         for name in needed:
             now = current.field(name)
             old = by_id.get(now.id)
@@ -302,6 +304,13 @@ class FileGroup:
     def deleting(self) -> tuple[RawFile, ...]:
         """The files that have a deletion vector."""
         return tuple(f for f in self.files if f.deletion is not None)
+
+    @property
+    def uris(self) -> list[str]:
+        """Where Spark finds the files."""
+        uris = [f.uri for f in self.files if f.uri is not None]
+        assert len(uris) == len(self.files)  # only files with a URI are read natively (_native_file)
+        return uris
 
 
 @dataclass(frozen=True)
@@ -340,7 +349,7 @@ class NativeRead:
         read = st.StructType([st.StructField(name, dtype) for name, dtype in group.layout.read])
         if group.retracts:
             read = read.add(RawFile.KIND_COLUMN, st.ByteType())
-        df = spark.read.schema(read).options(**PARQUET_OPTIONS).parquet(*(f.uri for f in group.files))
+        df = spark.read.schema(read).options(**PARQUET_OPTIONS).parquet(*group.uris)
         f = functions_for(df)
         if group.retracts:
             df = df.where(~f.col(RawFile.KIND_COLUMN).isin(list(group.files[0].retracted_kinds)))

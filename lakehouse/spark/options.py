@@ -116,7 +116,7 @@ def write_options(
         options[DYNAMIC_PARTITION_OVERWRITE] = "true"
     elif isinstance(overwrite, Mapping):
         options[OVERWRITE_PARTITIONS] = json.dumps([dict(overwrite)])
-    elif overwrite not in (None, False):
+    elif overwrite is not None and overwrite is not False:
         options[OVERWRITE_PARTITIONS] = json.dumps([dict(p) for p in overwrite])
     if commit_user is not None:
         options[COMMIT_USER] = commit_user

@@ -28,6 +28,8 @@ def default_parallelism(spark: SparkSession) -> int:
     probe = spark.range(PROBE_ROWS)
     functions = functions_for(probe)
     ids = probe.select(functions.spark_partition_id().alias("partition"))
-    partitions = ids.agg(functions.max("partition")).first()[0] + 1
+    row = ids.agg(functions.max("partition")).first()
+    assert row is not None  # an aggregate without grouping has one row
+    partitions = row[0] + 1
     spark.conf.set(MEASURED, str(partitions))
     return partitions

@@ -25,6 +25,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from pyspark import SparkContext
 from pyspark.errors import PySparkException
@@ -32,6 +33,9 @@ from pyspark.sql import SparkSession
 
 import lakehouse
 from lakehouse.spark.source import register
+
+if TYPE_CHECKING:
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
 
 LOOPBACK = "127.0.0.1"
 PROJECT_ROOT = str(Path(lakehouse.__file__).resolve().parent.parent)
@@ -76,10 +80,12 @@ def session(
     if master.startswith(CONNECT):
         settings = {**UTC, **(conf or {})}
         if shared:
-            spark = _shared(master, app_name, settings)
+            remote = _shared(master, app_name, settings)
         else:
-            spark = _connect(master)
-            _configure(spark, settings)
+            remote = _connect(master)
+            _configure(remote, settings)
+        # a Connect session serves as a SparkSession (PySpark's builder hands one out as such)
+        spark = cast(SparkSession, remote)
     else:
         builder = SparkSession.builder.master(master).appName(app_name).config("spark.ui.enabled", "false")
         local = _local_settings() if master.startswith("local") else {}
@@ -91,7 +97,7 @@ def session(
     return spark
 
 
-def _connect(url: str, create: bool = False) -> SparkSession:
+def _connect(url: str, create: bool = False) -> RemoteSparkSession:
     """A Spark Connect session: the process's current one, or a new one if ``create``.
 
     PySpark's builder also switches the process to Connect mode (``pyspark.sql.functions`` then
@@ -102,11 +108,15 @@ def _connect(url: str, create: bool = False) -> SparkSession:
     local = SparkContext._active_spark_context is not None or SparkSession._instantiatedSession is not None
     from pyspark.sql.connect.session import SparkSession as RemoteSparkSession  # only where one connects
 
-    remote = (RemoteSparkSession.builder if local else SparkSession.builder).remote(url)
-    return remote.create() if create else remote.getOrCreate()
+    if local:
+        remote = RemoteSparkSession.builder.remote(url)
+        return remote.create() if create else remote.getOrCreate()
+    builder = SparkSession.builder.remote(url)
+    # for a remote URL the classic builder hands out a Connect session
+    return cast("RemoteSparkSession", builder.create() if create else builder.getOrCreate())
 
 
-def _shared(url: str, name: str, settings: Mapping[str, str]) -> SparkSession:
+def _shared(url: str, name: str, settings: Mapping[str, str]) -> RemoteSparkSession:
     """The open server-side session of ``name``, configured with ``settings``. Its id derives
     from the URL, the name, the UTC hour (a server closes sessions idle for an hour, and never
     reopens a closed id: each hour starts a new one) and a generation: the first generation of
@@ -136,7 +146,7 @@ def _shared(url: str, name: str, settings: Mapping[str, str]) -> SparkSession:
     )
 
 
-def _configure(spark: SparkSession, settings: Mapping[str, str]) -> None:
+def _configure(spark: SparkSession | RemoteSparkSession, settings: Mapping[str, str]) -> None:
     for key, value in settings.items():
         spark.conf.set(key, value)
 

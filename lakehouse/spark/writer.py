@@ -70,6 +70,7 @@ class TableWriter:
         """Write this task's rows as one writer of the job; on failure its files are deleted
         before the error surfaces."""
         context = TaskContext.get()
+        assert context is not None  # Spark calls write in a task
         token = str(context.taskAttemptId())  # unique among the attempts of every task of the job
         user = self._task_commit_user(context)
         with self.job.task(token, assigner=context.partitionId(), commit_user=user) as task:

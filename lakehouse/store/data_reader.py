@@ -8,7 +8,7 @@ widened ones are cast (``SchemaEvolutionUtil``). Missing or unreadable files are
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -30,7 +30,7 @@ def read_data_file(
     bucket_path: str,
     meta: DataFileMeta,
     fields: list[DataField],
-    system: list[str] = (),
+    system: Sequence[str] = (),
 ) -> pa.Table:
     """Columns ``fields`` (current schema) of one data file, evolved from the schema it was written
     with, plus the named system columns (whole: :func:`iter_data_file` reads it in batches)."""

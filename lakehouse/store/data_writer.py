@@ -105,8 +105,7 @@ class BucketWriter:
         self.directory = directory
         self.names = layout.names.with_prefix(layout.prefix, ".parquet")
         self.files: list[WrittenFile] = []
-        self._file: parquet.ParquetFileWriter | None = None
-        self._acc: _Accumulator | None = None
+        self._open: tuple[parquet.ParquetFileWriter, _Accumulator] | None = None  # the file being written
 
     def write(self, rows: pa.Table, sequence: pa.Array, kinds: pa.Array | None) -> None:
         """Append rows (in file layout), rolling at the target size; ``kinds`` for primary keys."""
@@ -116,23 +115,20 @@ class BucketWriter:
         step = max(1024, target // max(1, rows.nbytes // rows.num_rows))
         for start in range(0, rows.num_rows, step):
             piece = rows.slice(start, step)
-            if self._file is not None and self._file.bytes_written >= target:
-                self._roll()
-            if self._file is None:
+            if self._open is not None and self._open[0].bytes_written >= target:
+                self._roll(*self._open)
+            if self._open is None:
                 path = f"{self.directory}/{self.names.next()}"
-                self._file = parquet.ParquetFileWriter(
-                    self.layout.io, path, piece.schema, self.layout.parquet
-                )
-                self._acc = _Accumulator(self.layout)
-            self._file.write(piece)  # encodes in the background while we accumulate
-            self._acc.add(
-                piece, sequence.slice(start, step), None if kinds is None else kinds.slice(start, step)
-            )
+                file = parquet.ParquetFileWriter(self.layout.io, path, piece.schema, self.layout.parquet)
+                self._open = file, _Accumulator(self.layout)
+            file, acc = self._open
+            file.write(piece)  # encodes in the background while we accumulate
+            acc.add(piece, sequence.slice(start, step), None if kinds is None else kinds.slice(start, step))
 
-    def _roll(self) -> None:
-        index = self._acc.file_index()  # built while the last piece may still be encoding
-        size = self._file.close()
-        written = self._acc.finish(self._file.path.rsplit("/", 1)[-1], size, self._file.metadata)
+    def _roll(self, file: parquet.ParquetFileWriter, acc: _Accumulator) -> None:
+        index = acc.file_index()  # built while the last piece may still be encoding
+        size = file.close()
+        written = acc.finish(file.path.rsplit("/", 1)[-1], size, file.metadata)
         written.level, written.source = self.level, self.source
         if index is not None and len(index) > self.layout.index_threshold:
             name = written.name + INDEX_SUFFIX  # too big for the manifest: a file next to the data
@@ -141,19 +137,19 @@ class BucketWriter:
         else:
             written.embedded_index = index
         self.files.append(written)
-        self._file = self._acc = None
+        self._open = None
 
     def close(self) -> list[WrittenFile]:
         """Finish the open file (if any) and return every file written; safe to call again."""
-        if self._file is not None:
-            self._roll()
+        if self._open is not None:
+            self._roll(*self._open)
         return self.files
 
     def abort(self) -> None:
         """Remove every file this writer produced."""
-        if self._file is not None:
-            self._file.abort()
-            self._file = None
+        if self._open is not None:
+            self._open[0].abort()
+            self._open = None
         self.layout.io.delete_quietly(
             [f"{self.directory}/{name}" for f in self.files for name in (f.name, *f.extra_files)]
         )
@@ -231,8 +227,10 @@ def file_metas(layout: FileLayout, files: list[WrittenFile]) -> list[DataFileMet
     if layout.key_fields:
         types = [f.type for f in layout.key_fields]
         key_stats = stats.to_simple_stats(types, [f.keys for f in files])
-        ends = binary_row.encode_values([row for f in files for row in (f.first_key, f.last_key)], types)
-        keys = [binary_row.serialize(ends.row(i), len(types)) for i in range(2 * n)]
+        ends = [row for f in files for row in (f.first_key, f.last_key) if row is not None]
+        assert len(ends) == 2 * n  # keyed rows always come with their kinds (_Accumulator.add)
+        encoded = binary_row.encode_values(ends, types)
+        keys = [binary_row.serialize(encoded.row(i), len(types)) for i in range(2 * n)]
     else:
         key_stats, keys = [EMPTY_STATS] * n, [EMPTY_ROW] * (2 * n)
     return [

@@ -25,7 +25,7 @@ PartitionFilter = Callable[[bytes], bool]
 def partition_spec(schema: TableSchema, table: str, spec: Mapping[str, Any], what: str) -> dict[str, Any]:
     """Partition key -> physical value (None for the default partition); ``what`` names the caller."""
     default = schema.core_options.get(PARTITION_DEFAULT_NAME)
-    out = {}
+    out: dict[str, Any] = {}
     for key, value in spec.items():
         if key not in schema.partition_keys:
             raise SchemaMismatchError(

@@ -12,7 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from lakehouse.errors import ArgumentTypeError, BranchNotFoundError, CorruptFileError, InvalidArgumentError
+from lakehouse.errors import (
+    ArgumentTypeError,
+    BranchNotFoundError,
+    CorruptFileError,
+    InvalidArgumentError,
+    TableNotFoundError,
+)
 from lakehouse.io.fs import FileIO
 from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
@@ -167,7 +173,10 @@ class TableStore:
     def reload(self) -> TableStore:
         """Forget the cached schema versions and load the latest: a fast-forward replaced some."""
         self._schemas = {}
-        self.adopt(self.schema_manager.latest())
+        latest = self.schema_manager.latest()
+        if latest is None:
+            raise TableNotFoundError(f"table {self.name} has no schema files any more: it was dropped")
+        self.adopt(latest)
         return self
 
     def with_schema(self, schema_id: int) -> TableStore:
@@ -189,6 +198,7 @@ class TableStore:
         types = self.schema.partition_types()
         values = binary_row.decode_row(binary_row.deserialize(partition)[1], types)
         default = self.schema.core_options.get(PARTITION_DEFAULT_NAME)
+        assert default is not None  # the option has a default
         path = partition_path(list(self.schema.partition_keys), types, values, default)
         return f"{path}/bucket-{bucket}" if path else f"bucket-{bucket}"
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from lakehouse.manifest import binary_row
-from lakehouse.paths import partition_string as value_text
+from lakehouse.paths import value_string
 from lakehouse.types import DataType
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def text(dtype: DataType, value: Any) -> str:
         return (datetime.date(1970, 1, 1) + datetime.timedelta(days=value)).isoformat()
     if dtype.root in ("BINARY", "VARBINARY"):
         return bytes(value).hex()
-    return value_text(dtype, value)
+    return value_string(dtype, value)
 
 
 def row_string(types: list[DataType], values: list[Any]) -> str:

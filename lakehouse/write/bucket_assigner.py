@@ -65,7 +65,7 @@ class DynamicBuckets:
         }
         options = DynamicBucketOptions.from_table(schema.core_options)
         self.split = split
-        self.assigner: BucketAssignerGroup | HashBucketAssigner
+        self.assigner: BucketAssignerGroup[bytes] | HashBucketAssigner[bytes]
         if split is None:
             self.assigner = BucketAssignerGroup(options, self._load)
         elif not split.owns_exclusively:

@@ -19,7 +19,7 @@ from lakehouse.mergetree.compactor import BucketCompactor
 from lakehouse.mergetree.spill import SpilledRun
 from lakehouse.paths import index_file_namer
 from lakehouse.snapshot import Snapshot
-from lakehouse.store.data_writer import BucketWriter, FileLayout, file_metas
+from lakehouse.store.data_writer import BucketWriter, FileLayout, WrittenFile, file_metas
 from lakehouse.write.message import CommitMessage
 from lakehouse.write.settings import WriteSettings
 
@@ -74,7 +74,7 @@ class BucketWrite:
     bucket: int
     directory: str
     next_sequence: int
-    compactor: BucketCompactor | AppendCompactor | None = None  # the bucket's files as this write sees them
+    compactor: BucketCompactor | AppendCompactor  # the bucket's files as this write sees them
     vector_file: IndexManifestEntry | None = None  # its deletion-vector file when the write began
     writer: BucketWriter | None = None  # the run or files being written
     changelog_writer: BucketWriter | None = None
@@ -102,9 +102,10 @@ class BucketWrite:
             self.changelog_writer = BucketWriter(layout, self.partition, self.bucket, self.directory)
         return self.changelog_writer
 
-    def close_writers(self) -> tuple[list, list]:
+    def close_writers(self) -> tuple[list[WrittenFile], list[WrittenFile]]:
         """Finish the open writers: their data files and changelog files (not yet described)."""
-        data, changelog = [], []
+        data: list[WrittenFile] = []
+        changelog: list[WrittenFile] = []
         for writer, out in ((self.writer, data), (self.changelog_writer, changelog)):
             if writer is not None:
                 out.extend(writer.close())
@@ -117,17 +118,18 @@ class BucketWrite:
         for writer in (*self.closed, self.writer, self.changelog_writer):
             if writer is not None:
                 writer.abort()
-        if self.compactor is not None:
-            self.compactor.abort()
+        self.compactor.abort()
 
-    def changed_vectors(self, table: TableStore, settings: WriteSettings) -> tuple[IndexFileMeta | None, ...]:
+    def changed_vectors(
+        self, table: TableStore, settings: WriteSettings
+    ) -> tuple[IndexFileMeta | None, IndexFileMeta | None]:
         """The bucket's new deletion-vector file and the one it replaces, if its compactions
         changed any vector."""
-        vectors = self.compactor.deletion_vectors if self.compactor is not None else None
+        vectors = self.compactor.deletion_vectors
         if vectors is None or not vectors.changed:
             return None, None
         new = vectors.write(table.io, table.paths, index_file_namer(settings.names))
-        return new, self.vector_file and self.vector_file.index_file
+        return new, None if self.vector_file is None else self.vector_file.index_file
 
 
 class Buckets:
@@ -138,7 +140,8 @@ class Buckets:
         self.settings = settings
         self._base: WriteBase | None = None
         self.writes: dict[BucketKey, BucketWrite] = {}
-        self.origin = {"table_id": table.identity, "base_snapshot": table.latest_snapshot_id()}
+        self.table_id = table.identity  # what every message of the write is bound to
+        self.base_snapshot = table.latest_snapshot_id()
 
     @property
     def base(self) -> WriteBase:
@@ -155,21 +158,18 @@ class Buckets:
             base, settings, table = self.base, self.settings, self.table
             bucket_path = table.bucket_path(partition, bucket)
             _check_name_lengths(table, bucket_path)
-            found = BucketWrite(
-                partition,
-                bucket,
-                f"{table.paths.root}/{bucket_path}",
-                base.next_sequence.get(key, 0),
-                vector_file=base.vector_files.get(key),
-            )
+            vector_file = base.vector_files.get(key)
+            compactor: BucketCompactor | AppendCompactor
             if settings.engine is not None:
                 vectors = None
                 if settings.deletion_vectors:
-                    entry = found.vector_file
                     vectors = BucketDeletionVectors.load(
-                        table.io, table.paths, entry and entry.index_file, settings.bitmap64
+                        table.io,
+                        table.paths,
+                        None if vector_file is None else vector_file.index_file,
+                        settings.bitmap64,
                     )
-                found.compactor = BucketCompactor(
+                compactor = BucketCompactor(
                     table,
                     settings.layout,
                     settings.engine,
@@ -180,15 +180,23 @@ class Buckets:
                     settings.changelog,
                 )
             else:
-                found.compactor = AppendCompactor(
+                compactor = AppendCompactor(
                     table,
                     settings.layout,
                     partition,
                     bucket,
                     base.files.get(key, []),
-                    found.vector_file is not None,
+                    vector_file is not None,
                     settings.buffer_size,
                 )
+            found = BucketWrite(
+                partition,
+                bucket,
+                f"{table.paths.root}/{bucket_path}",
+                base.next_sequence.get(key, 0),
+                compactor,
+                vector_file=vector_file,
+            )
             self.writes[key] = found
         return found
 
@@ -214,7 +222,6 @@ class Buckets:
         """One commit message per bucket touched; ``hash_files``: the dynamic-bucket index
         changes per bucket, ``key_index_snapshot``: the snapshot a cross-partition key index was
         read at."""
-        origin = self.origin
         messages = []
         for key, w in self.writes.items():
             self.base.next_sequence[key] = w.next_sequence  # a later round continues the numbering
@@ -234,7 +241,8 @@ class Buckets:
                     key_index_snapshot=key_index_snapshot,
                     changelog_files=tuple(w.new_changelog),
                     compact_changelog_files=tuple(w.compactor.changelog),
-                    **origin,
+                    table_id=self.table_id,
+                    base_snapshot=self.base_snapshot,
                 )
             )
         self.writes = {}

@@ -95,6 +95,8 @@ class WriteSettings:
         key_fields = schema.fields_named(primary_key)
         value_fields = list(schema.fields)
         thin = options.get_bool(DATA_FILE_THIN_MODE)
+        compression, prefix = options.get(FILE_COMPRESSION), options.get(DATA_FILE_PREFIX)
+        assert compression is not None and prefix is not None  # the options have defaults
         layout = FileLayout(
             io=table.io,
             schema_id=schema.id,
@@ -103,10 +105,8 @@ class WriteSettings:
             value_modes=stats.value_modes(value_fields, options),
             key_fields=key_fields,
             target_size=options.target_file_size(keyed),
-            parquet=parquet.ParquetOptions(
-                options.get(FILE_COMPRESSION), options.get_int(FILE_COMPRESSION_ZSTD_LEVEL)
-            ),
-            prefix=options.get(DATA_FILE_PREFIX),
+            parquet=parquet.ParquetOptions(compression, options.get_int(FILE_COMPRESSION_ZSTD_LEVEL)),
+            prefix=prefix,
             indexes=FileIndexBuilder.from_options(
                 schema.options, {f.name: f.type for f in value_fields}, table.name
             )

@@ -18,10 +18,10 @@ import dagster_lakehouse.factory as factory
 from dagster_lakehouse.factory import table_asset
 from dagster_lakehouse.incremental import consumer_id, incremental_user, plan_increment
 from dagster_lakehouse.resources import LakehouseResource, SparkResource
-from dagster_lakehouse.spec import TableSpec
+from dagster_lakehouse.spec import Inputs, TableSpec
 from dagster_lakehouse.yaml_spec import sql_transform
 from lakehouse import Catalog
-from lakehouse.errors import InvalidOptionError
+from lakehouse.errors import InvalidArgumentError, InvalidOptionError
 from lakehouse.store import consumers
 
 pytestmark = pytest.mark.spark
@@ -374,3 +374,9 @@ def test_a_primary_key_upstream_needs_a_changelog_producer(warehouse):
     SUMS.ensure(catalog)
     with pytest.raises(InvalidOptionError, match="changelog-producer to input, lookup or full-compaction"):
         plan_increment(catalog, SUMS.name, (SRC,), "dt")
+
+
+def test_previous_rows_are_those_of_a_named_table():
+    inputs = Inputs(spark=None, days=None, warehouse="unused")  # no table: nothing is read
+    with pytest.raises(InvalidArgumentError, match="these inputs name none"):
+        inputs.previous()

@@ -65,7 +65,9 @@ Evaluate = Callable[[Table, str | None, Partitions], AssetCheckResult]
 def _result(reports: dict[str, IndexReport]) -> AssetCheckResult:
     problems = [f"{name}: {p}" for name, report in reports.items() for p in report.problems]
     missing = [f"{name}: {m}" for name, report in reports.items() for m in report.missing]
-    metadata = {f"{name}_checked": MetadataValue.int(r.files_checked) for name, r in reports.items()}
+    metadata: dict[str, MetadataValue] = {
+        f"{name}_checked": MetadataValue.int(r.files_checked) for name, r in reports.items()
+    }
     metadata["problems"] = MetadataValue.json(problems[:_PROBLEMS_SHOWN])
     metadata["problem_count"] = MetadataValue.int(len(problems))
     for name, report in reports.items():

@@ -146,7 +146,9 @@ def _incremental_writes(
 
 def _increment_metadata(increment: Increment) -> dict[str, MetadataValue]:
     """What an incremental run read: full or changes, and from which snapshot of each upstream."""
-    out = {"incremental": MetadataValue.text("full" if increment.full else "changes")}
+    out: dict[str, MetadataValue] = {
+        "incremental": MetadataValue.text("full" if increment.full else "changes")
+    }
     for name, p in increment.positions.items():
         out[f"{name} snapshots"] = MetadataValue.text(f"{p.start or 0}..{p.end}")
     if increment.replaced:

@@ -122,13 +122,14 @@ def plan_increment(catalog: Catalog, name: str, upstream: Sequence[str], day_col
     last = table.latest_snapshot_of_user(incremental_user(name)) if table is not None else None
     recorded = dict(last.properties or {}) if last is not None else {}
     positions = {}
+    day_partitioned = table is not None and table.partition_keys == [day_column]
     for upstream_name, source in sources.items():
         end = source.latest_snapshot_id() or 0
         start = None
         if table is not None and table.latest_snapshot_id() is not None:  # an empty table is filled whole
             start = _start(source, recorded.get(PROPERTY_PREFIX + upstream_name), consumer_id(name))
         replaced = None if start is None or start > end else _replaced_days(source, start, end, day_column)
-        if replaced is None or (replaced and table.partition_keys != [day_column]):
+        if replaced is None or (replaced and not day_partitioned):
             start, replaced = None, ()
         positions[upstream_name] = Position(upstream_name, start, end, replaced)
     if any(p.start is None for p in positions.values()):
@@ -164,7 +165,11 @@ def _replaced_days(source: Table, start: int, end: int, day_column: str | None) 
     """The days ``source`` replaced in snapshots ``start+1 .. end``; None when they cannot be
     told (snapshots expired, or replaced partitions that are not days)."""
     replaced = source.replaced_partitions(start, end)
-    if replaced is None or (replaced and source.partition_keys != [day_column]):
+    if replaced is None:
+        return None
+    if not replaced:
+        return ()
+    if day_column is None or source.partition_keys != [day_column]:
         return None
     return tuple(sorted(str(p[day_column]) for p in replaced))
 
@@ -182,7 +187,7 @@ def spark_changes(
     position: Position,
     warehouse: str,
     storage: Mapping[str, str],
-    day_column: str,
+    day_column: str | None,
 ) -> DataFrame:
     """``position`` of ``table`` as a DataFrame with ``_row_kind``: its changes, but the rows of the
     days it replaced - or with no ``start``, all of its rows - whole, as ``+I``, as of ``end``."""
@@ -197,6 +202,7 @@ def spark_changes(
                            overwrites=True)  # fmt: skip
     if not position.replaced:
         return changes
+    assert day_column is not None  # plan_increment tells replaced days only with a day column
     days = list(position.replaced)
     whole = snapshot_frame(spark, table, position.end, warehouse, storage, where=col(day_column).isin(days))
     return changes.where(~f.col(day_column).isin(days)).unionByName(whole.withColumn(ROW_KIND, f.lit("+I")))

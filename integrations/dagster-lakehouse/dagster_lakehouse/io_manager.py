@@ -207,7 +207,11 @@ class PaimonIOManager(ConfigurableIOManager):
         mode = _choice(WriteMode, metadata, WRITE_MODE, asset)
         schema_mode = _choice(SchemaMode, metadata, SCHEMA_MODE, asset) or SchemaMode.MERGE
         frame, data = _output_value(obj, asset)
-        incoming = _spark_arrow_schema(frame) if frame is not None else data.schema
+        if frame is not None:
+            incoming = _spark_arrow_schema(frame)
+        else:
+            assert data is not None  # _output_value gives a DataFrame or Arrow data
+            incoming = data.schema
         if mode is WriteMode.DELETE and ROW_KIND in incoming.names:
             raise InvalidArgumentError(
                 f"asset {asset}: write_mode delete makes every row a deletion, but the output has a "
@@ -309,7 +313,7 @@ class PaimonIOManager(ConfigurableIOManager):
             return handler.load(
                 Selection(table, columns, None, changes.select([*columns, ROW_KIND]) if columns else changes)
             )
-        where = col(column).isin(partitions) if column is not None else None
+        where = col(column).isin(partitions) if column is not None and partitions is not None else None
         return handler.load(Selection(table, columns, where))
 
     def _incremental_position(self, context: InputContext, upstream: str) -> Position | None:

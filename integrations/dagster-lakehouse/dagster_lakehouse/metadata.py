@@ -95,7 +95,7 @@ def partition_metadata(table: Table, keys: Sequence[str], user: str, since: int)
     counted = table.partition_row_counts(filter=col(column).isin(list(keys)))
     rows = {str(values[0]): n for values, n in counted.items()}
     data = [s for s in run_snapshots(table, user, since) if s.commit_kind != CommitKind.COMPACT]
-    written = Counter()
+    written: Counter[str] = Counter()
     for e in _added(table, data):
         written[str(table.partition_spec(e.partition)[column])] += e.file.row_count
     return {
@@ -122,7 +122,7 @@ def table_metadata(table: Table, snapshot_id: int | None = None) -> dict[str, An
         return {**identity, "snapshot_id": MetadataValue.int(0), ROW_COUNT: MetadataValue.int(0)}
     entries = table.live_entries(snapshot)
     shapes = table.lsm_shape(snapshot_id=snapshot.id)
-    levels = Counter()
+    levels: Counter[int] = Counter()
     for shape in shapes:
         levels.update(shape.files_per_level)
     return {

@@ -64,7 +64,7 @@ def snapshot_sensor(spec: TableSpec, children: Sequence[AssetKey]) -> SensorDefi
     def _sensor(context: SensorEvaluationContext, lakehouse: LakehouseResource):
         table = _table(lakehouse, spec.name)
         latest = table.latest_snapshot_id() if table is not None else None
-        if latest is None:
+        if table is None or latest is None:
             return SkipReason(f"{spec.name} has no snapshot yet")
         seen = int(context.cursor) if context.cursor else 0
         if latest <= seen:
@@ -78,14 +78,18 @@ def snapshot_sensor(spec: TableSpec, children: Sequence[AssetKey]) -> SensorDefi
             return SensorResult(
                 skip_reason=f"snapshots {seen + 1}..{latest} were Dagster's own", cursor=str(latest)
             )
-        observations, days = [], set()
+        observations: list[AssetObservation] = []
+        days: set[str | None] = set()
         for snap in foreign:
             touched = partitions_touched(table, snap)
             observations.append(_observation(spec, snap, touched))
             if snap.commit_kind != CommitKind.COMPACT:
                 days |= {str(p.get(PARTITION_COLUMN)) for p in touched} if spec.daily else {None}
         ids = f"{foreign[0].id}..{foreign[-1].id}"
-        requests = [] if not children else _refreshes(context.repository_def.asset_graph, spec, days, ids)
+        requests: list[RunRequest] = []
+        if children:
+            assert context.repository_def is not None  # Dagster runs a sensor with its code location's
+            requests = _refreshes(context.repository_def.asset_graph, spec, days, ids)
         reason = (
             None if requests else f"recorded snapshots {ids} of {spec.name}: nothing downstream to refresh"
         )

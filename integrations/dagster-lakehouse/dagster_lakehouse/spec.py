@@ -67,6 +67,10 @@ class Inputs:
     def previous(self) -> DataFrame:
         """This table's rows before the run, but none of the days the run replaces (none at all in
         a full run): for transformations that fold changes into the current state."""
+        if self.table is None:
+            raise InvalidArgumentError(
+                "Inputs.previous() reads the table being materialized, and these inputs name none (table=)"
+            )
         if self.full:
             return self._read(self.table, None, None).limit(0)
         replaced = self.increment.replaced if self.increment is not None else ()

@@ -65,9 +65,11 @@ def sql_transform(
     def transform(inputs: Inputs) -> DataFrame:
         if incremental:
             frames = {view_name(t): inputs.changes(t) for t in upstream}
-            return inputs.spark.sql(query, **frames, **{THIS: inputs.previous()})
+            return inputs.spark.sql(
+                query, args=None, **frames, **{THIS: inputs.previous()}
+            )  # views, no parameters
         frames = {view_name(t): inputs.read(t) for t in upstream}
-        return inputs.spark.sql(query, **frames)
+        return inputs.spark.sql(query, args=None, **frames)
 
     return transform
 
