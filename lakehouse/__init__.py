@@ -82,6 +82,7 @@ from lakehouse.types import (
     from_arrow_field,
     parse_type,
     to_arrow,
+    type_param,
 )
 from lakehouse.write.message import CommitMessage
 from lakehouse.write.router import RowRouter
@@ -177,5 +178,6 @@ __all__ = [
     "storage_options",
     "table_at",
     "to_arrow",
+    "type_param",
     "with_columns",
 ]

@@ -31,8 +31,7 @@ import numpy as np
 
 from lakehouse.errors import InvalidArgumentError
 from lakehouse.io.fs import FileIO, join
-from lakehouse.manifest.binary_row import precision
-from lakehouse.types import TIMESTAMP_ROOTS, DataType, timestamp_unit
+from lakehouse.types import TIMESTAMP_ROOTS, DataType, timestamp_unit, type_param
 
 _ESCAPED = {chr(c) for c in range(0x20)} | set("\"#%'*/:=?\\\x7f{}[]^")
 
@@ -240,7 +239,7 @@ def value_string(dtype: DataType, value: Any) -> str:
     if root == "DECIMAL":
         return format(Decimal(value), "f")
     if root in TIMESTAMP_ROOTS:
-        return local_date_time_string(value, timestamp_unit(precision(dtype)))
+        return local_date_time_string(value, timestamp_unit(type_param(dtype, "precision")))
     if root in ("BINARY", "VARBINARY"):
         raise ValueError("binary values cannot name a partition directory")
     return str(value)  # strings, integers, DATE (epoch days), TIME (millis of day)

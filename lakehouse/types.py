@@ -236,12 +236,13 @@ def unsupported(dtype: DataType) -> NewerType | None:
     return None
 
 
-def type_param(dtype: AtomicType, name: Literal["length", "precision", "scale"]) -> int:
-    """The ``length``, ``precision`` or ``scale`` that ``dtype``'s root requires (parsed types have it)."""
-    value = {"length": dtype.length, "precision": dtype.precision, "scale": dtype.scale}[name]
+def type_param(dtype: DataType, name: Literal["length", "precision", "scale"]) -> int:
+    """The ``length``, ``precision`` or ``scale`` that ``dtype``'s root requires (a parsed type has
+    it): of a CHAR or BINARY, a DECIMAL, TIME or TIMESTAMP."""
+    value = getattr(dtype, name, None) if isinstance(dtype, AtomicType) else None
     if value is None:
-        raise InvalidArgumentError(f"{dtype.name} needs a {name}, e.g. AtomicType({dtype.name!r}, {name}=6)")
-    return value
+        raise InvalidArgumentError(f"type {dtype} needs a {name}, e.g. AtomicType({dtype.root!r}, {name}=6)")
+    return int(value)
 
 
 # ---- constructors -------------------------------------------------------------------------

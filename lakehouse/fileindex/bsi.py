@@ -21,8 +21,8 @@ from lakehouse.errors import CorruptFileError
 from lakehouse.fileindex import roaring
 from lakehouse.fileindex.result import REMAIN, IndexResult, RowSet
 from lakehouse.fileindex.values import timestamp_longs
-from lakehouse.manifest.binary_row import physical_array, precision, scale
-from lakehouse.types import TIMESTAMP_ROOTS, DataType
+from lakehouse.manifest.binary_row import physical_array
+from lakehouse.types import TIMESTAMP_ROOTS, DataType, type_param
 
 BSI = "bsi"
 VERSION_1 = 1
@@ -31,14 +31,14 @@ _ROOTS = ("TINYINT", "SMALLINT", "INT", "BIGINT", "DATE", "TIME", "DECIMAL", *TI
 
 
 def supports(dtype: DataType) -> bool:
-    return dtype.root in _ROOTS and not (dtype.root == "DECIMAL" and precision(dtype) > 18)
+    return dtype.root in _ROOTS and not (dtype.root == "DECIMAL" and type_param(dtype, "precision") > 18)
 
 
 def to_longs(values: pa.Array, dtype: DataType) -> np.ndarray:
     """The long each (non-null) value is indexed as."""
     root = dtype.root
     if root == "DECIMAL":
-        arr = values.cast(pa.decimal128(precision(dtype), scale(dtype)))
+        arr = values.cast(pa.decimal128(type_param(dtype, "precision"), type_param(dtype, "scale")))
         raw = np.frombuffer(arr.buffers()[1], dtype="<i8", count=2 * (arr.offset + len(arr)))
         return raw[2 * arr.offset :][0::2].copy()  # low half = the unscaled long (precision <= 18)
     if root in TIMESTAMP_ROOTS:

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakehouse.errors import CorruptFileError, InvalidArgumentError
+from lakehouse.errors import CorruptFileError
 from lakehouse.murmur import murmur_hash
 from lakehouse.types import (
     BINARY_ROOTS,
@@ -33,6 +33,7 @@ from lakehouse.types import (
     AtomicType,
     DataType,
     timestamp_unit,
+    type_param,
 )
 
 HEADER_BITS = 8  # BinaryRow.HEADER_SIZE_IN_BITS: the RowKind byte
@@ -54,32 +55,12 @@ def null_bits_width(arity: int) -> int:
     return ((arity + 63 + HEADER_BITS) // 64) * 8
 
 
-def precision(dtype: DataType) -> int:
-    """The precision of a DECIMAL, TIME or TIMESTAMP type (a parsed type always has one)."""
-    if isinstance(dtype, AtomicType) and dtype.precision is not None:
-        return dtype.precision
-    raise _missing(dtype, "precision")
-
-
-def scale(dtype: DataType) -> int:
-    """The scale of a DECIMAL type (a parsed type always has one)."""
-    if isinstance(dtype, AtomicType) and dtype.scale is not None:
-        return dtype.scale
-    raise _missing(dtype, "scale")
-
-
-def _missing(dtype: DataType, name: str) -> InvalidArgumentError:
-    return InvalidArgumentError(
-        f"type {dtype} has no {name}; give it one, e.g. AtomicType({dtype.root!r}, {name}=...)"
-    )
-
-
 def is_compact_decimal(dtype: DataType) -> bool:
-    return precision(dtype) <= 18  # Decimal.isCompact
+    return type_param(dtype, "precision") <= 18  # Decimal.isCompact
 
 
 def is_compact_timestamp(dtype: DataType) -> bool:
-    return precision(dtype) <= 3  # Timestamp.isCompact
+    return type_param(dtype, "precision") <= 3  # Timestamp.isCompact
 
 
 # ---- Arrow -> physical --------------------------------------------------------------------
@@ -110,7 +91,7 @@ def physical_array(arr: pa.Array, dtype: DataType) -> pa.Array:
             return pc.divide(arr.cast(pa.int64()), 1000).cast(pa.int32())
         return arr.cast(pa.time32("ms")).cast(pa.int32())
     if root in TIMESTAMP_ROOTS:
-        unit = timestamp_unit(precision(dtype))
+        unit = timestamp_unit(type_param(dtype, "precision"))
         return arr.cast(pa.timestamp(unit, arr.type.tz)).cast(pa.int64())
     return arr
 
@@ -286,14 +267,14 @@ def _fixed_slot(arr: pa.Array, root: str, nulls: np.ndarray | None) -> np.ndarra
 
 
 def _millis(values: np.ndarray, dtype: DataType) -> np.ndarray:
-    unit = timestamp_unit(precision(dtype))
+    unit = timestamp_unit(type_param(dtype, "precision"))
     if unit == "s":
         return values * 1000
     return values // {"ms": 1, "us": 1000, "ns": 1_000_000}[unit]
 
 
 def _nanos_of_milli(values: np.ndarray, dtype: DataType) -> np.ndarray:
-    unit = timestamp_unit(precision(dtype))
+    unit = timestamp_unit(type_param(dtype, "precision"))
     if unit == "us":
         return (values % 1000) * 1000
     if unit == "ns":
@@ -303,7 +284,7 @@ def _nanos_of_milli(values: np.ndarray, dtype: DataType) -> np.ndarray:
 
 def _encode_decimal(arr: pa.Array, dtype: DataType, nulls: np.ndarray | None):
     n = len(arr)
-    arr = arr.cast(pa.decimal128(precision(dtype), scale(dtype)))
+    arr = arr.cast(pa.decimal128(type_param(dtype, "precision"), type_param(dtype, "scale")))
     if nulls is not None:
         arr = arr.fill_null(Decimal(0))
     raw = np.frombuffer(arr.buffers()[1], dtype="<i8", count=2 * (arr.offset + n))[2 * arr.offset :]
@@ -442,14 +423,14 @@ def _decode_field(row: bytes, off: int, dtype: DataType) -> Any:
             unscaled = struct.unpack_from("<q", row, off)[0]
         else:
             unscaled = int.from_bytes(_variable(row, slot), "big", signed=True)
-        return Decimal(unscaled).scaleb(-scale(dtype))
+        return Decimal(unscaled).scaleb(-type_param(dtype, "scale"))
     if root in TIMESTAMP_ROOTS:
         if is_compact_timestamp(dtype):
             millis, nanos = struct.unpack_from("<q", row, off)[0], 0
         else:
             start = slot >> 32
             millis, nanos = struct.unpack_from("<q", row, start)[0], slot & 0xFFFFFFFF
-        unit = timestamp_unit(precision(dtype))
+        unit = timestamp_unit(type_param(dtype, "precision"))
         if unit == "s":
             return millis // 1000
         return (

@@ -120,8 +120,7 @@ class ManifestStore:
         self.paths = paths
         self.partition_types = partition_types
         self.table = table
-        compression = options.get(MANIFEST_COMPRESSION)
-        assert compression is not None  # the option has a default
+        compression = options.required(MANIFEST_COMPRESSION)
         self.codec = avro.avro_codec(compression)
         self.target_size = options.memory(MANIFEST_TARGET_FILE_SIZE)
         self._manifest_names = FileNamer("manifest-")

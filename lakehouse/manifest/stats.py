@@ -27,6 +27,7 @@ from lakehouse.types import (
     DataField,
     DataType,
     timestamp_unit,
+    type_param,
 )
 
 if TYPE_CHECKING:
@@ -54,8 +55,7 @@ class StatsMode:
 
 def value_modes(fields: list[DataField], options: CoreOptions) -> list[StatsMode]:
     """Stats mode of each value column (table mode unless ``fields.<col>.stats-mode`` is set)."""
-    table_mode = options.get(METADATA_STATS_MODE)
-    assert table_mode is not None  # the option has a default
+    table_mode = options.required(METADATA_STATS_MODE)
     return [
         StatsMode.parse(
             options.get(f"fields.{f.name}.stats-mode") or table_mode, f"fields.{f.name}.stats-mode"
@@ -111,8 +111,8 @@ def _physical(raw: Any, dtype: DataType) -> Any:
         return raw.decode()
     if root == "DECIMAL":
         unscaled = raw if isinstance(raw, int) else int.from_bytes(raw, "big", signed=True)
-        return Decimal(unscaled).scaleb(-binary_row.scale(dtype))
-    if root in TIMESTAMP_ROOTS and timestamp_unit(binary_row.precision(dtype)) == "s":
+        return Decimal(unscaled).scaleb(-type_param(dtype, "scale"))
+    if root in TIMESTAMP_ROOTS and timestamp_unit(type_param(dtype, "precision")) == "s":
         return raw // 1000  # Parquet has no seconds: Arrow writes them as millis
     return raw
 

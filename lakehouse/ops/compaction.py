@@ -24,7 +24,6 @@ from lakehouse.write.bucket_write import Buckets, BucketWrite
 from lakehouse.write.message import CommitMessage
 from lakehouse.write.scope import WriteScope
 from lakehouse.write.settings import WriteSettings
-from lakehouse.write.table_write import bucket_compactor
 
 if TYPE_CHECKING:
     from lakehouse.store.table_store import TableStore
@@ -75,8 +74,8 @@ def compact_buckets(
     return rewrite_buckets(
         table,
         buckets,
-        lambda w: bucket_compactor(w).compact(full=full),
-        lambda w: bucket_compactor(w).job_bytes(),
+        lambda w: w.compactor.compact(full=full),
+        lambda w: w.compactor.job_bytes(),
         names,
         beside_buffer,
     )

@@ -57,6 +57,7 @@ from lakehouse import (
     Table,
     TableSchema,
     is_system_name,
+    type_param,
 )
 from lakehouse.errors import InvalidArgumentError, InvalidOptionError
 from lakehouse.spark.conditions import Condition, pruning_predicate, quoted, spark_condition, used_columns
@@ -71,7 +72,7 @@ from lakehouse.spark.parallelism import default_parallelism
 from lakehouse.spark.reader import SplitPartition, read_splits
 from lakehouse.spark.routing import hash_partition_keys
 from lakehouse.spark.source import open_table, register
-from lakehouse.spark.types import arrow_layout, as_nullable, decimal_digits, spark_type
+from lakehouse.spark.types import arrow_layout, as_nullable, spark_type
 
 FILE, ROW = "__lakehouse_file", "__lakehouse_row"  # a deleted row: its file's name, its position
 ROUTE, TASK = "route", "task"
@@ -235,9 +236,12 @@ def _widens(old: DataType, new: DataType) -> bool:
         return INTEGER_ROOTS.index(old.root) <= INTEGER_ROOTS.index(new.root)
     if (old.root, new.root) == ("FLOAT", "DOUBLE"):
         return True
-    if old.root == new.root == "DECIMAL" and isinstance(old, AtomicType) and isinstance(new, AtomicType):
-        (old_precision, old_scale), (new_precision, new_scale) = decimal_digits(old), decimal_digits(new)
-        return new_scale >= old_scale and new_precision - new_scale >= old_precision - old_scale
+    if old.root == new.root == "DECIMAL":
+        old_scale, new_scale = type_param(old, "scale"), type_param(new, "scale")
+        return (
+            new_scale >= old_scale
+            and type_param(new, "precision") - new_scale >= type_param(old, "precision") - old_scale
+        )
     return False
 
 

@@ -21,8 +21,9 @@ from lakehouse import (
     MultisetType,
     RowType,
     from_arrow_field,
+    type_param,
 )
-from lakehouse.errors import InvalidArgumentError, UnsupportedFeatureError
+from lakehouse.errors import UnsupportedFeatureError
 
 _ATOMIC = {
     "BOOLEAN": st.BooleanType(),
@@ -49,9 +50,9 @@ def spark_type(dtype: DataType) -> st.DataType:
         if dtype.name in _ATOMIC:
             return _ATOMIC[dtype.name]
         if dtype.name == "DECIMAL":
-            return st.DecimalType(*decimal_digits(dtype))
+            return st.DecimalType(type_param(dtype, "precision"), type_param(dtype, "scale"))
         if dtype.name == "TIME":
-            return st.TimeType(min(_given(dtype.precision, dtype, "precision"), SPARK_TIME_PRECISION))
+            return st.TimeType(min(type_param(dtype, "precision"), SPARK_TIME_PRECISION))
     elif isinstance(dtype, ArrayType):
         return st.ArrayType(spark_type(dtype.element), dtype.element.nullable)
     elif isinstance(dtype, MultisetType):
@@ -61,19 +62,6 @@ def spark_type(dtype: DataType) -> st.DataType:
     elif isinstance(dtype, RowType):
         return spark_schema(dtype.fields)
     raise UnsupportedFeatureError(f"Paimon type {dtype} has no Spark equivalent")
-
-
-def decimal_digits(dtype: AtomicType) -> tuple[int, int]:
-    """The precision and scale of a DECIMAL type (a parsed type has both)."""
-    return _given(dtype.precision, dtype, "precision"), _given(dtype.scale, dtype, "scale")
-
-
-def _given(value: int | None, dtype: AtomicType, name: str) -> int:
-    if value is None:
-        raise InvalidArgumentError(
-            f"type {dtype} has no {name}; give it one, e.g. AtomicType({dtype.name!r}, {name}=...)"
-        )
-    return value
 
 
 def spark_schema(fields: tuple[DataField, ...] | list[DataField]) -> st.StructType:

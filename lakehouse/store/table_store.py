@@ -197,8 +197,7 @@ class TableStore:
         """Directory of a bucket relative to the table, e.g. ``dt=2024-01-01/bucket-3``."""
         types = self.schema.partition_types()
         values = binary_row.decode_row(binary_row.deserialize(partition)[1], types)
-        default = self.schema.core_options.get(PARTITION_DEFAULT_NAME)
-        assert default is not None  # the option has a default
+        default = self.schema.core_options.required(PARTITION_DEFAULT_NAME)
         path = partition_path(list(self.schema.partition_keys), types, values, default)
         return f"{path}/bucket-{bucket}" if path else f"bucket-{bucket}"
 

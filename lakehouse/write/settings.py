@@ -95,8 +95,7 @@ class WriteSettings:
         key_fields = schema.fields_named(primary_key)
         value_fields = list(schema.fields)
         thin = options.get_bool(DATA_FILE_THIN_MODE)
-        compression, prefix = options.get(FILE_COMPRESSION), options.get(DATA_FILE_PREFIX)
-        assert compression is not None and prefix is not None  # the options have defaults
+        compression, prefix = options.required(FILE_COMPRESSION), options.required(DATA_FILE_PREFIX)
         layout = FileLayout(
             io=table.io,
             schema_id=schema.id,

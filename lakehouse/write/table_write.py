@@ -159,7 +159,7 @@ class TableWrite:
     def compactor(self, partition: bytes, bucket: int) -> BucketCompactor | AppendCompactor:
         """The compactor of a bucket as this writer sees it: the LSM tree of a primary-key
         bucket, the files of an append bucket."""
-        return bucket_compactor(self.buckets.get(partition, bucket))
+        return self.buckets.get(partition, bucket).compactor
 
     def _key_engine(self) -> MergeEngine:
         """The merge engine; only primary-key tables, which have one, buffer sorted runs."""
@@ -402,15 +402,9 @@ class TableWrite:
             changelog.write(layout.file_rows(given), seq, given_kinds)
 
 
-def bucket_compactor(write: BucketWrite) -> BucketCompactor | AppendCompactor:
-    """The compactor of a bucket of a write (``Buckets.get`` gives every bucket one)."""
-    assert write.compactor is not None, f"bucket {write.bucket} of a write has no compactor"
-    return write.compactor
-
-
 def _lsm(write: BucketWrite) -> BucketCompactor:
     """The LSM tree of a bucket of a primary-key table."""
-    compactor = bucket_compactor(write)
+    compactor = write.compactor
     assert isinstance(compactor, BucketCompactor), "only primary-key buckets have sorted runs"
     return compactor
 
