@@ -241,7 +241,7 @@ def type_param(dtype: DataType, name: Literal["length", "precision", "scale"]) -
     it): of a CHAR or BINARY, a DECIMAL, TIME or TIMESTAMP."""
     value = getattr(dtype, name, None) if isinstance(dtype, AtomicType) else None
     if value is None:
-        raise InvalidArgumentError(f"type {dtype} needs a {name}, e.g. AtomicType({dtype.root!r}, {name}=6)")
+        raise InvalidArgumentError(f"{dtype.root} needs a {name}, e.g. AtomicType({dtype.root!r}, {name}=6)")
     return int(value)
 
 
