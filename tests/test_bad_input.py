@@ -189,3 +189,19 @@ def test_damaged_stats_name_the_entry_and_its_manifest(table):
         CorruptFileError, match=f"the entry of data file data-.* in manifest {path} is damaged"
     ):
         table.read(filter=col("order_id") == 2)
+
+
+def test_value_stats_naming_an_unknown_column_name_the_entry_and_its_manifest(catalog):
+    """``_VALUE_STATS_COLS`` names the columns its stats cover: one the file's schema lacks is a
+    damaged entry, found when a filter first prunes by value stats."""
+    from lakehouse.manifest import files as manifest_files
+
+    table = catalog.create_table("db.events", ORDERS)
+    table.write(orders([1, 2, 3]))
+    path = _manifest_of_latest(table)
+    _recode(path, lambda r: r["_FILE"].update(_VALUE_STATS_COLS=["no_such_column"]))
+    manifest_files._CACHE.clear()
+    with pytest.raises(
+        CorruptFileError, match=f"the entry of data file data-.* in manifest {path} is damaged"
+    ):
+        table.read(filter=col("price") > 1.0)

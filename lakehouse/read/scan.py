@@ -255,6 +255,9 @@ class _Pruner:
             stats_of = self._file_stats(entry.file)
         except CorruptFileError as e:
             raise damaged_entry(self.table.name, entry.file, e) from None
+        except KeyError as e:  # its stats columns name one its schema does not have
+            problem = f"its stats name column {e}, which its schema lacks"
+            raise damaged_entry(self.table.name, entry.file, problem) from None
         return may_match(self.stats_pred, stats_of.get, self.physical)
 
     def index_results(self, entries: list[ManifestEntry]) -> list[IndexResult]:
