@@ -24,6 +24,8 @@ from lakehouse.errors import InvalidArgumentError, UnsupportedFeatureError
 from lakehouse.options import TYPE
 
 MAX_LENGTH = 2**31 - 1  # VARCHAR/VARBINARY length of STRING/BYTES
+MAX_DECIMAL_PRECISION = 38  # Paimon's DecimalType.MAX_PRECISION
+MAX_TIME_PRECISION = 9  # TIME and TIMESTAMP: up to nanoseconds
 
 # Roots of atomic types, named as in org.apache.paimon.types.DataTypeRoot where it matters.
 INTEGER_ROOTS = ("TINYINT", "SMALLINT", "INT", "BIGINT")
@@ -288,6 +290,8 @@ def parse_type(value: Any) -> DataType:
     if isinstance(value, str):
         try:
             return _parse_atomic(value)
+        except InvalidArgumentError:
+            raise  # a type this engine knows, with parameters out of range
         except ValueError:
             return _newer(value, value) or _raise_unparsable(value)
     if isinstance(value, dict) and isinstance(value.get(TYPE), str):
@@ -334,14 +338,26 @@ def _parse_atomic(text: str) -> AtomicType:
     if name == "BYTES":
         return AtomicType("VARBINARY", nullable, length=MAX_LENGTH)
     if name in STRING_ROOTS or name in BINARY_ROOTS:
-        return AtomicType(name, nullable, length=int(a) if a else 1)
+        return AtomicType(name, nullable, length=_within(text, "length", a, 1, 1, MAX_LENGTH))
     if name in ("DECIMAL", "NUMERIC", "DEC"):
-        return AtomicType("DECIMAL", nullable, precision=int(a) if a else 10, scale=int(b) if b else 0)
-    if name == "TIME":
-        return AtomicType("TIME", nullable, precision=int(a) if a else 0)
-    if name in TIMESTAMP_ROOTS:
-        return AtomicType(name, nullable, precision=int(a) if a else 6)
+        precision = _within(text, "precision", a, 10, 1, MAX_DECIMAL_PRECISION)
+        return AtomicType(
+            "DECIMAL", nullable, precision=precision, scale=_within(text, "scale", b, 0, 0, precision)
+        )
+    if name == "TIME" or name in TIMESTAMP_ROOTS:
+        default = 0 if name == "TIME" else 6
+        return AtomicType(
+            name, nullable, precision=_within(text, "precision", a, default, 0, MAX_TIME_PRECISION)
+        )
     raise ValueError(f"unsupported Paimon data type {text!r}")
+
+
+def _within(text: str, what: str, given: str | None, default: int, low: int, high: int) -> int:
+    """A type's parameter, ``default`` when not given, refused outside ``low..high`` as Paimon does."""
+    value = int(given) if given else default
+    if not low <= value <= high:
+        raise InvalidArgumentError(f"type {text!r}: its {what} must be between {low} and {high}")
+    return value
 
 
 # ---- field ids ----------------------------------------------------------------------------

@@ -169,3 +169,17 @@ def test_nested_field_ids_are_assigned_inner_first_like_java():
     assert r.fields[1].type.fields[0].id == 3
     assert s.field("m").type.value.fields[0].id == 6
     assert s.highest_field_id == 7
+
+
+@pytest.mark.parametrize(
+    "text, what",
+    [("DECIMAL(40, 2)", "precision"), ("DECIMAL(18, 20)", "scale"), ("VARCHAR(0)", "length"),
+     ("TIMESTAMP(10)", "precision"), ("TIME(10)", "precision")],
+)  # fmt: skip
+def test_a_known_type_with_parameters_out_of_range_is_refused(text, what):
+    """Not taken for a newer type: Paimon refuses them too."""
+    from lakehouse.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match=f"its {what} must be between"):
+        parse_type(text)
+    assert str(parse_type("DECIMAL(38, 38)")) == "DECIMAL(38, 38)"
