@@ -36,7 +36,13 @@ from lakehouse.ops.manifest_compaction import ManifestCompaction
 from lakehouse.ops.orphans import OrphanFiles
 from lakehouse.ops.partition_expire import PartitionExpiration
 from lakehouse.ops.rollback import Rollback
-from lakehouse.options import ChangelogProducerKind, MergeEngineKind, StartupMode
+from lakehouse.options import (
+    ChangelogProducerKind,
+    MergeEngineKind,
+    StartupMode,
+    is_known_option,
+    option_names,
+)
 from lakehouse.predicate import And, Leaf, Not, Op, Or, Predicate, col
 from lakehouse.read.raw_files import RawFile
 from lakehouse.read.scan import Plan, Split
@@ -171,8 +177,10 @@ __all__ = [
     "errors",
     "fill_missing",
     "from_arrow_field",
+    "is_known_option",
     "is_system_name",
     "murmur_hash",
+    "option_names",
     "parse_type",
     "plan_merge",
     "storage_options",

@@ -374,6 +374,23 @@ def canonical_name(key: str) -> str:
     return _NAMES.get(key.lower(), key)
 
 
+# option families with a column or an index type in their names: fields.<column>.aggregate-function,
+# file-index.<type>.columns, file-index.bloom-filter.<column>.fpp, ...
+_FAMILIES = ("fields.", "file-index.")
+
+
+def option_names() -> list[str]:
+    """The name of every option this engine reads, but the families of per-column and per-index
+    options (``fields.``, ``file-index.``): to suggest the one a misspelled name meant."""
+    return sorted(_NAMES.values())
+
+
+def is_known_option(key: str) -> bool:
+    """Whether this engine reads the option ``key`` (in any case): a declaration can refuse a
+    misspelled one, which Paimon itself stores and ignores."""
+    return key.lower() in _NAMES or key.startswith(_FAMILIES)
+
+
 def check_values(options: Mapping[str, str], table: str) -> None:
     """Refuse an option whose value Paimon would not parse, naming the table and the option."""
     for key, value in options.items():

@@ -53,3 +53,20 @@ def test_booleans_and_defaults():
     assert options.target_file_size(has_primary_key=True) == 128 << 20
     assert options.target_file_size(has_primary_key=False) == 256 << 20
     assert options.duration_ms("commit.timeout") is None
+
+
+def test_known_options_are_those_the_engine_reads_in_any_case():
+    from lakehouse import is_known_option
+
+    assert is_known_option("bucket") and is_known_option("merge-engine")
+    assert is_known_option("read.stream.maxfilespertrigger")  # as Spark lowercases it
+    assert is_known_option("fields.price.aggregate-function") and is_known_option("file-index.bitmap.columns")
+    assert not is_known_option("bukket") and not is_known_option("merge_engine")
+
+
+def test_option_names_are_the_known_ones():
+    from lakehouse import is_known_option, option_names
+
+    names = option_names()
+    assert "bucket" in names and "read.stream.maxFilesPerTrigger" in names
+    assert all(is_known_option(n) for n in names)
