@@ -21,7 +21,7 @@ DAGSTER_LIB := integrations/dagster-lakehouse
 $(STAMP): pyproject.toml $(DAGSTER_LIB)/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]' -e '$(DAGSTER_LIB)[pandas,polars,ui]' \
+	$(PY) -m pip install --quiet -e '.[dev]' -e '$(DAGSTER_LIB)[pandas,polars,ui,dg]' \
 		--config-settings editable_mode=compat
 	touch $(STAMP)
 
@@ -55,7 +55,7 @@ e2e: $(E2E_STAMP) $(CHROMIUM) $(MARIADB)
 	$(PY) -m pytest -m e2e
 
 $(E2E_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e '.[dev,e2e]' -e '$(DAGSTER_LIB)[pandas,polars,ui]' \
+	$(PY) -m pip install --quiet -e '.[dev,e2e]' -e '$(DAGSTER_LIB)[pandas,polars,ui,dg]' \
 		--config-settings editable_mode=compat
 	touch $(E2E_STAMP)
 
@@ -112,7 +112,7 @@ ci-engine:
 USER_PY := $(CI)/venv-user/bin/python
 ci-user: $(INITDB)
 	$(call fresh_venv,user)
-	$(USER_PY) -m pip install -qq '.[s3,spark,postgres,mysql,test]' './$(DAGSTER_LIB)[pandas,polars,ui]'
+	$(USER_PY) -m pip install -qq '.[s3,spark,postgres,mysql,test]' './$(DAGSTER_LIB)[pandas,polars,ui,dg]'
 	$(call scratch,user) $(USER_PY) -m pytest --installed -m 'not engine and not interop and not e2e' \
 		--ignore=tests/interop
 	$(call scratch,user) LAKEHOUSE_WAREHOUSE=$(CI)/user/warehouse DAGSTER_HOME=$(CI)/user/dagster_home \

@@ -1,18 +1,12 @@
-"""The example lakehouse's code location (``workspace.yaml`` loads it): its tables
-(:mod:`assets.orders`) as Dagster definitions, daily from the example's first day, with the
-resources of :mod:`resources`."""
+"""The example lakehouse's code location (``workspace.yaml`` and ``dg`` load it): the components
+and definitions under :mod:`assets.defs`."""
 
-from __future__ import annotations
+from pathlib import Path
 
-from dagster import DailyPartitionsDefinition
+from dagster import load_from_defs_folder
 
-from assets.events import START
-from assets.orders import TABLES
-from dagster_lakehouse.definitions import PIPELINE, build_definitions
-from resources import RESOURCES
+from dagster_lakehouse.definitions import PIPELINE
 
-DAILY = DailyPartitionsDefinition(start_date=START)
+defs = load_from_defs_folder(path_within_project=Path(__file__).parent)
 
-defs = build_definitions(TABLES, DAILY, RESOURCES)
-
-__all__ = ["DAILY", "PIPELINE", "defs"]
+__all__ = ["PIPELINE", "defs"]

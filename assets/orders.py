@@ -136,7 +136,7 @@ def _spark_type(dtype: pa.DataType):
     return spark_schema_of_arrow(pa.schema([("x", dtype)]))["x"].dataType
 
 
-TABLES = (
+PYTHON_TABLES = (  # assets/defs/tables/defs.yaml declares them to Dagster
     TableSpec(
         "ods.orders",
         EVENTS,
@@ -168,7 +168,6 @@ TABLES = (
         publish=Publish.AUDITED,  # written to a run branch, published once its checks pass there
         incremental=True,  # fed by the events ods.orders gained since its last materialization
     ),
-    load_table_spec(Path(__file__).with_name("tables") / "dws.user_daily.yaml"),
     TableSpec(
         "dws.order_wide",
         ORDER_WIDE,
@@ -190,3 +189,6 @@ TABLES = (
         incremental=True,  # fed by dwd.orders' changelog and the pay events ods.orders gained
     ),
 )
+
+USER_DAILY = load_table_spec(Path(__file__).parent / "defs" / "dws_user_daily" / "defs.yaml")
+TABLES = (*PYTHON_TABLES, USER_DAILY)  # every table of the example

@@ -9,9 +9,9 @@ import pytest
 from assets.orders import TABLES
 from dagster_lakehouse.publish import Publish
 from dagster_lakehouse.yaml_spec import load_table_spec, load_table_specs
-from lakehouse.errors import InvalidArgumentError, SchemaMismatchError
+from lakehouse.errors import InvalidArgumentError
 
-EXAMPLE = Path(__file__).parents[2] / "assets" / "tables"
+EXAMPLE = Path(__file__).parents[2] / "assets" / "defs" / "dws_user_daily" / "defs.yaml"
 
 GOOD = """
 name: db.t
@@ -27,7 +27,8 @@ sql: SELECT id, dt, amount FROM {db_source}
 
 
 def test_the_example_declares_a_table_in_yaml():
-    (spec,) = load_table_specs(EXAMPLE)
+    """As a table component's defs.yaml, whose attributes are the spec."""
+    spec = load_table_spec(EXAMPLE)
     assert spec.name == "dws.user_daily" and spec.name in {t.name for t in TABLES}
     assert spec.primary_keys == ("user_id", "dt") and spec.incremental
     assert spec.options["merge-engine"] == "aggregation" and spec.options["bucket"] == "2"
@@ -40,6 +41,7 @@ def test_a_spec_loads_with_defaults(tmp_path):
     path = tmp_path / "t.yaml"
     path.write_text(GOOD)
     spec = load_table_spec(path)
+    assert [s.name for s in load_table_specs(tmp_path)] == ["db.t"]
     assert spec.partition_keys == ("dt",) and spec.write == "upsert" and spec.upstream == ("db.source",)
     assert spec.options == {"bucket": "2"} and spec.publish is Publish.DIRECT
     path.write_text(GOOD + "publish: audited\n")
@@ -53,7 +55,23 @@ def test_a_spec_loads_with_defaults(tmp_path):
         (lambda s: s.replace("BIGINT NOT NULL", "BIGNUM"), InvalidArgumentError, "column 'id'"),
         (lambda s: s + "write: merge\n", InvalidArgumentError, "write is 'merge'"),
         (lambda s: s + "publish: reviewed\n", InvalidArgumentError, "publish is 'reviewed'"),
-        (lambda s: s.replace("[id, dt]", "[id, day]"), SchemaMismatchError, "primary key"),
+        (lambda s: s.replace("[id, dt]", "[id, day]"), InvalidArgumentError, "primary_keys.1: .* 'day'"),
+        (
+            lambda s: s.replace("bucket: 2", "bukket: 2"),
+            InvalidArgumentError,
+            "'bukket'; did you mean 'bucket'",
+        ),
+        (
+            lambda s: s.replace("bucket: 2", "bucket: two"),
+            InvalidArgumentError,
+            "options.bucket: .*whole number",
+        ),
+        (lambda s: s.replace("{db_source}", "{db_sauce}"), InvalidArgumentError, "sql: .*reads {db_sauce}"),
+        (
+            lambda s: s.replace("{db_source}", "{this}"),
+            InvalidArgumentError,
+            "only an incremental table reads",
+        ),
     ],
 )
 def test_a_bad_spec_is_refused_naming_the_file(tmp_path, edit, error, match):

@@ -119,7 +119,7 @@ class Check:
 
 
 def _table_check(
-    spec: TableSpec, partitions: DailyPartitionsDefinition, checks: list[Check]
+    spec: TableSpec, partitions: DailyPartitionsDefinition | None, checks: list[Check]
 ) -> AssetChecksDefinition:
     """One step evaluating ``checks`` of a table: an evaluation per check and partition of the run
     (one in all on an unpartitioned table), each linked to the materialization it checked. An
@@ -188,7 +188,9 @@ def _target(
     )
 
 
-def table_checks(spec: TableSpec, partitions: DailyPartitionsDefinition) -> list[AssetChecksDefinition]:
+def table_checks(
+    spec: TableSpec, partitions: DailyPartitionsDefinition | None
+) -> list[AssetChecksDefinition]:
     """The checks a table gets from its spec: a step per check, or one step auditing an audited
     table's run branch with all of them."""
     checks = []

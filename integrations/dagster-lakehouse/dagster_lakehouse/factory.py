@@ -64,7 +64,7 @@ def freshness_policy(spec: TableSpec) -> FreshnessPolicy | None:
     return FreshnessPolicy.cron(deadline_cron=spec.fresh_by, lower_bound_delta=FRESH_WINDOW)
 
 
-def table_asset(spec: TableSpec, partitions: DailyPartitionsDefinition) -> AssetsDefinition:
+def table_asset(spec: TableSpec, partitions: DailyPartitionsDefinition | None) -> AssetsDefinition:
     """The asset of one table; daily partitions write the table's ``dt`` partition of that day. A
     backfill is one run (single-run backfill policy) that reads the upstream days of its range and
     writes them in one Spark job and one commit."""

@@ -90,7 +90,10 @@ def run_metadata(table: Table, user: str, since: int) -> dict[str, Any]:
 
 def partition_metadata(table: Table, keys: Sequence[str], user: str, since: int) -> dict[str, dict[str, Any]]:
     """Per partition key of a run (a value of the table's single partition key): the rows the run
-    (commit user ``user``, after snapshot ``since``) wrote there, and the partition's exact rows."""
+    (commit user ``user``, after snapshot ``since``) wrote there, and the partition's exact rows;
+    none for a run without partition keys (of a table without daily partitions)."""
+    if not keys:
+        return {}
     (column,) = table.partition_keys
     counted = table.partition_row_counts(filter=col(column).isin(list(keys)))
     rows = {str(values[0]): n for values, n in counted.items()}
