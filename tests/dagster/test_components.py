@@ -11,9 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 import yaml
-from dagster import load_from_defs_folder, materialize
+from dagster import AssetCheckSeverity, DagsterInstance, load_from_defs_folder, materialize
 
 from lakehouse import Catalog
 
@@ -216,9 +217,48 @@ def test_a_scaffolded_table_materializes_with_its_checks(spark, tmp_path, monkey
     warehouse = str(tmp_path / "warehouse")
     monkeypatch.setenv("LAKEHOUSE_WAREHOUSE", warehouse)
     defs = _load(tmp_path, monkeypatch)
-    run = materialize([*defs.assets, *defs.asset_checks], resources=dict(defs.resources))
+    selection, resources = [*defs.assets, *defs.asset_checks], dict(defs.resources)
+    instance = DagsterInstance.ephemeral()  # both runs: the schema check compares them
+    run = materialize(selection, resources=resources, instance=instance)
     assert run.success
-    assert [e.passed for e in run.get_asset_check_evaluations()] == [True]
-    assert Catalog(warehouse).get_table("demo.greetings").read().to_pylist() == [
-        {"id": 1, "greeting": "hello"}
-    ]
+    assert {e.check_name: e.passed for e in run.get_asset_check_evaluations()} == {
+        "primary_key_unique": True, "column_schema_change": True, "dagster_row_count_bounds_check": True,
+    }  # fmt: skip
+    table = Catalog(warehouse).get_table("demo.greetings")
+    assert table.read().to_pylist() == [{"id": 1, "greeting": "hello"}]
+
+    # a column added to the table and its query: the columns changed since the last run
+    table.add_column("note", pa.string())
+    spec_file = tmp_path / module / "defs" / "greetings" / "defs.yaml"
+    doc = yaml.safe_load(spec_file.read_text())
+    doc["attributes"]["columns"].append({"name": "note", "type": "STRING"})
+    doc["attributes"]["sql"] += ", 'hi' AS note"
+    spec_file.write_text(yaml.safe_dump(doc))
+    defs = _load(tmp_path, monkeypatch)
+    run = materialize([*defs.assets, *defs.asset_checks], resources=resources, instance=instance)
+    evaluations = {e.check_name: e for e in run.get_asset_check_evaluations()}
+    assert run.success and evaluations["column_schema_change"].passed is False
+    assert evaluations["column_schema_change"].severity is AssetCheckSeverity.WARN
+
+
+@pytest.mark.spark
+def test_a_table_without_rows_fails_its_bounds_and_bounds_come_from_yaml(spark, tmp_path, monkeypatch):
+    empty = yaml.safe_load(yaml.safe_dump(SOURCE))
+    empty["attributes"]["sql"] += " WHERE 1 = 0"
+    bounded = yaml.safe_load(yaml.safe_dump(SOURCE))
+    bounds = {"dagster/row_count": {"max": 0}, "bytes": {"min": 1}}
+    bounded["attributes"].update(name="shop.bounded", checks={"schema_changes": False, "bounds": bounds})
+    resources = {"type": "dagster_lakehouse.LakehouseResourcesComponent",
+                 "attributes": {"warehouse": str(tmp_path / "warehouse")}}  # fmt: skip
+    _project(tmp_path, {"events": empty, "bounded": bounded, "lakehouse": resources})
+    defs = _load(tmp_path, monkeypatch)
+    run = materialize([*defs.assets, *defs.asset_checks], resources=dict(defs.resources))
+    passed = {
+        (e.asset_key.to_user_string(), e.check_name): e.passed for e in run.get_asset_check_evaluations()
+    }
+    assert passed == {
+        ("shop/events", "column_schema_change"): True,
+        ("shop/events", "dagster_row_count_bounds_check"): False,  # no rows
+        ("shop/bounded", "dagster_row_count_bounds_check"): False,  # one row, above its max 0
+        ("shop/bounded", "bytes_bounds_check"): True,
+    }

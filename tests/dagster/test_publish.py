@@ -9,7 +9,7 @@ import pytest
 from dagster import AssetCheckResult, DailyPartitionsDefinition, materialize
 
 import dagster_lakehouse.checks as checks
-from dagster_lakehouse.checks import table_checks
+from dagster_lakehouse.checks import PRIMARY_KEY_CHECK, table_checks
 from dagster_lakehouse.factory import commit_user, table_asset
 from dagster_lakehouse.publish import Publish, audit_branch, open_audit, publish
 from dagster_lakehouse.resources import LakehouseResource, SparkResource
@@ -55,7 +55,7 @@ def test_passing_data_is_published_to_main(spark, warehouse):
     assert table.snapshot().commit_user == commit_user(result.run_id)
     (materialization,) = [m for m in result.asset_materializations_for_node("db__audited")]
     assert materialization.metadata["branch"].value == audit_branch(result.run_id)
-    (evaluation,) = result.get_asset_check_evaluations()
+    (evaluation,) = [e for e in result.get_asset_check_evaluations() if e.check_name == PRIMARY_KEY_CHECK]
     assert evaluation.passed and evaluation.metadata["published_from"].value == audit_branch(result.run_id)
     assert Catalog(warehouse).get_table("db.downstream").read().num_rows == 3
 
@@ -72,7 +72,7 @@ def test_failing_data_stays_on_its_branch_and_stops_downstream(spark, warehouse,
     branch = audit_branch(result.run_id)
     assert table.branches() == [branch]
     assert table.on_branch(branch).read(filter=col("dt") == DAY).num_rows == 3  # kept for inspection
-    (evaluation,) = result.get_asset_check_evaluations()
+    (evaluation,) = [e for e in result.get_asset_check_evaluations() if e.check_name == PRIMARY_KEY_CHECK]
     assert not evaluation.passed and evaluation.metadata["unpublished_branch"].value == branch
     assert catalog.get_table("db.downstream").read(filter=col("dt") == DAY).num_rows == 0
 

@@ -7,7 +7,11 @@ status, and a failing day names itself).
   equal to the data), deletion vectors within their files, and
   every row in its bucket (the dynamic-bucket hash index consistent with where each key's rows
   are);
-- ``primary_key_unique`` (primary-key tables): no key visible twice.
+- ``primary_key_unique`` (primary-key tables): no key visible twice;
+- over the metadata every materialization reports (WARN severity, never blocking): Dagster's
+  ``column_schema_change`` (the columns unchanged since the previous materialization), and each
+  number a spec bounds (by default the rows of the run's day) within its bounds, evaluated per
+  day like the checks above.
 
 An audited table (``publish=Publish.AUDITED``) is checked in one step on the run's branch, which
 reaches main only if every evaluation passed; a run that does not select the checks leaves its
@@ -37,6 +41,7 @@ from dagster import (
     MetadataValue,
     Output,
     PreviewWarning,
+    build_column_schema_change_checks,
     multi_asset_check,
 )
 
@@ -50,7 +55,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 from dagster_lakehouse.factory import materialization_user
 from dagster_lakehouse.publish import Publish, audit_branch, publish
 from dagster_lakehouse.resources import LakehouseResource
-from dagster_lakehouse.spec import PARTITION_COLUMN, TableSpec
+from dagster_lakehouse.spec import PARTITION_COLUMN, Bounds, TableSpec
 from lakehouse import IndexReport, Table
 from lakehouse.errors import InvalidArgumentError
 
@@ -59,7 +64,9 @@ INDEX_CHECK = "indexes_match_data"
 PRIMARY_KEY_CHECK = "primary_key_unique"
 
 Partitions = Mapping[str, Any] | None  # the partition a check evaluates (None: the whole table)
-Evaluate = Callable[[Table, str | None, Partitions], AssetCheckResult]
+# a check of a table (as the run committed it: its commit user) in a partition, given the metadata
+# of the materialization it checks
+Evaluate = Callable[[Table, str | None, Partitions, Mapping[str, Any]], AssetCheckResult]
 
 
 def _result(reports: dict[str, IndexReport]) -> AssetCheckResult:
@@ -109,6 +116,28 @@ def _run_commit_user(context: AssetCheckExecutionContext, spec: TableSpec) -> st
         return None
 
 
+def bounds_result(key: str, bounds: Bounds, metadata: Mapping[str, Any]) -> AssetCheckResult:
+    """Whether the number the materialization reported under ``key`` is within ``bounds``."""
+    reported = metadata.get(key)
+    value = getattr(reported, "value", reported)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return AssetCheckResult(
+            passed=False, severity=AssetCheckSeverity.WARN,
+            description=f"the materialization reported no number under {key}",
+        )  # fmt: skip
+    passed = (bounds.min is None or value >= bounds.min) and (bounds.max is None or value <= bounds.max)
+    return AssetCheckResult(
+        passed=passed, severity=AssetCheckSeverity.WARN, metadata={key: MetadataValue.float(float(value))},
+        description=f"{key} is {value}, {'within' if passed else 'outside'} {_range(bounds)}",
+    )  # fmt: skip
+
+
+def _range(bounds: Bounds) -> str:
+    low = "-inf" if bounds.min is None else f"{bounds.min:g}"
+    high = "inf" if bounds.max is None else f"{bounds.max:g}"
+    return f"[{low}, {high}]"
+
+
 @dataclass(frozen=True)
 class Check:
     """One check of a table: its name, what it proves, and how a partition is evaluated."""
@@ -119,13 +148,17 @@ class Check:
 
 
 def _table_check(
-    spec: TableSpec, partitions: DailyPartitionsDefinition | None, checks: list[Check]
+    spec: TableSpec,
+    partitions: DailyPartitionsDefinition | None,
+    checks: list[Check],
+    *,
+    audited: bool = False,
+    blocking: bool = False,
 ) -> AssetChecksDefinition:
     """One step evaluating ``checks`` of a table: an evaluation per check and partition of the run
-    (one in all on an unpartitioned table), each linked to the materialization it checked. An
-    audited table's checks run against the run's branch, which is published to main only when
-    every evaluation passed."""
-    audited = spec.publish is Publish.AUDITED
+    (one in all on an unpartitioned table), each linked to the materialization it checked; a
+    failed ``blocking`` one stops downstream steps. An ``audited`` table's checks run against the
+    run's branch, which is published to main only when every evaluation passed."""
     with warnings.catch_warnings():  # partitioned checks are a preview feature: chosen, not news
         warnings.simplefilter("ignore", PreviewWarning)
         specs = {
@@ -133,7 +166,7 @@ def _table_check(
                 c.name,
                 asset=spec.key,
                 description=c.description,
-                blocking=spec.blocking_checks or audited,
+                blocking=blocking or audited,
                 partitions_def=partitions if spec.daily else None,
             )  # fmt: skip
             for c in checks
@@ -149,7 +182,9 @@ def _table_check(
         checked = table.on_branch(branch) if branch else table
         days = context.op_execution_context.partition_keys if spec.daily else [None]
         selected = [c for c in checks if specs[c.name].key in context.selected_asset_check_keys]
-        results = [(c, day, c.evaluate(checked, user, {PARTITION_COLUMN: day} if day else None))
+        materialized = {day: _materialization(context, spec, day) for day in days}
+        results = [(c, day, c.evaluate(checked, user, {PARTITION_COLUMN: day} if day else None,
+                                       _metadata(materialized[day])))
                    for c in selected for day in days]  # fmt: skip
         published = {}
         if branch and all(r.passed for _, _, r in results):
@@ -161,7 +196,7 @@ def _table_check(
             yield AssetCheckEvaluation(
                 asset_key=spec.key, check_name=check.name, passed=result.passed,
                 metadata={**result.metadata, **published},
-                target_materialization_data=_target(context, spec, day),
+                target_materialization_data=_target(materialized[day]),
                 severity=result.severity, description=check.description,
                 blocking=specs[check.name].blocking, partition=day,
             )  # fmt: skip
@@ -173,18 +208,23 @@ def _table_check(
     return _check
 
 
-def _target(
-    context: AssetCheckExecutionContext, spec: TableSpec, day: str | None
-) -> AssetCheckEvaluationTargetMaterializationData | None:
-    """The latest materialization of the table (of ``day``), which an evaluation checked."""
+def _materialization(context: AssetCheckExecutionContext, spec: TableSpec, day: str | None) -> Any:
+    """The latest materialization record of the table (of ``day``), which an evaluation checks."""
     records = context.instance.fetch_materializations(
         AssetRecordsFilter(asset_key=spec.key, asset_partitions=[day] if day else None), limit=1
     ).records
-    if not records:
+    return records[0] if records else None
+
+
+def _metadata(record: Any) -> Mapping[str, Any]:
+    return dict(record.asset_materialization.metadata) if record is not None else {}
+
+
+def _target(record: Any) -> AssetCheckEvaluationTargetMaterializationData | None:
+    if record is None:
         return None
-    latest = records[0]
     return AssetCheckEvaluationTargetMaterializationData(
-        storage_id=latest.storage_id, run_id=latest.run_id, timestamp=latest.timestamp
+        storage_id=record.storage_id, run_id=record.run_id, timestamp=record.timestamp
     )
 
 
@@ -192,18 +232,47 @@ def table_checks(
     spec: TableSpec, partitions: DailyPartitionsDefinition | None
 ) -> list[AssetChecksDefinition]:
     """The checks a table gets from its spec: a step per check, or one step auditing an audited
-    table's run branch with all of them."""
+    table's run branch with all of them; then the checks of its metadata."""
+    return [*_data_checks(spec, partitions), *_metadata_checks(spec, partitions)]
+
+
+def _data_checks(
+    spec: TableSpec, partitions: DailyPartitionsDefinition | None
+) -> list[AssetChecksDefinition]:
     checks = []
     if spec.index_checks:
         description = "File indexes, deletion vectors and the bucket index agree with the data"
-        checks.append(Check(INDEX_CHECK, description, index_result))
+        checks.append(Check(INDEX_CHECK, description, lambda t, user, p, _: index_result(t, user, p)))
     if spec.primary_keys:
-        checks.append(Check(PRIMARY_KEY_CHECK, "Every primary key is visible once", primary_key_result))
+        description = "Every primary key is visible once"
+        checks.append(
+            Check(PRIMARY_KEY_CHECK, description, lambda t, user, p, _: primary_key_result(t, user, p))
+        )
     if spec.publish is Publish.AUDITED:
         if not checks:
             raise InvalidArgumentError(
                 f"table {spec.name} is published audited but has no checks to audit it with; give it "
                 f"index_checks=True or primary keys, or publish it directly"
             )
-        return [_table_check(spec, partitions, checks)]
-    return [_table_check(spec, partitions, [c]) for c in checks]
+        return [_table_check(spec, partitions, checks, audited=True)]
+    return [_table_check(spec, partitions, [c], blocking=spec.blocking_checks) for c in checks]
+
+
+def _metadata_checks(
+    spec: TableSpec, partitions: DailyPartitionsDefinition | None
+) -> list[AssetChecksDefinition]:
+    """Dagster's check that the column schema did not change since the previous materialization
+    (of the table as a whole), and a check per bounded number, in one step evaluating each day
+    of the run (Dagster's bounds checks see only the latest materialization of a daily table)."""
+    checks = list(build_column_schema_change_checks(assets=[spec.key])) if spec.schema_changes else []
+    bounded = [_bounds_check(key, b) for key, b in spec.metadata_bounds.items()]
+    return [*checks, _table_check(spec, partitions, bounded)] if bounded else checks
+
+
+def _bounds_check(key: str, bounds: Bounds) -> Check:
+    """The check of one bounded number, named as Dagster's bounds checks are."""
+    return Check(
+        f"{key.replace('/', '_')}_bounds_check",
+        f"{key} within {_range(bounds)}",
+        lambda _table, _user, _partitions, metadata: bounds_result(key, bounds, metadata),
+    )

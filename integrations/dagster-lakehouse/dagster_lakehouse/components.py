@@ -123,6 +123,22 @@ class Column(Model):
     description: str = ""
 
 
+class MetadataBounds(Model):
+    """Inclusive bounds of a number the materializations report."""
+
+    min: float | None = None
+    max: float | None = None
+
+
+class TableChecks(Model):
+    """Dagster's ready-made checks of a table: its column schema unchanged since the previous
+    materialization, and numbers it reports (metadata keys) within bounds (by default: rows in
+    the run's day, or in the table)."""
+
+    schema_changes: bool = True
+    bounds: dict[str, MetadataBounds] | None = None
+
+
 class TableScaffoldParams(BaseModel):
     """``dg scaffold defs dagster_lakehouse.PaimonTableComponent <path> --name db.table``."""
 
@@ -179,6 +195,7 @@ class PaimonTableComponent(PaimonTables, Resolvable, Model):
     index_checks: bool = False
     blocking_checks: bool = False
     fresh_by: str | None = None
+    checks: TableChecks | None = None
     daily_from: str | None = None
 
     _spec: TableSpec | None = PrivateAttr(default=None)
@@ -196,6 +213,8 @@ class PaimonTableComponent(PaimonTables, Resolvable, Model):
             raise self.where(self.name, (), "give the table either a sql query or a Python transform")
         doc = self.model_dump(exclude={"transform", "daily_from"}, exclude_none=True)
         doc["columns"] = [c.model_dump() for c in self.columns]
+        if self.checks is not None:
+            doc["checks"] = self.checks.model_dump(exclude_none=True)
         try:
             spec = table_spec(doc, self._transform())
         except SpecError as e:

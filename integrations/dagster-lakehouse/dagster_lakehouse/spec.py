@@ -11,6 +11,7 @@ import pyarrow as pa
 from dagster import AssetKey
 
 from dagster_lakehouse.incremental import Increment, snapshot_frame, spark_changes
+from dagster_lakehouse.metadata import PARTITION_ROW_COUNT, ROW_COUNT
 from dagster_lakehouse.publish import Publish
 from lakehouse import Catalog, Predicate, Table, TableSchema, col, define_table
 from lakehouse.errors import InvalidArgumentError
@@ -95,6 +96,15 @@ class Inputs:
 
 
 @dataclass(frozen=True)
+class Bounds:
+    """Inclusive bounds of a number every materialization reports under a metadata key (None: no
+    bound on that side): ``Bounds(min=1)`` on ``dagster/partition_row_count`` fails an empty day."""
+
+    min: float | None = None
+    max: float | None = None
+
+
+@dataclass(frozen=True)
 class TableSpec:
     """One table of the lakehouse and how a materialization writes it.
 
@@ -106,6 +116,11 @@ class TableSpec:
     transformation reads :meth:`Inputs.changes` of its upstream tables and its rows are upserted
     exactly once, or replace the table in a full run (:mod:`dagster_lakehouse.incremental`);
     ``write`` does not apply.
+
+    Dagster's ready-made checks run after every materialization, with WARN severity:
+    ``schema_changes`` fails when the table's columns changed since the previous one, ``bounds``
+    when a number it reports (a metadata key) leaves its bounds; by default a day without rows
+    (a table without daily partitions: a table without rows) fails.
     """
 
     name: str  # "db.table"
@@ -123,6 +138,8 @@ class TableSpec:
     blocking_checks: bool = False  # a failed check stops downstream materializations
     publish: Publish = Publish.DIRECT  # AUDITED: write-audit-publish through a run branch
     incremental: bool = False  # fed by the upstream changes since its last materialization
+    schema_changes: bool = True  # a check that its columns did not change since the last run
+    bounds: Mapping[str, Bounds] | None = None  # metadata key -> bounds (None: rows in the run's day)
 
     @property
     def key(self) -> AssetKey:
@@ -131,6 +148,13 @@ class TableSpec:
     @property
     def daily(self) -> bool:
         return PARTITION_COLUMN in self.partition_keys
+
+    @property
+    def metadata_bounds(self) -> Mapping[str, Bounds]:
+        """The bounds its checks hold it to: ``bounds``, else rows in the day (in the table)."""
+        if self.bounds is not None:
+            return self.bounds
+        return {PARTITION_ROW_COUNT if self.daily else ROW_COUNT: Bounds(min=1)}
 
     @property
     def table_schema(self) -> TableSchema:

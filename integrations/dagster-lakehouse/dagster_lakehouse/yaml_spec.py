@@ -19,7 +19,8 @@ sql: SELECT user_id, dt, 1 AS order_count FROM {dwd_orders}
 The query names each upstream table as ``{db_table}``: the run's days of it (read through the
 ``paimon`` data source, only the run's partitions), passed to ``spark.sql`` as a DataFrame, so
 concurrent runs sharing a Spark Connect session never share a temporary view. Optional keys:
-``index_checks``, ``blocking_checks``, ``fresh_by`` (a cron), ``publish`` (``direct`` or
+``index_checks``, ``blocking_checks``, ``checks`` (Dagster's ready-made ones: ``schema_changes``,
+``bounds`` of metadata keys), ``fresh_by`` (a cron), ``publish`` (``direct`` or
 ``audited``: write-audit-publish), ``incremental`` (true: each ``{db_table}`` is what the
 table changed since the last materialization, with a ``_row_kind`` column, and ``{this}`` the
 table's own rows before the run - none in a full run), as on :class:`TableSpec`.
@@ -41,7 +42,7 @@ import pyarrow as pa
 import yaml
 
 from dagster_lakehouse.publish import Publish
-from dagster_lakehouse.spec import PARTITION_COLUMN, Inputs, TableSpec
+from dagster_lakehouse.spec import PARTITION_COLUMN, Bounds, Inputs, TableSpec
 from lakehouse import is_known_option, option_names, parse_type, to_arrow
 from lakehouse.errors import InvalidArgumentError, InvalidOptionError, LakehouseError
 
@@ -51,8 +52,9 @@ if TYPE_CHECKING:
 REQUIRED = ("name", "columns", "sql")
 OPTIONAL = {
     "description", "owners", "primary_keys", "partition_keys", "options", "upstream", "write",
-    "index_checks", "blocking_checks", "fresh_by", "publish", "incremental",
+    "index_checks", "blocking_checks", "fresh_by", "publish", "incremental", "checks",
 }  # fmt: skip
+CHECKS = ("schema_changes", "bounds")  # the keys of checks:
 COMPONENT_KEYS = ("daily_from",)  # what a table component's attributes add to the spec
 THIS = "this"  # how an incremental query names its own table
 WRITES = ("upsert", "overwrite")
@@ -164,6 +166,7 @@ def table_spec(doc: Any, transform: Callable[[Inputs], DataFrame] | None = None)
         fresh_by=doc.get("fresh_by"),
         publish=Publish(doc.get("publish", Publish.DIRECT.value)),
         incremental=incremental,
+        **_checks(doc.get("checks")),
     )
     try:
         spec.table_schema  # noqa: B018 - validates keys, options and types now, naming the table
@@ -173,6 +176,36 @@ def table_spec(doc: Any, transform: Callable[[Inputs], DataFrame] | None = None)
     except LakehouseError as e:
         raise SpecError(str(e)) from None
     return spec
+
+
+def _checks(doc: Any) -> dict[str, Any]:
+    """``checks: {schema_changes: false, bounds: {dagster/row_count: {min: 1, max: 1000000}}}``."""
+    if doc is None:
+        return {}
+    if not isinstance(doc, Mapping) or set(doc) - set(CHECKS):
+        raise SpecError(f"checks takes {list(CHECKS)}, got {doc!r}", ("checks",))
+    out: dict[str, Any] = {}
+    if "schema_changes" in doc:
+        out["schema_changes"] = bool(doc["schema_changes"])
+    if "bounds" in doc:
+        bounds = doc["bounds"] or {}
+        if not isinstance(bounds, Mapping):
+            raise SpecError("bounds maps metadata keys to {min: ..., max: ...}", ("checks", "bounds"))
+        out["bounds"] = {str(k): _bounds(str(k), v) for k, v in bounds.items()}
+    return out
+
+
+def _bounds(key: str, doc: Any) -> Bounds:
+    where: Key = ("checks", "bounds", key)
+    if not isinstance(doc, Mapping) or not doc or set(doc) - {"min", "max"}:
+        raise SpecError(f"bounds of {key} are {{min: ..., max: ...}}, got {doc!r}", where)
+    values = [doc.get(k) for k in ("min", "max")]
+    if any(v is not None and (isinstance(v, bool) or not isinstance(v, int | float)) for v in values):
+        raise SpecError(f"bounds of {key} are numbers, got {doc!r}", where)
+    low, high = values
+    if low is not None and high is not None and low > high:
+        raise SpecError(f"bounds of {key}: min {low} is above max {high}", where)
+    return Bounds(low, high)
 
 
 def _field(i: int, column: Any) -> pa.Field:
