@@ -93,6 +93,15 @@ def test_the_graph_materializes_with_metadata_and_passing_checks(lakehouse):
         assert all(c.target_materialization_data is not None for c in evaluations)
         metadata = {m.asset_key.to_user_string(): m.metadata for m in _materializations(run)}
         assert set(metadata) == {"ods/orders", "dwd/orders", "dws/user_daily", "dws/order_wide"}
+        # column lineage, of a SQL table and of one written by a Python transformation
+        lineage = metadata["dws/user_daily"]["dagster/column_lineage"].value.deps_by_column
+        assert {(d.asset_key.to_user_string(), d.column_name) for d in lineage["total_amount"]} == {
+            ("dwd/orders", "price")
+        }
+        lineage = metadata["dwd/orders"]["dagster/column_lineage"].value.deps_by_column
+        assert ("ods/orders", "user_id") in {
+            (d.asset_key.to_user_string(), d.column_name) for d in lineage["user_id"]
+        }
         for key, values in metadata.items():
             assert {"snapshot_id", "rows_written", "data_files", "bytes", "dagster/row_count",
                     "dagster/partition_row_count", "dagster/column_schema"} <= set(values)  # fmt: skip

@@ -24,7 +24,14 @@ from dagster_lakehouse.incremental import (
     plan_increment,
     record_consumers,
 )
-from dagster_lakehouse.metadata import TABLE_NAME, definition_metadata, partition_metadata, run_metadata
+from dagster_lakehouse.lineage import column_lineage
+from dagster_lakehouse.metadata import (
+    COLUMN_LINEAGE,
+    TABLE_NAME,
+    definition_metadata,
+    partition_metadata,
+    run_metadata,
+)
 from dagster_lakehouse.publish import Publish, audit_branch, open_audit
 from dagster_lakehouse.resources import LakehouseResource, SparkResource
 from dagster_lakehouse.spark_logs import spark_logs
@@ -103,6 +110,7 @@ def table_asset(spec: TableSpec, partitions: DailyPartitionsDefinition | None) -
         inputs = Inputs(spark.spark_session, days, lakehouse.warehouse, storage, spec.name, increment)
         with spark_logs(context.log, spark.spark_session):
             frame = spec.transform(inputs)
+            lineage = column_lineage(frame, [(t, f) for t, f in inputs.reads if t != spec.name])
             if increment is None:
                 mode = "overwrite" if spec.write == "overwrite" else "append"
                 write(
@@ -118,7 +126,12 @@ def table_asset(spec: TableSpec, partitions: DailyPartitionsDefinition | None) -
         for day, metadata in partition_metadata(table, days or (), user, before).items():
             context.add_asset_metadata(metadata, partition_key=day)
         progress = _increment_metadata(increment) if increment is not None else {}
-        return MaterializeResult(metadata={**run_metadata(table, user, before), **audit, **progress})
+        lineage_metadata = (
+            {COLUMN_LINEAGE: MetadataValue.column_lineage(lineage)} if lineage.deps_by_column else {}
+        )
+        return MaterializeResult(
+            metadata={**run_metadata(table, user, before), **audit, **progress, **lineage_metadata}
+        )
 
     return _asset
 

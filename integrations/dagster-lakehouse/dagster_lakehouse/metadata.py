@@ -23,6 +23,7 @@ from lakehouse import TableSchema as PaimonSchema
 ROW_COUNT = "dagster/row_count"
 PARTITION_ROW_COUNT = "dagster/partition_row_count"
 COLUMN_SCHEMA = "dagster/column_schema"
+COLUMN_LINEAGE = "dagster/column_lineage"
 TABLE_NAME = "dagster/table_name"
 URI = "dagster/uri"
 

@@ -35,6 +35,7 @@ class Inputs:
     storage: Mapping[str, str] = field(default_factory=dict)  # how to reach the warehouse's store
     table: str | None = None  # the table being materialized
     increment: Increment | None = None
+    reads: list[tuple[str, DataFrame]] = field(default_factory=list)  # every table read, as read
 
     def read(
         self, table: str, columns: Sequence[str] | None = None, where: Predicate | None = None
@@ -58,7 +59,9 @@ class Inputs:
                 f"materialization, which only incremental tables have; declare the spec incremental=True"
             )
         position = self.increment.position(table)
-        return spark_changes(self.spark, table, position, self.warehouse, self.storage, PARTITION_COLUMN)
+        frame = spark_changes(self.spark, table, position, self.warehouse, self.storage, PARTITION_COLUMN)
+        self.reads.append((table, frame))
+        return frame
 
     @property
     def full(self) -> bool:
@@ -92,7 +95,9 @@ class Inputs:
         if days is not None:
             in_days = col(PARTITION_COLUMN).isin(days)
             where = in_days if where is None else in_days & where
-        return snapshot_frame(self.spark, table, snapshot, self.warehouse, self.storage, columns, where)
+        frame = snapshot_frame(self.spark, table, snapshot, self.warehouse, self.storage, columns, where)
+        self.reads.append((table, frame))
+        return frame
 
 
 @dataclass(frozen=True)
