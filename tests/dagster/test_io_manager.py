@@ -464,7 +464,13 @@ def test_spark_inputs_and_overwrite_of_the_runs_partitions(spark, warehouse):
         return t
 
     for day in DAYS:
-        run([t, daily], warehouse, partition_key=day, spark=True)
+        result = run([t, daily], warehouse, partition_key=day, spark=True)
+        (stored,) = result.asset_materializations_for_node("db__daily")
+        lineage = stored.metadata["dagster/column_lineage"].value.deps_by_column  # its columns are t's
+        traced = {
+            c: [(d.asset_key.to_user_string(), d.column_name) for d in deps] for c, deps in lineage.items()
+        }
+        assert traced == {"id": [("db/t", "id")], "dt": [("db/t", "dt")]}
     assert sorted_rows(table(warehouse, "db.daily").read()) == sorted_rows(
         table(warehouse).read(columns=["id", "dt"])
     )

@@ -2,6 +2,7 @@
 make it to the upstream columns it is computed from."""
 
 import pytest
+from dagster import AssetKey
 
 from dagster_lakehouse.lineage import column_lineage
 
@@ -29,7 +30,9 @@ def test_each_column_is_traced_through_ctes_aggregates_joins_and_expressions(spa
                ROW_NUMBER() OVER (PARTITION BY d.dt ORDER BY d.total) AS rank
         FROM daily d JOIN {pays} p ON d.user_id = p.order_id"""
     frame = spark.sql(query, args=None, orders=orders, pays=pays)
-    lineage = column_lineage(frame, [("dwd.orders", orders), ("ods.pays", pays)])
+    lineage = column_lineage(
+        frame, [(AssetKey(["dwd", "orders"]), orders), (AssetKey(["ods", "pays"]), pays)]
+    )
     assert _deps(lineage) == {
         "user_id": {"dwd/orders.user_id"},
         "dt": {"dwd/orders.dt"},
@@ -46,7 +49,7 @@ def test_dataframe_transformations_keep_their_lineage(spark):
     frame = events.select("id", (F.col("qty") + 1).alias("more"), F.upper("words").alias("loud")).where(
         "id > 0"
     )
-    assert _deps(column_lineage(frame, [("ods.events", events)])) == {
+    assert _deps(column_lineage(frame, [(AssetKey(["ods", "events"]), events)])) == {
         "id": {"ods/events.id"}, "more": {"ods/events.qty"}, "loud": {"ods/events.words"},
     }  # fmt: skip
 
@@ -55,6 +58,6 @@ def test_a_frame_read_twice_is_traced_to_both_reads(spark):
     left = spark.createDataFrame([(1, 5)], "k bigint, v bigint")
     right = spark.createDataFrame([(1, 7)], "k bigint, v bigint")
     frame = left.alias("l").join(right.alias("r"), "k").selectExpr("k", "l.v + r.v AS total")
-    assert _deps(column_lineage(frame, [("db.a", left), ("db.b", right)])) == {
+    assert _deps(column_lineage(frame, [(AssetKey(["db", "a"]), left), (AssetKey(["db", "b"]), right)])) == {
         "k": {"db/a.k"}, "total": {"db/a.v", "db/b.v"},
     }  # fmt: skip

@@ -110,7 +110,7 @@ def table_asset(spec: TableSpec, partitions: DailyPartitionsDefinition | None) -
         inputs = Inputs(spark.spark_session, days, lakehouse.warehouse, storage, spec.name, increment)
         with spark_logs(context.log, spark.spark_session):
             frame = spec.transform(inputs)
-            lineage = column_lineage(frame, [(t, f) for t, f in inputs.reads if t != spec.name])
+            lineage = column_lineage(frame, [(asset_key(t), f) for t, f in inputs.reads if t != spec.name])
             if increment is None:
                 mode = "overwrite" if spec.write == "overwrite" else "append"
                 write(

@@ -58,7 +58,8 @@ from dagster_lakehouse.incremental import (
     record_consumers,
     spark_changes,
 )
-from dagster_lakehouse.metadata import TABLE_NAME, run_metadata
+from dagster_lakehouse.lineage import column_lineage
+from dagster_lakehouse.metadata import COLUMN_LINEAGE, TABLE_NAME, run_metadata
 from dagster_lakehouse.resources import LakehouseResource, SparkResource
 from dagster_lakehouse.spark_logs import spark_logs
 from dagster_lakehouse.spec import PARTITION_COLUMN
@@ -241,9 +242,11 @@ class PaimonIOManager(ConfigurableIOManager):
         if increment is not None:
             commit, overwrite = increment.commit, True if increment.full else None
         before = table.latest_snapshot_id() or 0
+        lineage = None
         if frame is not None:
             with spark_logs(context.log, frame.sparkSession):
                 self._write_spark(frame, table, merge.missing, mode, overwrite, commit)
+            lineage = column_lineage(frame, _LOADED.pop((context.run_id, context.step_key), []))
         else:
             if mode is WriteMode.DELETE:
                 kind = pa.field(ROW_KIND, pa.int8())
@@ -253,6 +256,8 @@ class PaimonIOManager(ConfigurableIOManager):
         if increment is not None:
             record_consumers(catalog, increment)
         context.add_output_metadata(run_metadata(table.refresh(), commit.user, before))
+        if lineage is not None and lineage.deps_by_column:
+            context.add_output_metadata({COLUMN_LINEAGE: MetadataValue.column_lineage(lineage)})
 
     def _write_spark(
         self,
@@ -298,8 +303,11 @@ class PaimonIOManager(ConfigurableIOManager):
         position = self._incremental_position(context, table.name)
         if SPARK.covers(wanted):
             if position is not None:
-                return self._changes_spark(table.name, columns, position)
-            return self._read_spark(table.name, columns, column, partitions)
+                frame = self._changes_spark(table.name, columns, position)
+            else:
+                frame = self._read_spark(table.name, columns, column, partitions)
+            _loaded(context, frame)
+            return frame
         if wanted in (Any, object, None):
             wanted = pa.Table
         handler = next((h for h in HANDLERS if h.cls.covers(wanted)), None)
@@ -378,15 +386,31 @@ class PaimonIOManager(ConfigurableIOManager):
 
 
 _PLANS: dict[tuple[str, str], Increment] = {}  # (run id, step key) -> the step's incremental plan
-MAX_PLANS = 256  # steps that failed before their output leave their plan; the oldest are dropped
+MAX_PLANS = 256  # steps that failed before their output leave their entries; the oldest are dropped
+
+# (run id, step key) -> the Spark inputs a step loaded, which its output's column lineage traces
+_LOADED: dict[tuple[str, str], list[tuple[AssetKey, DataFrame]]] = {}
+
+
+def _make_room(by_step: dict[tuple[str, str], Any], step: tuple[str, str]) -> None:
+    """Room for ``step`` in a cache by step: the oldest steps, which failed before their output
+    took theirs, are dropped beyond MAX_PLANS."""
+    if step not in by_step:
+        while len(by_step) >= MAX_PLANS:
+            del by_step[next(iter(by_step))]
+
+
+def _loaded(context: InputContext, frame: DataFrame) -> None:
+    step = (context.step_context.run_id, context.step_context.step.key)
+    _make_room(_LOADED, step)
+    _LOADED.setdefault(step, []).append((context.asset_key, frame))
 
 
 def _plan_once(run_id: str, step: str, plan: Callable[[], Increment]) -> Increment:
     """The increment of a step, planned by its first input: every input and the output then agree
     on the positions."""
     if (run_id, step) not in _PLANS:
-        while len(_PLANS) >= MAX_PLANS:
-            del _PLANS[next(iter(_PLANS))]
+        _make_room(_PLANS, (run_id, step))
         _PLANS[run_id, step] = plan()
     return _PLANS[run_id, step]
 

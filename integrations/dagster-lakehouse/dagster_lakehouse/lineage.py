@@ -16,9 +16,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from dagster import TableColumnDep, TableColumnLineage
+from dagster import AssetKey, TableColumnDep, TableColumnLineage
 
-from dagster_lakehouse.spec import asset_key
 from lakehouse import ROW_KIND
 
 if TYPE_CHECKING:
@@ -81,28 +80,30 @@ def _aliases(plan: str) -> dict[int, set[int]]:
     return made
 
 
-def column_lineage(frame: DataFrame, read: Sequence[tuple[str, DataFrame]]) -> TableColumnLineage:
-    """Which columns of the tables ``read`` (table name, the DataFrame read of it) feed each
-    column of ``frame``."""
-    sources: dict[int, tuple[str, str]] = {}
-    for table, source in read:
+def column_lineage(frame: DataFrame, read: Sequence[tuple[AssetKey, DataFrame]]) -> TableColumnLineage:
+    """Which columns of the assets ``read`` (an asset's key, a DataFrame read of its table) feed
+    each column of ``frame``."""
+    sources: dict[int, tuple[AssetKey, str]] = {}
+    for key, source in read:
         for name, attribute in output_columns(analyzed_plan(source)):
             if name != ROW_KIND:
-                sources[attribute] = (table, name)
+                sources[attribute] = (key, name)
     plan = analyzed_plan(frame)
     made = _aliases(plan)
     deps: dict[str, list[TableColumnDep]] = {}
     for name, attribute in output_columns(plan):
-        found = sorted(_trace(attribute, made, sources))
-        deps[name] = [TableColumnDep(asset_key=asset_key(t), column_name=c) for t, c in found]
+        found = sorted(_trace(attribute, made, sources), key=lambda d: (d[0].to_user_string(), d[1]))
+        deps[name] = [TableColumnDep(asset_key=k, column_name=c) for k, c in found]
     return TableColumnLineage(deps_by_column={k: v for k, v in deps.items() if v})
 
 
 def _trace(
-    attribute: int, made: Mapping[int, set[int]], sources: Mapping[int, tuple[str, str]]
-) -> set[tuple[str, str]]:
+    attribute: int, made: Mapping[int, set[int]], sources: Mapping[int, tuple[AssetKey, str]]
+) -> set[tuple[AssetKey, str]]:
     """The upstream columns an attribute is made from, through every alias in between."""
-    found, seen, frontier = set(), set(), [attribute]
+    found: set[tuple[AssetKey, str]] = set()
+    seen: set[int] = set()
+    frontier = [attribute]
     while frontier:
         current = frontier.pop()
         if current in seen:
