@@ -46,7 +46,6 @@ from dagster_lakehouse.resources import (
 )
 from dagster_lakehouse.spec import PARTITION_COLUMN, Inputs, TableSpec
 from dagster_lakehouse.yaml_spec import Key, SpecError, table_spec
-from lakehouse.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from dagster_shared.yaml_utils.source_position import SourcePositionTree
@@ -69,6 +68,12 @@ def _source(context: ComponentLoadContext) -> SourcePositionTree | None:
     return context.resolution_context.source_position_tree
 
 
+def _named(reference: str) -> Any:
+    """What ``package.module:name`` names (imported)."""
+    module, _, name = reference.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 def _days(first: str | None) -> DailyPartitionsDefinition | None:
     return DailyPartitionsDefinition(start_date=first) if first else None
 
@@ -81,8 +86,8 @@ class PaimonTables(Component):
         """The tables, as specs."""
 
     @abstractmethod
-    def where(self, table: str, key: Key, message: str) -> SpecError:
-        """An error about ``table``'s attribute at ``key``, naming its file and line."""
+    def where(self, key: Key, message: str) -> SpecError:
+        """An error about the attribute at ``key``, naming its file and line."""
 
     def check_upstream(self, known: set[str]) -> None:
         """Every upstream table is one the project declares."""
@@ -90,10 +95,10 @@ class PaimonTables(Component):
             for i, name in enumerate(spec.upstream):
                 if name not in known:
                     raise self.where(
-                        spec.name, ("upstream", i),
+                        ("upstream", i),
                         f"table {spec.name} reads {name}, which no Paimon table component of the project "
                         f"declares; declared: {sorted(known)}",
-                    )  # fmt: skip
+                    )
 
 
 def _project_tables(context: ComponentLoadContext) -> list[PaimonTables]:
@@ -103,16 +108,15 @@ def _project_tables(context: ComponentLoadContext) -> list[PaimonTables]:
 def _checked_project(context: ComponentLoadContext) -> list[TableSpec]:
     """Every table the project's components declare, their upstream tables among them."""
     components = _project_tables(context)
-    specs = [s for c in components for s in c.table_specs()]
-    names = [s.name for s in specs]
-    if len(set(names)) < len(names):
-        twice = sorted({n for n in names if names.count(n) > 1})
-        raise InvalidArgumentError(
-            f"tables {twice} are declared by more than one component; keep one of each"
-        )
+    specs: dict[str, TableSpec] = {}
     for c in components:
-        c.check_upstream(set(names))
-    return specs
+        for spec in c.table_specs():
+            if spec.name in specs:
+                raise c.where((), f"table {spec.name} is declared by another component too; keep one")
+            specs[spec.name] = spec
+    for c in components:
+        c.check_upstream(set(specs))
+    return list(specs.values())
 
 
 class Column(Model):
@@ -210,7 +214,7 @@ class PaimonTableComponent(PaimonTables, Resolvable, Model):
 
     def _build_spec(self) -> TableSpec:
         if (self.sql is None) == (self.transform is None):
-            raise self.where(self.name, (), "give the table either a sql query or a Python transform")
+            raise self.where((), "give the table either a sql query or a Python transform")
         doc = self.model_dump(exclude={"transform", "daily_from"}, exclude_none=True)
         doc["columns"] = [c.model_dump() for c in self.columns]
         if self.checks is not None:
@@ -218,10 +222,10 @@ class PaimonTableComponent(PaimonTables, Resolvable, Model):
         try:
             spec = table_spec(doc, self._transform())
         except SpecError as e:
-            raise self.where(self.name, e.key, str(e)) from None
+            raise self.where(e.key, str(e)) from None
         if spec.daily and self.daily_from is None:
             raise self.where(
-                self.name, (),
+                (),
                 f"table {self.name} has daily partitions ({PARTITION_COLUMN}): give their first day, "
                 f"e.g. daily_from: '2024-01-01'",
             )  # fmt: skip
@@ -230,23 +234,19 @@ class PaimonTableComponent(PaimonTables, Resolvable, Model):
     def _transform(self) -> Callable[[Inputs], DataFrame] | None:
         if self.transform is None:
             return None
-        module, _, attr = self.transform.partition(":")
         try:
-            found = getattr(importlib.import_module(module), attr)
+            found = _named(self.transform)
         except (ImportError, AttributeError, ValueError) as e:
-            raise self.where(
-                self.name,
-                ("transform",),
-                f"no function {self.transform!r} ({e}); give package.module:function",
-            ) from None
+            message = f"no function {self.transform!r} ({e}); give package.module:function"
+            raise self.where(("transform",), message) from None
         if not callable(found):
-            raise self.where(self.name, ("transform",), f"{self.transform} is not a function of Inputs")
+            raise self.where(("transform",), f"{self.transform} is not a function of Inputs")
         return found  # type: ignore[no-any-return]
 
     def table_specs(self) -> list[TableSpec]:
         return [self._spec or self._build_spec()]
 
-    def where(self, table: str, key: Key, message: str) -> SpecError:
+    def where(self, key: Key, message: str) -> SpecError:
         return _located(self._source, key, message)
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
@@ -271,9 +271,8 @@ class PaimonTableSpecsComponent(PaimonTables, Resolvable, Model):
         return component
 
     def table_specs(self) -> list[TableSpec]:
-        module, _, attr = self.specs.partition(":")
         try:
-            found = getattr(importlib.import_module(module), attr)
+            found = _named(self.specs)
         except (ImportError, AttributeError, ValueError) as e:
             raise _located(
                 self._source, ("specs",), f"no {self.specs!r} ({e}); give package.module:ATTRIBUTE"
@@ -284,7 +283,7 @@ class PaimonTableSpecsComponent(PaimonTables, Resolvable, Model):
             raise _located(self._source, (), f"tables of {self.specs} have daily partitions: give daily_from")
         return list(found)
 
-    def where(self, table: str, key: Key, message: str) -> SpecError:
+    def where(self, key: Key, message: str) -> SpecError:
         return _located(self._source, ("specs",), message)
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
