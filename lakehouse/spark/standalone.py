@@ -29,6 +29,7 @@ class StandaloneCluster:
         self.cores = cores
         self.memory = memory
         self.root = Path(root or tempfile.mkdtemp(prefix="lakehouse-cluster-"))
+        self.root.mkdir(parents=True, exist_ok=True)
         self.port, self.ui_port = free_port(), free_port()
         self.processes: list[subprocess.Popen] = []
 

@@ -19,7 +19,7 @@ from dagster_lakehouse.factory import table_asset
 from dagster_lakehouse.incremental import consumer_id, incremental_user, plan_increment
 from dagster_lakehouse.resources import LakehouseResource, SparkResource
 from dagster_lakehouse.spec import Inputs, TableSpec
-from dagster_lakehouse.yaml_spec import sql_transform
+from dagster_lakehouse.yaml_spec import SqlTransform
 from lakehouse import Catalog
 from lakehouse.errors import InvalidArgumentError, InvalidOptionError
 from lakehouse.store import consumers
@@ -50,7 +50,7 @@ SUMS = TableSpec(
             pa.field("total", pa.int64()),
         ]
     ),  # fmt: skip
-    sql_transform(SUMS_SQL, (SRC,), incremental=True),
+    SqlTransform(SUMS_SQL, (SRC,), incremental=True),
     primary_keys=("grp", "dt"),
     options={
         "bucket": "1",

@@ -17,6 +17,7 @@ from dagster_lakehouse.definitions import build_definitions, operations_definiti
 from dagster_lakehouse.factory import table_asset
 from dagster_lakehouse.io_manager import PaimonIOManager
 from dagster_lakehouse.maintenance import maintenance_jobs
+from dagster_lakehouse.pipes import SparkSubmitPipes
 from dagster_lakehouse.publish import Publish
 from dagster_lakehouse.resources import LakehouseResource, SparkResource
 from dagster_lakehouse.sensors import compaction_sensor, snapshot_sensor
@@ -33,6 +34,7 @@ __all__ = [
     "PaimonTableSpecsComponent",
     "Publish",
     "SparkResource",
+    "SparkSubmitPipes",
     "TableSpec",
     "build_definitions",
     "compaction_sensor",

@@ -199,6 +199,7 @@ class PaimonTableComponent(PaimonTables, Resolvable, Model):
     index_checks: bool = False
     blocking_checks: bool = False
     fresh_by: str | None = None
+    pipes: bool = False
     checks: TableChecks | None = None
     daily_from: str | None = None
 

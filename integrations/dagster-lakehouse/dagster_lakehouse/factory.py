@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from dagster import (
     AssetExecutionContext,
+    AssetKey,
     AssetsDefinition,
     AutomationCondition,
     BackfillPolicy,
@@ -14,6 +15,8 @@ from dagster import (
     FreshnessPolicy,
     MaterializeResult,
     MetadataValue,
+    TableColumnDep,
+    TableColumnLineage,
     asset,
 )
 
@@ -32,11 +35,13 @@ from dagster_lakehouse.metadata import (
     partition_metadata,
     run_metadata,
 )
+from dagster_lakehouse.pipes import SparkSubmitPipes, check_submittable, step_extras
+from dagster_lakehouse.pipes_step import LINEAGE
 from dagster_lakehouse.publish import Publish, audit_branch, open_audit
 from dagster_lakehouse.resources import LakehouseResource, SparkResource
 from dagster_lakehouse.spark_logs import spark_logs
 from dagster_lakehouse.spec import PARTITION_COLUMN, Inputs, TableSpec, asset_key
-from lakehouse import Overwrite
+from lakehouse import Overwrite, Table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -74,9 +79,9 @@ def freshness_policy(spec: TableSpec) -> FreshnessPolicy | None:
 def table_asset(spec: TableSpec, partitions: DailyPartitionsDefinition | None) -> AssetsDefinition:
     """The asset of one table; daily partitions write the table's ``dt`` partition of that day. A
     backfill is one run (single-run backfill policy) that reads the upstream days of its range and
-    writes them in one Spark job and one commit."""
-
-    @asset(
+    writes them in one Spark job and one commit. A ``pipes`` spec's Spark step runs on a cluster
+    through the ``pipes`` resource (:mod:`dagster_lakehouse.pipes`)."""
+    decorate = asset(
         key=spec.key,
         deps=[asset_key(u) for u in spec.upstream],
         partitions_def=partitions if spec.daily else None,
@@ -89,6 +94,7 @@ def table_asset(spec: TableSpec, partitions: DailyPartitionsDefinition | None) -
         freshness_policy=freshness_policy(spec),
         metadata=definition_metadata(spec.name, spec.table_schema),
     )
+
     def _asset(context: AssetExecutionContext, lakehouse: LakehouseResource, spark: SparkResource):
         from lakehouse.spark import write
 
@@ -122,18 +128,48 @@ def table_asset(spec: TableSpec, partitions: DailyPartitionsDefinition | None) -
                           commit_user=commit.user, commit_identifier=commit.identifier,
                           commit_properties=commit.properties)  # fmt: skip
                 record_consumers(catalog, increment)
-        table = table.refresh()
-        for day, metadata in partition_metadata(table, days or (), user, before).items():
-            context.add_asset_metadata(metadata, partition_key=day)
         progress = _increment_metadata(increment) if increment is not None else {}
-        lineage_metadata = (
-            {COLUMN_LINEAGE: MetadataValue.column_lineage(lineage)} if lineage.deps_by_column else {}
-        )
-        return MaterializeResult(
-            metadata={**run_metadata(table, user, before), **audit, **progress, **lineage_metadata}
-        )
+        return _materialized(context, table.refresh(), days, user, before, lineage, {**audit, **progress})
 
-    return _asset
+    def _pipes_asset(context: AssetExecutionContext, lakehouse: LakehouseResource, pipes: SparkSubmitPipes):
+        table = spec.ensure(lakehouse.catalog())
+        days = tuple(context.partition_keys) if spec.daily else None
+        before = table.latest_snapshot_id() or 0
+        user = materialization_user(spec, context.run.run_id)
+        extras = step_extras(spec, days, lakehouse.warehouse, lakehouse.storage(), user)
+        reported = pipes.run(context, extras).get_materialize_result().metadata or {}
+        traced = getattr(reported.get(LINEAGE), "value", None) or {}
+        lineage = TableColumnLineage(
+            deps_by_column={
+                column: [
+                    TableColumnDep(asset_key=AssetKey.from_user_string(k), column_name=n) for k, n in deps
+                ]
+                for column, deps in traced.items()
+            }
+        )
+        return _materialized(context, table.refresh(), days, user, before, lineage, {})
+
+    if spec.pipes:
+        check_submittable(spec)
+        return decorate(_pipes_asset)
+    return decorate(_asset)
+
+
+def _materialized(
+    context: AssetExecutionContext,
+    table: Table,
+    days: tuple[str, ...] | None,
+    user: str,
+    before: int,
+    lineage: TableColumnLineage,
+    extra: dict[str, MetadataValue],
+) -> MaterializeResult:
+    """What a materialization reports: the run's commits to the table (after snapshot
+    ``before``, as ``user``), per day and in all, and the column ``lineage``."""
+    for day, metadata in partition_metadata(table, days or (), user, before).items():
+        context.add_asset_metadata(metadata, partition_key=day)
+    traced = {COLUMN_LINEAGE: MetadataValue.column_lineage(lineage)} if lineage.deps_by_column else {}
+    return MaterializeResult(metadata={**run_metadata(table, user, before), **extra, **traced})
 
 
 def _incremental_writes(

@@ -143,6 +143,7 @@ class TableSpec:
     blocking_checks: bool = False  # a failed check stops downstream materializations
     publish: Publish = Publish.DIRECT  # AUDITED: write-audit-publish through a run branch
     incremental: bool = False  # fed by the upstream changes since its last materialization
+    pipes: bool = False  # its Spark step runs on a cluster through Dagster Pipes (the pipes resource)
     schema_changes: bool = True  # a check that its columns did not change since the last run
     bounds: Mapping[str, Bounds] | None = None  # metadata key -> bounds (None: rows in the run's day)
 

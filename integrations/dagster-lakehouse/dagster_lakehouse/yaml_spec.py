@@ -35,6 +35,7 @@ from __future__ import annotations
 import difflib
 import string
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
 REQUIRED = ("name", "columns", "sql")
 OPTIONAL = {
     "description", "owners", "primary_keys", "partition_keys", "options", "upstream", "write",
-    "index_checks", "blocking_checks", "fresh_by", "publish", "incremental", "checks",
+    "index_checks", "blocking_checks", "fresh_by", "publish", "incremental", "checks", "pipes",
 }  # fmt: skip
 CHECKS = ("schema_changes", "bounds")  # the keys of checks:
 COMPONENT_KEYS = ("daily_from",)  # what a table component's attributes add to the spec
@@ -75,22 +76,22 @@ def view_name(table: str) -> str:
     return table.replace(".", "_")
 
 
-def sql_transform(
-    query: str, upstream: tuple[str, ...], incremental: bool = False
-) -> Callable[[Inputs], DataFrame]:
-    """A transformation running ``query`` over the run's days of the upstream tables, or over
-    their changes and the table's previous rows when ``incremental``."""
+@dataclass(frozen=True)
+class SqlTransform:
+    """A transformation running ``query`` over the run's days of the ``upstream`` tables, or over
+    their changes and the table's previous rows when ``incremental``; plain data, so a step run
+    elsewhere (:mod:`dagster_lakehouse.pipes`) gets it whole."""
 
-    def transform(inputs: Inputs) -> DataFrame:
-        if incremental:
-            frames = {view_name(t): inputs.changes(t) for t in upstream}
-            return inputs.spark.sql(
-                query, args=None, **frames, **{THIS: inputs.previous()}
-            )  # views, no parameters
-        frames = {view_name(t): inputs.read(t) for t in upstream}
-        return inputs.spark.sql(query, args=None, **frames)
+    query: str
+    upstream: tuple[str, ...]
+    incremental: bool = False
 
-    return transform
+    def __call__(self, inputs: Inputs) -> DataFrame:
+        if self.incremental:
+            frames = {view_name(t): inputs.changes(t) for t in self.upstream}
+            return inputs.spark.sql(self.query, args=None, **frames, **{THIS: inputs.previous()})  # views
+        frames = {view_name(t): inputs.read(t) for t in self.upstream}
+        return inputs.spark.sql(self.query, args=None, **frames)
 
 
 def load_table_spec(path: str | Path) -> TableSpec:
@@ -153,7 +154,7 @@ def table_spec(doc: Any, transform: Callable[[Inputs], DataFrame] | None = None)
     spec = TableSpec(
         name=doc["name"],
         schema=schema,
-        transform=transform or sql_transform(doc["sql"], upstream, incremental),
+        transform=transform or SqlTransform(doc["sql"], upstream, incremental),
         primary_keys=keys["primary_keys"],
         partition_keys=keys["partition_keys"],
         options=options,
@@ -166,6 +167,7 @@ def table_spec(doc: Any, transform: Callable[[Inputs], DataFrame] | None = None)
         fresh_by=doc.get("fresh_by"),
         publish=Publish(doc.get("publish", Publish.DIRECT.value)),
         incremental=incremental,
+        pipes=bool(doc.get("pipes", False)),
         **_checks(doc.get("checks")),
     )
     try:
