@@ -35,7 +35,11 @@ class SchemaMismatchError(LakehouseError):
 
 
 class InvalidOptionError(LakehouseError):
-    """A table option has a value the engine cannot use."""
+    """A table option has a value the engine cannot use; ``option`` names it where known."""
+
+    def __init__(self, message: str, option: str | None = None) -> None:
+        super().__init__(message)
+        self.option = option
 
 
 class UnsupportedFeatureError(LakehouseError):

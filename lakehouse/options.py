@@ -399,8 +399,10 @@ def check_values(options: Mapping[str, str], table: str) -> None:
             continue
         try:
             check(value, key)
-        except (InvalidOptionError, UnsupportedFeatureError) as e:
-            raise type(e)(f"table {table}: {e}; fix the option and try again") from None
+        except InvalidOptionError as e:
+            raise InvalidOptionError(f"table {table}: {e}; fix the option and try again", key) from None
+        except UnsupportedFeatureError as e:
+            raise UnsupportedFeatureError(f"table {table}: {e}; fix the option and try again") from None
 
 
 class CoreOptions:

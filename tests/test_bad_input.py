@@ -3,11 +3,9 @@ were written, every damage of every metadata and data file, and the error hierar
 
 from __future__ import annotations
 
-import io
 import os
 from pathlib import Path
 
-import fastavro
 import pyarrow as pa
 import pytest
 
@@ -19,6 +17,7 @@ from lakehouse.errors import (
 )
 
 from .conftest import ORDERS, orders, rows
+from .faults.metadata_fuzz import recoded
 
 
 @pytest.fixture
@@ -145,14 +144,7 @@ def test_every_error_is_a_lakehouse_error():
 
 def _recode(path: str, change) -> None:
     """Rewrite an Avro metadata file with ``change`` applied to each record (valid Avro still)."""
-    reader = fastavro.reader(io.BytesIO(Path(path).read_bytes()))
-    schema, codec = reader.writer_schema, reader.metadata.get("avro.codec", "null")
-    records = list(reader)
-    for r in records:
-        change(r)
-    out = io.BytesIO()
-    fastavro.writer(out, schema, records, codec=codec)
-    Path(path).write_bytes(out.getvalue())
+    Path(path).write_bytes(recoded(Path(path).read_bytes(), change))
 
 
 def test_a_damaged_partition_names_its_manifest(table):

@@ -225,7 +225,7 @@ def _embedded(data: bytes) -> list[bytes]:
     return [r["_FILE"]["_EMBEDDED_FILE_INDEX"] for r in fastavro.reader(io.BytesIO(data))]
 
 
-def _recoded(data: bytes, change: Callable[[dict], None]) -> bytes:
+def recoded(data: bytes, change: Callable[[dict], None]) -> bytes:
     """A manifest whose records ``change`` altered, written again as valid Avro."""
     reader = fastavro.reader(io.BytesIO(data))
     schema, codec = reader.writer_schema, reader.metadata.get("avro.codec", "null")
@@ -245,7 +245,7 @@ def _damage_embedded(data: bytes, mutate: Mutate, rng: random.Random) -> bytes:
         if f["_EMBEDDED_FILE_INDEX"]:
             f["_EMBEDDED_FILE_INDEX"] = mutate(f["_EMBEDDED_FILE_INDEX"])
 
-    return _recoded(data, change)
+    return recoded(data, change)
 
 
 @dataclass(frozen=True)
@@ -291,7 +291,7 @@ def _damage_rows(data: bytes, mutate: Mutate, rng: random.Random) -> bytes:
             r = r[key]
         r[last] = mutate(r[last])
 
-    return _recoded(data, change)
+    return recoded(data, change)
 
 
 def _read(catalog: Catalog, name: str) -> None:

@@ -25,6 +25,7 @@ from dagster import (
 )
 from pydantic import Field
 
+from dagster_lakehouse.publish import Publish
 from dagster_lakehouse.spec import TableSpec
 from dagster_lakehouse.yaml_spec import SqlTransform
 from lakehouse.errors import InvalidArgumentError
@@ -66,7 +67,7 @@ class SparkSubmitPipes(ConfigurableResource):
 def check_submittable(spec: TableSpec) -> None:
     """A spec a Pipes step can run: its transformation known by name on the cluster, its writes
     plain (incremental and audited writes commit with the run's state in this process)."""
-    if spec.incremental or spec.publish.value != "direct":
+    if spec.incremental or spec.publish is not Publish.DIRECT:
         raise InvalidArgumentError(
             f"table {spec.name}: a Spark step through Pipes writes directly and not incrementally; "
             f"publish it directly and drop incremental, or run it in-process"

@@ -173,8 +173,7 @@ def table_spec(doc: Any, transform: Callable[[Inputs], DataFrame] | None = None)
     try:
         spec.table_schema  # noqa: B018 - validates keys, options and types now, naming the table
     except InvalidOptionError as e:
-        named = [k for k in options if f"{k}=" in str(e) or repr(k) in str(e) or f" {k} " in str(e)]
-        raise SpecError(str(e), ("options", max(named, key=len)) if named else ("options",)) from None
+        raise SpecError(str(e), ("options", e.option) if e.option in options else ("options",)) from None
     except LakehouseError as e:
         raise SpecError(str(e)) from None
     return spec
