@@ -1,8 +1,8 @@
-"""``dagster-webserver`` and ``dagster-daemon`` as ``make dev`` runs them, on a free loopback port over
-a temporary ``DAGSTER_HOME`` and warehouse, for the end-to-end tests: started from this
-interpreter's environment with the repository's ``workspace.yaml``, ready once the code location
-has loaded, and stopped with every process they started (code servers, runs, Spark JVMs and
-their Python workers), whatever happened."""
+"""``dagster-webserver`` and ``dagster-daemon`` as ``make dev`` runs them (or ``dg dev``, which
+runs both for the ``dg`` project), on a free loopback port over a temporary ``DAGSTER_HOME`` and
+warehouse, for the end-to-end tests: started from this interpreter's environment, ready once the
+code location has loaded, and stopped with every process they started (code servers, runs, Spark
+JVMs and their Python workers), whatever happened."""
 
 from __future__ import annotations
 
@@ -78,10 +78,26 @@ class DagsterServer:
             time.sleep(every)
 
 
+def workspace_commands(port: int) -> dict[str, list]:
+    """The webserver and the daemon over the repository's ``workspace.yaml``, as ``make dev``."""
+    return {
+        "webserver": [BIN / "dagster-webserver", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+        "daemon": [BIN / "dagster-daemon", "run", "-w", "workspace.yaml"],
+    }
+
+
+def dg_dev_commands(port: int) -> dict[str, list]:
+    """``dg dev`` in the project (``[tool.dg]`` in pyproject.toml): both, over its ``defs/``."""
+    return {"dg-dev": [BIN / "dg", "dev", "--use-active-venv", "--host", "127.0.0.1", "--port", str(port)]}
+
+
 @contextmanager
-def dagster_server(tmp: Path) -> Iterator[DagsterServer]:
-    """Start the webserver and the daemon under ``tmp`` (home, warehouse, logs), wait until the
-    UI serves the code location, and stop both and everything they started on exit."""
+def dagster_server(
+    tmp: Path, commands: Callable[[int], dict[str, list]] = workspace_commands
+) -> Iterator[DagsterServer]:
+    """Start the webserver and the daemon (``commands`` for a port) under ``tmp`` (home,
+    warehouse, logs), wait until the UI serves the code location, and stop them and everything
+    they started on exit."""
     home, warehouse = tmp / "dagster_home", tmp / "warehouse"
     home.mkdir(parents=True)
     settings = yaml.safe_load(INSTANCE.read_text())
@@ -92,14 +108,11 @@ def dagster_server(tmp: Path) -> Iterator[DagsterServer]:
         pass  # creates the SQLite storages once: the two processes would race to create them
     env = {**os.environ, "DAGSTER_HOME": str(home), "LAKEHOUSE_WAREHOUSE": str(warehouse)}
     port = free_port()
-    commands = {
-        "webserver": [BIN / "dagster-webserver", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-        "daemon": [BIN / "dagster-daemon", "run", "-w", "workspace.yaml"],
-    }
+    started = commands(port)
     processes: list[subprocess.Popen] = []
     with ExitStack() as stack:
         stack.callback(stop, processes)
-        for name, command in commands.items():
+        for name, command in started.items():
             log = stack.enter_context((tmp / f"{name}.log").open("w"))
             processes.append(
                 subprocess.Popen(
@@ -112,7 +125,7 @@ def dagster_server(tmp: Path) -> Iterator[DagsterServer]:
                     start_new_session=True,
                 )  # fmt: skip
             )
-        logs = tuple(tmp / f"{name}.log" for name in commands)
+        logs = tuple(tmp / f"{name}.log" for name in started)
         server = DagsterServer(f"http://127.0.0.1:{port}", str(warehouse), logs)
         server.wait_for("the webserver to serve the code location", lambda: _loaded(server, processes),
                         READY_TIMEOUT)  # fmt: skip
@@ -120,7 +133,8 @@ def dagster_server(tmp: Path) -> Iterator[DagsterServer]:
 
 
 def _loaded(server: DagsterServer, processes: list[subprocess.Popen]) -> bool | None:
-    """True once the code location loaded; raises if a process died or the location failed."""
+    """True once the code location loaded (``dg dev`` names it after the project's folder, the
+    workspace file ``LOCATION``); raises if a process died or the location failed."""
     for process in processes:
         if process.poll() is not None:
             raise AssertionError(f"{process.args[0]} exited with {process.returncode}\n{server.log_tail()}")
@@ -132,13 +146,12 @@ def _loaded(server: DagsterServer, processes: list[subprocess.Popen]) -> bool | 
         )
     except (urllib.error.URLError, ConnectionError, TimeoutError):
         return None  # not listening yet
-    entries = {e["name"]: e for e in data["workspaceOrError"].get("locationEntries", [])}
-    entry = entries.get(LOCATION)
-    if entry is None or entry["loadStatus"] != "LOADED":
+    entries = data["workspaceOrError"].get("locationEntries", [])
+    if len(entries) != 1 or entries[0]["loadStatus"] != "LOADED":
         return None
-    error = entry["locationOrLoadError"]
+    error = entries[0]["locationOrLoadError"]
     if error["__typename"] == "PythonError":
-        raise AssertionError(f"{LOCATION} failed to load: {error['message']}")
+        raise AssertionError(f"{entries[0]['name']} failed to load: {error['message']}")
     return True
 
 
