@@ -21,10 +21,13 @@ Every operation runs in a fresh Python process that reports its seconds and its 
 (``ru_maxrss``), so one operation's peak cannot hide another's. Printed: a table per size, then
 each operation's growth ratio time(largest)/time(previous size) (linear: about 10 for 10x).
 ``--threads N`` makes the processes behave as on N cores: the engine's (``LAKEHOUSE_THREADS``)
-and Arrow's thread pools are sized for N, whatever this machine has.
+and Arrow's thread pools are sized for N, whatever this machine has. ``--threads 1,2,...`` runs
+everything at each count, every process also pinned to that many of the CPUs this one may use
+(as ``taskset`` would, where there are as many), and ends with each operation's speed-up over the
+first count.
 
     .venv/bin/python bench/scale.py [--rows 1000000,10000000] [--large] [--only OP,...] [--dir D]
-        [--threads N]
+        [--threads N[,N...]]
 """
 
 from __future__ import annotations
@@ -413,11 +416,13 @@ def child(op: str, directory: str, size: int) -> None:
     print(json.dumps(result))
 
 
-def run(op: str, directory: Path, size: int) -> dict:
+def run(op: str, directory: Path, size: int, cpus: list[int] | None = None) -> dict:
+    """One operation in a fresh process (pinned to ``cpus`` if given); its result."""
     out = subprocess.run(
         [sys.executable, __file__, "--child", op, "--dir", str(directory), "--size", str(size)],
         capture_output=True,
         text=True,
+        preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
     )
     if out.returncode != 0:
         raise SystemExit(f"{op} at {size:,} failed:\n{out.stderr}")
@@ -431,9 +436,9 @@ def scale(name: str, kind: str, size: int) -> int:
     return (EXPIRE_SNAPSHOTS if name.startswith("expire") else PLAN_FILES)[size]
 
 
-def report(results: dict[tuple[str, int], dict], sizes: dict[str, list[int]]) -> None:
+def report(results: dict[tuple[str, int], dict], sizes: dict[str, list[int]], pinned: bool) -> None:
     threads = os.environ.get("LAKEHOUSE_THREADS") or "the usable cores"
-    print(f"\nthreads: {threads}; pyarrow {pa.__version__}")
+    print(f"\nthreads: {threads}{' (pinned)' if pinned else ''}; pyarrow {pa.__version__}")
     print(f"{'operation':<25}{'size':>12}{'seconds':>10}{'throughput':>22}{'peak RSS':>11}  note")
     for name, kind, unit in OPS:
         for size in sizes[kind]:
@@ -473,40 +478,66 @@ def report(results: dict[tuple[str, int], dict], sizes: dict[str, list[int]]) ->
                 )
 
 
+def speedups(results: dict[int, dict[tuple[str, int], dict]], sizes: dict[str, list[int]]) -> None:
+    """Each operation's time at every thread count and its speed-up over the first count."""
+    counts = list(results)
+    print(f"\nspeed-up over N = {counts[0]} threads (time at N = {counts[0]} / time at N)")
+    print(f"{'operation':<25}{'size':>12}" + "".join(f"{f'N={n} s':>10}" for n in counts)
+          + "".join(f"{f'x N={n}':>9}" for n in counts[1:]))  # fmt: skip
+    for name, kind, _ in OPS:
+        for size in sizes[kind]:
+            times = [results[n].get((name, size), {}).get("seconds") for n in counts]
+            if name == "baseline" or None in times or not all(times):
+                continue
+            print(
+                f"{name:<25}{scale(name, kind, size):>12,}" + "".join(f"{t:>10.3f}" for t in times)
+                + "".join(f"{times[0] / t:>8.2f}x" for t in times[1:])
+            )  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default="1000000,10000000", help="comma-separated row counts")
     parser.add_argument("--large", action="store_true", help="add 100,000,000 rows")
     parser.add_argument("--only", default="", help="comma-separated operations (default all)")
     parser.add_argument("--dir", default=None, help="working directory (default a temporary one)")
-    parser.add_argument("--threads", type=int, help="behave as on this many cores (LAKEHOUSE_THREADS)")
+    parser.add_argument(
+        "--threads", help="behave as on this many cores (LAKEHOUSE_THREADS); several: each, pinned, compared"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child, args.dir, args.size)
         return
-    if args.threads is not None:
-        os.environ["LAKEHOUSE_THREADS"] = str(args.threads)  # the operations' processes inherit it
+    counts = [int(t) for t in args.threads.split(",")] if args.threads else [0]
+    available = sorted(os.sched_getaffinity(0))
     rows = [int(r) for r in args.rows.split(",")] + ([100_000_000] if args.large else [])
     sizes = {"rows": rows, "meta": sorted(PLAN_FILES)}
     only = set(args.only.split(",")) if args.only else None
     base = Path(args.dir or tempfile.mkdtemp(prefix="scale-"))
-    results: dict[tuple[str, int], dict] = {}
+    results: dict[int, dict[tuple[str, int], dict]] = {}
     try:
-        for kind in ("meta", "rows"):
-            for size in sizes[kind]:
-                directory = base / f"{kind}-{size}"
-                directory.mkdir(parents=True, exist_ok=True)
-                for name, op_kind, _ in OPS:
-                    if op_kind != kind or only is not None and name not in only and name != "baseline":
-                        continue
-                    start = time.perf_counter()
-                    results[(name, size)] = run(name, directory, size)
-                    took = time.perf_counter() - start
-                    print(f"  {name} at {scale(name, kind, size):,}: {took:.1f} s", flush=True)
-                shutil.rmtree(directory, ignore_errors=True)
-        report(results, sizes)
+        for count in counts:
+            if count:
+                os.environ["LAKEHOUSE_THREADS"] = str(count)  # the operations' processes inherit it
+            cpus = available[:count] if len(counts) > 1 and count <= len(available) else None
+            at = results.setdefault(count, {})
+            for kind in ("meta", "rows"):
+                for size in sizes[kind]:
+                    directory = base / f"{kind}-{size}"
+                    directory.mkdir(parents=True, exist_ok=True)
+                    for name, op_kind, _ in OPS:
+                        if op_kind != kind or only is not None and name not in only and name != "baseline":
+                            continue
+                        start = time.perf_counter()
+                        at[(name, size)] = run(name, directory, size, cpus)
+                        took = time.perf_counter() - start
+                        print(f"  {name} at {scale(name, kind, size):,}: {took:.1f} s", flush=True)
+                    shutil.rmtree(directory, ignore_errors=True)
+            report(at, sizes, cpus is not None)
+        if len(counts) > 1:
+            speedups(results, sizes)
     finally:
         if args.dir is None:
             shutil.rmtree(base, ignore_errors=True)
