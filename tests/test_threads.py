@@ -16,6 +16,7 @@ from lakehouse.errors import InvalidOptionError
 from lakehouse.io.cores import THREADS_ENV, cgroup_cpu_limit, count_cores, scheduler_cores, usable_cores
 from lakehouse.io.memory import JOBS, JobMemory
 from lakehouse.io.pool import map_parallel
+from lakehouse.mergetree.compactor import BucketCompactor
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -271,3 +272,53 @@ def test_writes_and_compactions_on_many_cores_keep_every_row(sixteen_cores, cata
     assert rows.column("id").to_pylist() == list(range(n))
     assert rows.column("v").to_pylist() == [f"{'b' if i % 2 == 0 else 'a'}{i}" for i in range(n)]
     assert JOBS.held == 0
+
+
+def _upserted_four_times(catalog, options: dict[str, str]):
+    """A 4-bucket table holding an insert and three upserts: its next write triggers a compaction
+    in every bucket (five sorted runs each)."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.int64())])
+    t = catalog.create_table("db.t", schema, primary_keys=["id"], options={"bucket": "4", **options})
+    for round_ in range(4):
+        ids = pa.array(range(0, 400, round_ + 1), pa.int64())
+        t.write(pa.table({"id": ids, "v": pa.array([round_] * len(ids), pa.int64())}))
+    assert [s.sorted_runs for s in t.lsm_shape()] == [4] * 4
+    return t, pa.table({"id": pa.array(range(0, 400, 5), pa.int64()), "v": pa.array([9] * 80, pa.int64())})
+
+
+def test_a_writes_compactions_run_at_once(sixteen_cores, catalog, monkeypatch):
+    """The buckets a commit compacts are compacted in parallel, as a dedicated compaction's are."""
+    t, last = _upserted_four_times(catalog, {})
+    together = threading.Barrier(4, timeout=30)  # passes only if the four buckets compact at once
+    compact = BucketCompactor.compact
+
+    def meeting(self, full=False):
+        together.wait()
+        return compact(self, full)
+
+    monkeypatch.setattr(BucketCompactor, "compact", meeting)
+    t.write(last)
+    assert [s.sorted_runs for s in t.lsm_shape()] == [1] * 4
+    rows = t.read().sort_by("id")
+    assert rows.column("v").to_pylist() == [
+        9 if i % 5 == 0 else max(r for r in range(4) if i % (r + 1) == 0) for i in range(400)
+    ]
+
+
+def test_a_failed_compaction_of_one_bucket_leaves_the_table_as_it_was(sixteen_cores, catalog, monkeypatch):
+    t, last = _upserted_four_times(catalog, {})
+    before = t.latest_snapshot_id()
+    files = {p for p in Path(t.paths.root).rglob("*") if p.is_file()}
+    compact, calls = BucketCompactor.compact, []
+
+    def failing(self, full=False):
+        calls.append(self.bucket)
+        if len(calls) == 2:
+            raise OSError("disk full")
+        return compact(self, full)
+
+    monkeypatch.setattr(BucketCompactor, "compact", failing)
+    with pytest.raises(OSError, match="disk full"):
+        t.write(last)
+    assert t.refresh().latest_snapshot_id() == before
+    assert {p for p in Path(t.paths.root).rglob("*") if p.is_file()} == files

@@ -142,10 +142,12 @@ class BucketCompactor(BucketFiles):
 
     # ---- compaction ----------------------------------------------------------------------
 
-    def compact(self, full: bool = False) -> bool:
-        """Run one compaction if the strategy picks one (``full``: everything to the top level).
-        Returns whether anything changed."""
-        levels = self.levels()
+    def picks(self, full: bool = False) -> bool:
+        """Whether :meth:`compact` would compact anything now (reads no file)."""
+        return self._pick(self.levels(), full) is not None
+
+    def _pick(self, levels: Levels, full: bool) -> CompactUnit | None:
+        """What the strategy compacts (``full``: everything to the top level), None for nothing."""
         vectors = self.deletion_vectors
         if full:
             unit = pick_full(levels.num_levels, levels.runs, rewrite_single=bool(vectors and vectors.vectors))
@@ -153,7 +155,15 @@ class BucketCompactor(BucketFiles):
             unit = self.universal.pick(levels.num_levels, levels.runs)
             if unit is None and self.needs_lookup:
                 unit = self.universal.force_level0(levels.num_levels, levels.runs)
-        if unit is None or not unit.files:
+        return unit if unit is not None and unit.files else None
+
+    def compact(self, full: bool = False) -> bool:
+        """Run one compaction if the strategy picks one (``full``: everything to the top level).
+        Returns whether anything changed."""
+        levels = self.levels()
+        vectors = self.deletion_vectors
+        unit = self._pick(levels, full)
+        if unit is None:
             return False
         # with deletion vectors, older versions above the output are deleted by lookup
         drop_delete = unit.output_level != 0 and (

@@ -16,11 +16,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lakehouse.commit.table_commit import TableCommit
-from lakehouse.io.memory import JobMemory
-from lakehouse.io.pool import map_parallel, map_reads
 from lakehouse.paths import FileNamer
 from lakehouse.store.partitions import in_partitions
-from lakehouse.write.bucket_write import Buckets, BucketWrite
+from lakehouse.write.bucket_write import Buckets, BucketWrite, rewrite_parallel
 from lakehouse.write.message import CommitMessage
 from lakehouse.write.scope import WriteScope
 from lakehouse.write.settings import WriteSettings
@@ -94,11 +92,7 @@ def rewrite_buckets(
     changed; on failure every file it wrote is deleted."""
     work = Buckets(table, WriteSettings.of(table, names or WriteScope().namer()))
     try:
-        targets = [work.get(p, b) for p, b in buckets]
-        budget = table.schema.core_options.jobs_budget(beside_buffer)
-        sizes = map_reads(job_bytes, targets, parallel=not table.io.is_local)  # may read footers
-        memory = JobMemory(max(sizes, default=0), budget)
-        map_parallel(rewrite, targets, memory)
+        rewrite_parallel(table, [work.get(p, b) for p, b in buckets], rewrite, job_bytes, beside_buffer)
         return [m for m in work.messages() if m.compact_before or m.compact_after]
     except BaseException:
         work.abort()

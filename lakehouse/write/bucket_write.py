@@ -5,6 +5,7 @@ compaction both work through :class:`Buckets` and get their commit messages from
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,8 @@ from lakehouse.bucket.hash_index import HASH_INDEX
 from lakehouse.deletionvectors.index_file import DELETION_VECTORS
 from lakehouse.deletionvectors.maintainer import BucketDeletionVectors
 from lakehouse.errors import InvalidArgumentError, UnsupportedFeatureError
+from lakehouse.io.memory import JobMemory
+from lakehouse.io.pool import map_parallel, map_reads
 from lakehouse.manifest.entries import DataFileMeta, IndexFileMeta, IndexManifestEntry
 from lakehouse.manifest.index_manifest import by_bucket
 from lakehouse.mergetree.compactor import BucketCompactor
@@ -255,6 +258,23 @@ class Buckets:
             w.abort()
         self.table.io.remove_empty_dirs([w.directory for w in self.writes.values()], self.table.paths.root)
         self.writes = {}
+
+
+def rewrite_parallel(
+    table: TableStore,
+    targets: list[BucketWrite],
+    rewrite: Callable[[BucketWrite], object],
+    job_bytes: Callable[[BucketWrite], int],
+    beside_buffer: bool = False,
+) -> None:
+    """Run ``rewrite`` (a compaction, an index rewrite) on each bucket, in parallel: as many at
+    once as the table's jobs budget affords rewrites of the largest ``job_bytes`` (``beside_buffer``:
+    while the process holds a write buffer, which leaves them half of it)."""
+    if not targets:
+        return
+    budget = table.schema.core_options.jobs_budget(beside_buffer)
+    sizes = map_reads(job_bytes, targets, parallel=not table.io.is_local)  # may read footers
+    map_parallel(rewrite, targets, JobMemory(max(sizes), budget))
 
 
 def _check_name_lengths(table: TableStore, bucket_path: str) -> None:

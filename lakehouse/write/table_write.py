@@ -39,7 +39,7 @@ from lakehouse.snapshot import CommitKind
 from lakehouse.store.data_writer import BucketWriter, FileLayout
 from lakehouse.store.partitions import row_partitions
 from lakehouse.write.bucket_assigner import DynamicBuckets
-from lakehouse.write.bucket_write import BucketKey, Buckets, BucketWrite
+from lakehouse.write.bucket_write import BucketKey, Buckets, BucketWrite, rewrite_parallel
 from lakehouse.write.conform import conform_pieces
 from lakehouse.write.cross_partition import KeyLocations
 from lakehouse.write.message import CommitMessage
@@ -133,8 +133,9 @@ class TableWrite:
         written = [w for w in self.buckets.writes.values() if w.new_files]
         if not self.settings.write_only and written:
             full = self._full_compaction_due()
-            for w in written:
-                _lsm(w).compact(full=full)
+            due = [w for w in written if _lsm(w).picks(full)]
+            compact, job_bytes = (lambda w: _lsm(w).compact(full=full)), (lambda w: _lsm(w).job_bytes())
+            rewrite_parallel(self.table, due, compact, job_bytes)
         self.sorted_runs = max((_lsm(w).sorted_runs() for w in written), default=0)
         hashes = {}
         if self._dynamic is not None:
