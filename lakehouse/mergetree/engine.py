@@ -219,20 +219,34 @@ class MergeEngine:
         ``arrival_order``: rows are numbered in table order (a write buffer), so a stable sort
         needs no sequence column.
         """
+        groups = self._groups(table, arrival_order)
+        kept = KEPT.get(self.kind)
+        merged = groups.rows(kept(groups)) if kept is not None else MERGES[self.kind](self, groups)
+        return merged.drop_columns([ORDINAL]) if ORDINAL in merged.column_names else merged
+
+    @property
+    def keeps_versions(self) -> bool:
+        """Whether a merge keeps one version of each key as it is (deduplicate, first-row), so
+        that :meth:`winners` can pick them from the columns that decide."""
+        return self.kind in KEPT
+
+    @property
+    def deciding_columns(self) -> list[str]:
+        """The columns (besides sequence number and kind) that decide which version wins."""
+        return [*self.key, *(f for f in self.sequence_fields if f not in self.key)]
+
+    def winners(self, table: pa.Table, arrival_order: bool = False) -> np.ndarray:
+        """The positions in ``table`` of the versions a merge keeps, in key order, for engines
+        that :attr:`keeps_versions`: ``table`` needs only the :attr:`deciding_columns`, the
+        sequence number (unless ``arrival_order``) and the kind (and the ordinal, if any)."""
+        groups = self._groups(table, arrival_order)
+        return groups.positions(KEPT[self.kind](groups))
+
+    def _groups(self, table: pa.Table, arrival_order: bool) -> KeyGroups:
         order = [*self.sequence_fields] if arrival_order else [*self.sequence_fields, SEQUENCE_NUMBER]
         if ORDINAL in table.column_names:
             order.append(ORDINAL)
-        groups = KeyGroups.of(table, self.key, order, VALUE_KIND)
-        merged = MERGES[self.kind](self, groups)
-        return merged.drop_columns([ORDINAL]) if ORDINAL in merged.column_names else merged
-
-    def _deduplicate(self, g: KeyGroups) -> pa.Table:
-        # deletes stored before ``ignore-delete`` was set still apply: it only drops new ones
-        return g.rows(g.ends - 1)
-
-    def _first_row(self, g: KeyGroups) -> pa.Table:
-        first = g.first_where(~np.isin(g.kinds, RETRACT_KINDS))
-        return g.rows(first[first >= 0])
+        return KeyGroups.of(table, self.key, order, VALUE_KIND)
 
     def _aggregation(self, g: KeyGroups) -> pa.Table:
         n = len(g.kinds)
@@ -368,9 +382,23 @@ class MergeEngine:
 
 
 # The merge function of each engine: one row per key from a key's versions.
+def _deduplicate(g: KeyGroups) -> np.ndarray:
+    # deletes stored before ``ignore-delete`` was set still apply: it only drops new ones
+    return g.ends - 1
+
+
+def _first_row(g: KeyGroups) -> np.ndarray:
+    first = g.first_where(~np.isin(g.kinds, RETRACT_KINDS))
+    return first[first >= 0]
+
+
+# the engines that keep one version per key as it is: the sorted positions they keep
+KEPT: dict[MergeEngineKind, Callable[[KeyGroups], np.ndarray]] = {
+    MergeEngineKind.DEDUPLICATE: _deduplicate,
+    MergeEngineKind.FIRST_ROW: _first_row,
+}
+# the engines that combine versions
 MERGES: dict[MergeEngineKind, Callable[[MergeEngine, KeyGroups], pa.Table]] = {
-    MergeEngineKind.DEDUPLICATE: MergeEngine._deduplicate,
-    MergeEngineKind.FIRST_ROW: MergeEngine._first_row,
     MergeEngineKind.PARTIAL_UPDATE: MergeEngine._partial_update,
     MergeEngineKind.AGGREGATION: MergeEngine._aggregation,
 }

@@ -66,9 +66,13 @@ class KeyGroups:
         col = self.table.column(name).combine_chunks()
         return col if self.order is None else col.take(self.order)
 
-    def rows(self, positions: np.ndarray) -> pa.Table:
-        """The rows at sorted ``positions``."""
-        return self.table.take(positions if self.order is None else self.order[positions])
+    def positions(self, sorted_positions: np.ndarray) -> np.ndarray:
+        """Where the rows at ``sorted_positions`` are in ``table``."""
+        return sorted_positions if self.order is None else self.order[sorted_positions]
+
+    def rows(self, sorted_positions: np.ndarray) -> pa.Table:
+        """The rows at ``sorted_positions``."""
+        return self.table.take(self.positions(sorted_positions))
 
     @property
     def count(self) -> int:

@@ -54,10 +54,18 @@ def buffered_run(
 
 
 def _merged(engine: MergeEngine, data: pa.Table, kinds: pa.Array, rows: np.ndarray, base: int) -> pa.Table:
-    """One row per key of the rows ``rows`` (ascending positions: arrival order)."""
+    """One row per key of the rows ``rows`` (ascending positions: arrival order). Engines that
+    keep versions whole pick them from the deciding columns: only the kept rows are copied."""
+    if engine.keeps_versions:
+        deciding = _versions(data.select(engine.deciding_columns), kinds, rows, base)
+        return _versions(data, kinds, rows[engine.winners(deciding, arrival_order=True)], base)
+    return engine.merge(_versions(data, kinds, rows, base), arrival_order=True)
+
+
+def _versions(data: pa.Table, kinds: pa.Array, rows: np.ndarray, base: int) -> pa.Table:
+    """The rows ``rows`` of ``data`` with their sequence numbers and kinds."""
     versions = take_rows(data, rows).append_column(parquet.SEQUENCE_NUMBER, pa.array(rows + base))
-    versions = versions.append_column(parquet.VALUE_KIND, kinds.take(pa.array(rows)))
-    return engine.merge(versions, arrival_order=True)
+    return versions.append_column(parquet.VALUE_KIND, kinds.take(pa.array(rows)))
 
 
 def merged_runs(
