@@ -56,3 +56,18 @@ def test_rows_past_the_end_of_a_file_are_corrupt(tmp_path):
     ]
     with pytest.raises(CorruptFileError, match="f.parquet has 10 rows, but row 10 of it is to be read"):
         list(iter_batches(io, path, ["x"], 100, rows=np.array([2, 10])))
+
+
+@pytest.mark.parametrize("primary_keys", [[], ["id"]])
+def test_every_data_file_column_carries_its_field_id(tmp_path, primary_keys):
+    """As Paimon's Parquet writer: readers that match columns by id (Iceberg's) find them."""
+    from lakehouse import Catalog
+
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string())])
+    t = catalog.create_table("db.t", schema, primary_keys=primary_keys)
+    t.write(pa.table({"id": [1, 2], "name": ["a", "b"]}, schema=schema))
+    (path,) = (tmp_path / "wh").rglob("data-*.parquet")
+    ids = {f.name: int(f.metadata[b"PARQUET:field_id"]) for f in pq.ParquetFile(path).schema_arrow}
+    assert {name: ids[name] for name in ("id", "name")} == {f.name: f.id for f in t.schema.fields}

@@ -108,9 +108,12 @@ class BucketWriter:
         self._open: tuple[parquet.ParquetFileWriter, _Accumulator] | None = None  # the file being written
 
     def write(self, rows: pa.Table, sequence: pa.Array, kinds: pa.Array | None) -> None:
-        """Append rows (in file layout), rolling at the target size; ``kinds`` for primary keys."""
+        """Append rows (in file layout), rolling at the target size; ``kinds`` for primary keys.
+        Rows of an append table's columns get the layout's fields (their Parquet field ids)."""
         if rows.num_rows == 0:
             return
+        if not rows.schema.equals(self.layout.file_schema, check_metadata=True):
+            rows = self.layout.file_rows(rows)
         target = self.layout.target_size
         step = max(1024, target // max(1, rows.nbytes // rows.num_rows))
         for start in range(0, rows.num_rows, step):
