@@ -24,6 +24,7 @@ from lakehouse.bucket.mode import BucketMode
 from lakehouse.catalog import Catalog, define_table, table_at
 from lakehouse.commit.table_commit import Overwrite, TableCommit
 from lakehouse.deletionvectors.index_file import DeletionFile
+from lakehouse.iceberg.metadata import IcebergSync
 from lakehouse.io.fs import storage_options
 from lakehouse.manifest.entries import DataFileMeta, FileKind, ManifestEntry
 from lakehouse.murmur import murmur_hash
@@ -38,6 +39,7 @@ from lakehouse.ops.partition_expire import PartitionExpiration
 from lakehouse.ops.rollback import Rollback
 from lakehouse.options import (
     ChangelogProducerKind,
+    IcebergStorage,
     MergeEngineKind,
     StartupMode,
     is_known_option,
@@ -123,6 +125,8 @@ __all__ = [
     "ExpirationJob",
     "FastForward",
     "FileKind",
+    "IcebergStorage",
+    "IcebergSync",
     "IndexReport",
     "IndexRewrite",
     "IndexRewriteJob",

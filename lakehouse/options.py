@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from functools import partial
 from typing import TypeVar
@@ -75,6 +76,23 @@ class PartitionExpireStrategyKind(StrEnum):
     UPDATE_TIME = "update-time"  # the creation time of its newest file
 
 
+class IcebergStorage(StrEnum):
+    """``metadata.iceberg.storage``: where Iceberg-compatible metadata of the table is kept."""
+
+    DISABLED = "disabled"
+    TABLE_LOCATION = "table-location"  # <table>/metadata, loaded by its path
+    HADOOP_CATALOG = "hadoop-catalog"  # <warehouse>/iceberg/<db>/<table>/metadata
+    HIVE_CATALOG = "hive-catalog"  # also registered in a Hive metastore
+    REST_CATALOG = "rest-catalog"  # also registered in an Iceberg REST catalog
+
+
+class IcebergLocation(StrEnum):
+    """``metadata.iceberg.storage-location``: the table's directory or the catalog's."""
+
+    TABLE_LOCATION = "table-location"
+    CATALOG_LOCATION = "catalog-location"
+
+
 _AMOUNT = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
 
 # The options this engine reads, by Paimon's names (their defaults: DEFAULTS).
@@ -88,6 +106,12 @@ CHANGELOG_FILE_STATS_MODE = "changelog-file.stats-mode"
 CHANGELOG_NUM_RETAINED_MAX = "changelog.num-retained.max"
 CHANGELOG_NUM_RETAINED_MIN = "changelog.num-retained.min"
 CHANGELOG_PRODUCER = "changelog-producer"
+METADATA_ICEBERG_STORAGE = "metadata.iceberg.storage"
+METADATA_ICEBERG_STORAGE_LOCATION = "metadata.iceberg.storage-location"
+METADATA_ICEBERG_FORMAT_VERSION = "metadata.iceberg.format-version"
+METADATA_ICEBERG_MANIFEST_COMPRESSION = "metadata.iceberg.manifest-compression"
+METADATA_ICEBERG_DELETE_AFTER_COMMIT = "metadata.iceberg.delete-after-commit.enabled"
+METADATA_ICEBERG_PREVIOUS_VERSIONS_MAX = "metadata.iceberg.previous-versions-max"
 CHANGELOG_PRODUCER_ROW_DEDUPLICATE = "changelog-producer.row-deduplicate"
 CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS = "changelog-producer.row-deduplicate-ignore-fields"
 CHANGELOG_TIME_RETAINED = "changelog.time-retained"
@@ -229,6 +253,11 @@ DEFAULTS: dict[str, str] = {
     SNAPSHOT_TIME_RETAINED: "1 h",
     SNAPSHOT_EXPIRE_LIMIT: "50",
     CHANGELOG_PRODUCER: ChangelogProducerKind.NONE.value,
+    METADATA_ICEBERG_STORAGE: IcebergStorage.DISABLED.value,
+    METADATA_ICEBERG_FORMAT_VERSION: "2",
+    METADATA_ICEBERG_MANIFEST_COMPRESSION: "snappy",
+    METADATA_ICEBERG_DELETE_AFTER_COMMIT: "true",
+    METADATA_ICEBERG_PREVIOUS_VERSIONS_MAX: "0",
     CHANGELOG_FILE_PREFIX: "changelog-",
     CHANGELOG_PRODUCER_ROW_DEDUPLICATE: "false",
 }
@@ -304,6 +333,33 @@ def parse_file_prefix(text: str, key: str) -> str:
 
 
 _Choice = TypeVar("_Choice", bound=StrEnum)
+ICEBERG_CODECS = ("null", "deflate", "snappy", "zstd")  # Avro codecs of Iceberg manifests
+
+
+def parse_iceberg_storage(text: str, key: str) -> IcebergStorage:
+    """Where Iceberg metadata goes; the catalogs this engine cannot reach are refused."""
+    storage = parse_choice(text, key, IcebergStorage)
+    if storage in (IcebergStorage.HIVE_CATALOG, IcebergStorage.REST_CATALOG):
+        service = "a Hive metastore" if storage == IcebergStorage.HIVE_CATALOG else "an Iceberg REST catalog"
+        raise UnsupportedFeatureError(
+            f"{key}={text!r} registers the table in {service}, which this engine does not reach; use "
+            f"'{IcebergStorage.HADOOP_CATALOG}' (a Hadoop catalog under the warehouse) or "
+            f"'{IcebergStorage.TABLE_LOCATION}' and register the metadata with your catalog"
+        )
+    return storage
+
+
+def parse_iceberg_format_version(text: str, key: str) -> int:
+    """The Iceberg format version of the metadata: 2 (3 holds deletion vectors, not written here)."""
+    version = parse_int(text, key)
+    if version == 3:
+        raise UnsupportedFeatureError(
+            f"{key}=3 (Iceberg v3: deletion vectors, nanosecond timestamps) is not written by this "
+            f"engine; use 2"
+        )
+    if version != 2:
+        raise InvalidOptionError(f"{key}={text!r} is no Iceberg format version; use 2")
+    return version
 
 
 def parse_choice(text: str, key: str, kind: type[_Choice]) -> _Choice:
@@ -360,6 +416,12 @@ VALUE_CHECKS: dict[str, Callable[[str, str], object]] = {
     MERGE_ENGINE: lambda text, key: parse_choice(text, key, MergeEngineKind),
     CHANGELOG_PRODUCER: lambda text, key: parse_choice(text, key, ChangelogProducerKind),
     PARTITION_EXPIRATION_STRATEGY: lambda text, key: parse_choice(text, key, PartitionExpireStrategyKind),
+    METADATA_ICEBERG_STORAGE: parse_iceberg_storage,
+    METADATA_ICEBERG_STORAGE_LOCATION: lambda text, key: parse_choice(text, key, IcebergLocation),
+    METADATA_ICEBERG_FORMAT_VERSION: parse_iceberg_format_version,
+    METADATA_ICEBERG_MANIFEST_COMPRESSION: lambda text, key: parse_codec(text, key, ICEBERG_CODECS),
+    METADATA_ICEBERG_DELETE_AFTER_COMMIT: parse_bool,
+    **_counts(0, METADATA_ICEBERG_PREVIOUS_VERSIONS_MAX),
     PARTITION_TIMESTAMP_FORMATTER: DateTimePattern.of,
 }  # fmt: skip
 
@@ -473,6 +535,11 @@ class CoreOptions:
         return parse_choice(self.required(MERGE_ENGINE), MERGE_ENGINE, MergeEngineKind)
 
     @property
+    def iceberg(self) -> IcebergSettings:
+        """The Iceberg-compatible metadata settings (``metadata.iceberg.*``)."""
+        return IcebergSettings.of(self)
+
+    @property
     def changelog_producer(self) -> ChangelogProducerKind:
         return parse_choice(self.required(CHANGELOG_PRODUCER), CHANGELOG_PRODUCER, ChangelogProducerKind)
 
@@ -508,3 +575,42 @@ class CoreOptions:
     def compaction_min_file_num(self) -> int:
         """``compaction.min.file-num``: the fewest small files an append compaction rewrites."""
         return parse_int(self.required(COMPACTION_MIN_FILE_NUM), COMPACTION_MIN_FILE_NUM, 1)
+
+
+@dataclass(frozen=True)
+class IcebergSettings:
+    """``metadata.iceberg.*`` parsed: where the metadata goes and how its files are written."""
+
+    storage: IcebergStorage
+    location: IcebergLocation
+    format_version: int
+    codec: str  # Avro codec of manifests and manifest lists
+    delete_after_commit: bool  # older metadata JSON files are deleted after each commit
+    previous_versions_max: int  # ... but this many of them
+
+    @classmethod
+    def of(cls, options: CoreOptions) -> IcebergSettings:
+        storage = parse_iceberg_storage(options.required(METADATA_ICEBERG_STORAGE), METADATA_ICEBERG_STORAGE)
+        location = options.get(METADATA_ICEBERG_STORAGE_LOCATION)
+        return cls(
+            storage,
+            parse_choice(location, METADATA_ICEBERG_STORAGE_LOCATION, IcebergLocation)
+            if location is not None
+            else IcebergLocation.TABLE_LOCATION
+            if storage == IcebergStorage.TABLE_LOCATION
+            else IcebergLocation.CATALOG_LOCATION,
+            parse_iceberg_format_version(
+                options.required(METADATA_ICEBERG_FORMAT_VERSION), METADATA_ICEBERG_FORMAT_VERSION
+            ),
+            parse_codec(
+                options.required(METADATA_ICEBERG_MANIFEST_COMPRESSION),
+                METADATA_ICEBERG_MANIFEST_COMPRESSION,
+                ICEBERG_CODECS,
+            ),
+            options.get_bool(METADATA_ICEBERG_DELETE_AFTER_COMMIT),
+            options.get_int(METADATA_ICEBERG_PREVIOUS_VERSIONS_MAX),
+        )
+
+    @property
+    def enabled(self) -> bool:
+        return self.storage != IcebergStorage.DISABLED

@@ -27,6 +27,7 @@ from lakehouse.errors import (
     UnsupportedFeatureError,
 )
 from lakehouse.fileindex import options as fileindex_options
+from lakehouse.format.iceberg_schema import check_iceberg
 from lakehouse.format.parquet import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from lakehouse.io.fs import FileIO
 from lakehouse.manifest.avro import avro_codec
@@ -359,6 +360,7 @@ def check_column_name(name: str, table: str) -> None:
 def validate(schema: TableSchema, table: str) -> None:
     """Reject schemas Paimon or this engine cannot serve, with a message saying what to change."""
     check_values(schema.options, table)
+    check_iceberg(schema.fields, schema.core_options, table)
     opts = schema.core_options
     try:
         avro_codec(opts.required(MANIFEST_COMPRESSION))

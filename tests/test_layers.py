@@ -29,7 +29,7 @@ LAYERS = (
         "format manifest snapshot schema fileindex deletionvectors",
     ),
     ("store", "store"),
-    ("mechanisms", "bucket mergetree append"),
+    ("mechanisms", "bucket mergetree append iceberg"),
     ("read", "read"),
     ("write", "write"),
     ("commit", "commit"),

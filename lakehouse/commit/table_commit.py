@@ -34,6 +34,7 @@ from lakehouse.errors import (
     SchemaMismatchError,
     UnsupportedFeatureError,
 )
+from lakehouse.iceberg.metadata import sync_iceberg
 from lakehouse.manifest.entries import (
     DataFileMeta,
     FileKind,
@@ -181,6 +182,7 @@ class TableCommit:
             snapshot_id = self._commit_compaction(plan, watermark, identifier, snapshot_id, properties)
         if snapshot_id is not None:
             self._create_auto_tags(snapshot_id)
+            self._sync_iceberg(snapshot_id)
         return snapshot_id
 
     def drop_partitions(
@@ -191,7 +193,10 @@ class TableCommit:
         ``identifier``: its ``commitIdentifier`` (that of the commit it follows, if any)."""
         if not partitions:
             raise InvalidArgumentError(f"drop_partitions of table {self.table.name} needs partitions")
-        return self._commit_data(CommitPlan.of([]), frozenset(partitions).__contains__, None, identifier)
+        dropped = frozenset(partitions).__contains__
+        snapshot_id = self._commit_data(CommitPlan.of([]), dropped, None, identifier)
+        self._sync_iceberg(snapshot_id)
+        return snapshot_id
 
     def committed(self, identifier: int) -> bool:
         """Whether the newest snapshot of this commit user already covers ``identifier``
@@ -308,6 +313,21 @@ class TableCommit:
                     exc_info=True,
                 )
             return data_snapshot
+
+    def _sync_iceberg(self, snapshot_id: int) -> None:
+        """Iceberg-compatible metadata of the new snapshot (``metadata.iceberg.storage``); a
+        failure is logged: the snapshot is committed, and the next commit's sync (or
+        ``Table.sync_iceberg_metadata``) writes the metadata."""
+        try:
+            sync_iceberg(self.table)
+        except Exception:
+            log.warning(
+                "table %s: snapshot %d is committed, writing its Iceberg metadata failed (the next "
+                "commit, or Table.sync_iceberg_metadata(), writes it)",
+                self.table.name,
+                snapshot_id,
+                exc_info=True,
+            )
 
     def _create_auto_tags(self, snapshot_id: int) -> None:
         """Automatic tags after a commit; a failure is logged (the next commit creates them)."""

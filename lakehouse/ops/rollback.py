@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lakehouse.errors import ArgumentTypeError, InvalidArgumentError, SnapshotNotFoundError
+from lakehouse.iceberg.metadata import sync_iceberg
 from lakehouse.store import tags
 from lakehouse.store.references import Deleted, References, delete_files, other_branches_files
 
@@ -76,6 +77,7 @@ def rollback_to(table: TableStore, snapshot_id: int | None = None, tag: str | No
     # anything a removed snapshot shares with an older snapshot or tag, the target has too
     protected = refs.of(target, changelog=False).update(other_branches_files(table))
     deleted = delete_files(table.io, doomed.minus(protected))
+    sync_iceberg(table)  # the target's Iceberg metadata; the removed snapshots' goes
     return Rollback(target.id, len(removed), tuple(t.name for t in dropped), deleted)
 
 

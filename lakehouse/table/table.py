@@ -18,6 +18,7 @@ from lakehouse.append.sort_keys import SortStrategy
 from lakehouse.bucket.channels import AssignerSplit
 from lakehouse.bucket.mode import BucketMode
 from lakehouse.commit.table_commit import Overwrite, TableCommit, prefixed_user
+from lakehouse.iceberg.metadata import IcebergSync, current_metadata_file, sync_iceberg
 from lakehouse.io.fs import FileIO
 from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
 from lakehouse.manifest.files import ManifestStore
@@ -601,6 +602,17 @@ class Table:
     def rollback_to(self, *, snapshot_id: int | None = None, tag: str | None = None) -> Rollback:
         """Make a snapshot or a tag the latest again; later snapshots, their tags and files go."""
         return rollback_to(self.store, snapshot_id, tag)
+
+    def sync_iceberg_metadata(self) -> IcebergSync | None:
+        """Write the Iceberg-compatible metadata of the latest snapshot if it is missing (each
+        commit writes it; this catches up after a crash between a commit and its metadata).
+        None when ``metadata.iceberg.storage`` is disabled or the table has no snapshot."""
+        return sync_iceberg(self.store)
+
+    def iceberg_metadata_location(self) -> str | None:
+        """Where Iceberg readers find the table: its current ``v<N>.metadata.json`` (what
+        ``version-hint.text`` names), None without Iceberg metadata."""
+        return current_metadata_file(self.store)
 
     def rollback_to_timestamp(self, timestamp_ms: int) -> Rollback:
         """Roll back to the newest snapshot committed at or before ``timestamp_ms`` (epoch millis);

@@ -1,0 +1,2 @@
+"""Iceberg-compatible metadata of Paimon tables (``metadata.iceberg.*``): Iceberg readers read
+the tables' Parquet files in place."""

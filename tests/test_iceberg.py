@@ -1,0 +1,243 @@
+"""Iceberg-compatible metadata (``metadata.iceberg.storage``), with pyiceberg as the oracle: an
+Iceberg reader loading the table the Hadoop way (its directory, ``metadata/version-hint.text``)
+reads exactly the rows this engine reads, prunes files by their bounds without losing rows, and
+follows the table through commits, compactions, schema changes, rollbacks and crashes."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from lakehouse import Catalog, col
+from lakehouse.errors import InvalidOptionError, UnsupportedFeatureError
+
+pytestmark = pytest.mark.iceberg
+
+TABLE_LOCATION = {"metadata.iceberg.storage": "table-location"}
+SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        ("flag", pa.bool_()),
+        ("small", pa.int16()),
+        ("name", pa.string()),
+        ("price", pa.decimal128(10, 2)),
+        ("score", pa.float64()),
+        ("blob", pa.binary()),
+        ("ts", pa.timestamp("us")),
+        ("day", pa.date32()),
+        pa.field("dt", pa.string(), nullable=False),
+    ]
+)
+
+
+def rows(ids: range, dt: str, tag: str = "a") -> pa.Table:
+    n = len(ids)
+    return pa.table(
+        {
+            "id": pa.array(list(ids), pa.int64()),
+            "flag": [i % 2 == 0 for i in ids],
+            "small": pa.array([i % 100 for i in ids], pa.int16()),
+            "name": [None if i % 7 == 0 else f"{tag}{i}" for i in ids],
+            "price": pa.array([Decimal(i) / 4 - 3 for i in ids], pa.decimal128(10, 2)),
+            "score": [i * 0.5 for i in ids],
+            "blob": [bytes([i % 256]) for i in ids],
+            "ts": pa.array([datetime.datetime(2024, 1, 1) + datetime.timedelta(minutes=i) for i in ids]),
+            "day": pa.array([datetime.date(2024, 1, 1) + datetime.timedelta(days=i % 30) for i in ids]),
+            "dt": [dt] * n,
+        },
+        schema=SCHEMA,
+    )
+
+
+def iceberg(location: str):
+    from pyiceberg.table import StaticTable
+
+    return StaticTable.from_metadata(location)
+
+
+def same_rows(ours: pa.Table, theirs: pa.Table, key: str = "id") -> None:
+    theirs = theirs.select(ours.column_names).cast(ours.schema)
+    assert theirs.sort_by(key).equals(ours.sort_by(key))
+
+
+@pytest.fixture
+def catalog(tmp_path) -> Catalog:
+    c = Catalog(str(tmp_path / "warehouse"))
+    c.create_database("db")
+    return c
+
+
+def test_an_iceberg_reader_reads_an_append_table_as_we_do(catalog):
+    t = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], options=TABLE_LOCATION)
+    t.write(pa.concat_tables([rows(range(0, 50), "x"), rows(range(50, 80), "y")]))
+    t.write(rows(range(80, 100), "x", "b"))
+    table = iceberg(t.paths.root)  # the table's directory, as a Hadoop-style reader opens it
+    assert table.metadata.current_snapshot_id == t.latest_snapshot_id()
+    assert [f.field_id for f in table.schema().fields] == [f.id for f in t.schema.fields]
+    same_rows(t.read(), table.scan().to_arrow())
+    # bounds and partitions prune files, never rows
+    for iceberg_filter, ours in [
+        ("id >= 90", col("id") >= 90),
+        ("dt = 'y'", col("dt") == "y"),
+        ("name = 'b85'", col("name") == "b85"),
+        ("score < 3.0", col("score") < 3.0),
+        ("day = '2024-01-05'", col("day") == datetime.date(2024, 1, 5)),
+        ("price > 20", col("price") > Decimal(20)),
+        ("ts < '2024-01-01T00:10:00'", col("ts") < datetime.datetime(2024, 1, 1, 0, 10)),
+    ]:
+        same_rows(t.read(filter=ours), table.scan(row_filter=iceberg_filter).to_arrow())
+
+
+def test_a_primary_key_table_shows_iceberg_its_last_full_compaction(catalog):
+    t = catalog.create_table("db.pk", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                             options={**TABLE_LOCATION, "bucket": "2"})  # fmt: skip
+    t.write(rows(range(0, 40), "x"))
+    assert iceberg(t.paths.root).scan().to_arrow().num_rows == 0  # level 0 only: not merged rows
+    t.compact(full=True)
+    compacted = t.read()
+    same_rows(compacted, iceberg(t.paths.root).scan().to_arrow())
+    t.write(rows(range(0, 40, 2), "x", "new"))
+    same_rows(compacted, iceberg(t.paths.root).scan().to_arrow())  # the upserts wait in level 0
+    t.compact(full=True)
+    same_rows(t.read(), iceberg(t.paths.root).scan().to_arrow())
+    assert pc.sum(pc.starts_with(t.read().column("name"), "new")).as_py() > 0
+
+
+def test_one_metadata_version_is_kept_unless_more_are_asked_for(catalog):
+    t = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], options=TABLE_LOCATION)
+    for i in range(3):
+        t.write(rows(range(i * 10, i * 10 + 10), "x"))
+    metadata = Path(t.paths.root) / "metadata"
+    names = sorted(p.name for p in metadata.iterdir())
+    assert [n for n in names if n.endswith(".json")] == ["v3.metadata.json"]
+    assert (metadata / "version-hint.text").read_text() == "3"
+    assert len([n for n in names if n.endswith(".avro")]) == 2  # one manifest, one manifest list
+    t.set_options({"metadata.iceberg.previous-versions-max": "1"})
+    t.write(rows(range(30, 40), "x"))
+    t.write(rows(range(40, 50), "x"))
+    versions = sorted(p.name for p in metadata.glob("v*.metadata.json"))
+    assert versions == ["v4.metadata.json", "v5.metadata.json"]
+    same_rows(t.read(), iceberg(str(metadata / "v5.metadata.json")).scan().to_arrow())
+    same_rows(t.read(snapshot_id=4), iceberg(str(metadata / "v4.metadata.json")).scan().to_arrow())
+
+
+def test_a_hadoop_catalog_keeps_the_metadata_under_the_warehouse(catalog, tmp_path):
+    t = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"],
+                             options={"metadata.iceberg.storage": "hadoop-catalog"})  # fmt: skip
+    t.write(rows(range(0, 20), "x"))
+    location = tmp_path / "warehouse" / "iceberg" / "db" / "t"
+    assert (location / "metadata" / "version-hint.text").read_text() == "1"
+    assert not (Path(t.paths.root) / "metadata").exists()
+    assert t.iceberg_metadata_location() == f"{location}/metadata/v1.metadata.json"
+    table = iceberg(str(location))
+    assert table.metadata.location == t.paths.root  # the data stays where Paimon wrote it
+    same_rows(t.read(), table.scan().to_arrow())
+
+
+def test_schema_changes_reach_iceberg_by_field_id(catalog):
+    t = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], options=TABLE_LOCATION)
+    t.write(rows(range(0, 10), "x"))
+    t.add_column("extra", pa.int32())
+    t.rename_column("name", "label")
+    later = rows(range(10, 20), "x").rename_columns([*SCHEMA.names[:3], "label", *SCHEMA.names[4:]])
+    t.write(later.append_column("extra", pa.array(range(10), pa.int32())))
+    table = iceberg(t.paths.root)
+    assert table.schema().find_field("label").field_id == t.schema.field("label").id
+    same_rows(t.read(), table.scan().to_arrow())
+    assert len(table.schemas()) == 3
+
+
+def test_overwrites_reach_iceberg(catalog):
+    t = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], options=TABLE_LOCATION)
+    t.write(pa.concat_tables([rows(range(0, 10), "x"), rows(range(10, 20), "y"), rows(range(20, 30), "z")]))
+    t.write(rows(range(100, 105), "x"), overwrite={"dt": "x"})
+    same_rows(t.read(), iceberg(t.paths.root).scan().to_arrow())
+    t.write(rows(range(200, 203), "z"), overwrite=True)
+    same_rows(t.read(), iceberg(t.paths.root).scan().to_arrow())
+    assert iceberg(t.paths.root).scan().to_arrow().column("id").to_pylist() == [200, 201, 202]
+
+
+def test_a_rollback_rewinds_the_iceberg_metadata(catalog):
+    t = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], options=TABLE_LOCATION)
+    for i in range(3):
+        t.write(rows(range(i * 10, i * 10 + 10), "x"))
+    t.rollback_to(snapshot_id=1)
+    metadata = Path(t.paths.root) / "metadata"
+    assert sorted(p.name for p in metadata.glob("v*.metadata.json")) == ["v1.metadata.json"]
+    same_rows(t.read(), iceberg(t.paths.root).scan().to_arrow())
+    t.write(rows(range(50, 55), "x"))  # snapshot 2 again, another one: its metadata is new
+    same_rows(t.read(), iceberg(t.paths.root).scan().to_arrow())
+    assert iceberg(t.paths.root).scan().to_arrow().num_rows == 15
+
+
+def test_a_failed_sync_leaves_the_commit_and_is_caught_up(catalog, monkeypatch, caplog):
+    import lakehouse.commit.table_commit as table_commit
+
+    t = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], options=TABLE_LOCATION)
+    t.write(rows(range(0, 10), "x"))
+    sync = table_commit.sync_iceberg
+
+    def crash(table):
+        raise OSError("killed")
+
+    monkeypatch.setattr(table_commit, "sync_iceberg", crash)
+    with caplog.at_level(logging.WARNING):
+        t.write(rows(range(10, 20), "x"))
+    assert "writing its Iceberg metadata failed" in caplog.text
+    assert t.latest_snapshot_id() == 2
+    assert t.iceberg_metadata_location().endswith("v1.metadata.json")  # readers still see snapshot 1
+    assert iceberg(t.paths.root).scan().to_arrow().num_rows == 10
+    monkeypatch.setattr(table_commit, "sync_iceberg", sync)
+    synced = t.sync_iceberg_metadata()
+    assert synced is not None and synced.snapshot_id == 2
+    same_rows(t.read(), iceberg(t.paths.root).scan().to_arrow())
+    assert t.sync_iceberg_metadata().metadata_file == synced.metadata_file  # nothing more to do
+
+
+def test_metadata_files_are_json_an_iceberg_reader_expects(catalog):
+    t = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], options=TABLE_LOCATION)
+    t.write(rows(range(0, 10), "x"))
+    metadata = json.loads(Path(t.iceberg_metadata_location()).read_text())
+    assert metadata["format-version"] == 2
+    assert metadata["partition-specs"] == [
+        {"spec-id": 0, "fields": [
+            {"name": "dt", "transform": "identity", "source-id": t.schema.field("dt").id, "field-id": 1000}]}
+    ]  # fmt: skip
+    (snapshot,) = metadata["snapshots"]
+    assert snapshot["snapshot-id"] == snapshot["sequence-number"] == 1
+    assert snapshot["summary"]["total-records"] == "10"
+    assert snapshot["summary"]["paimon-commit-identity"] == t.snapshots.latest().uuid
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"metadata.iceberg.storage": "hive-catalog"}, UnsupportedFeatureError, "Hive metastore"),
+        ({"metadata.iceberg.storage": "rest-catalog"}, UnsupportedFeatureError, "REST catalog"),
+        ({"metadata.iceberg.storage": "glue"}, InvalidOptionError, "use one of"),
+        ({**TABLE_LOCATION, "metadata.iceberg.format-version": "3"}, UnsupportedFeatureError, "Iceberg v3"),
+        ({**TABLE_LOCATION, "metadata.iceberg.format-version": "1"}, InvalidOptionError, "use 2"),
+        ({**TABLE_LOCATION, "metadata.iceberg.manifest-compression": "lz4"}, InvalidOptionError, "zstd"),
+        ({**TABLE_LOCATION, "deletion-vectors.enabled": "true"}, UnsupportedFeatureError, "deletion vectors"),
+    ],
+)
+def test_metadata_iceberg_cannot_use_is_refused_when_the_table_is_created(catalog, options, error, message):
+    with pytest.raises(error, match=message):
+        catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], options=options)
+    assert "t" not in catalog.list_tables("db")
+
+
+def test_a_column_iceberg_v2_cannot_hold_is_refused(catalog):
+    schema = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("ns"))])
+    with pytest.raises(UnsupportedFeatureError, match="timestamp_ns"):
+        catalog.create_table("db.t", schema, options=TABLE_LOCATION)
+    t = catalog.create_table("db.t", schema)
+    with pytest.raises(UnsupportedFeatureError, match="timestamp_ns"):
+        t.set_options(TABLE_LOCATION)
