@@ -241,3 +241,17 @@ def test_a_column_iceberg_v2_cannot_hold_is_refused(catalog):
     t = catalog.create_table("db.t", schema)
     with pytest.raises(UnsupportedFeatureError, match="timestamp_ns"):
         t.set_options(TABLE_LOCATION)
+
+
+def test_a_copy_of_the_table_never_deletes_the_originals_metadata(catalog, tmp_path):
+    """Iceberg metadata names its files by absolute path: a copy (a backup) names the original's,
+    and syncing the copy must not retire them."""
+    import shutil
+
+    t = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], options=TABLE_LOCATION)
+    t.write(rows(range(0, 10), "x"))
+    shutil.copytree(tmp_path / "warehouse", tmp_path / "backup")
+    copy = Catalog(str(tmp_path / "backup")).get_table("db.t")
+    copy.write(rows(range(10, 20), "x"))
+    same_rows(t.read(), iceberg(t.paths.root).scan().to_arrow())
+    same_rows(copy.read(), iceberg(copy.paths.root).scan().to_arrow())

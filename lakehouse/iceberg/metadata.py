@@ -36,6 +36,7 @@ from lakehouse.iceberg.manifest import (
     manifest_paths,
     partition_summaries,
 )
+from lakehouse.io.fs import FileStatus
 from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import ManifestEntry
 from lakehouse.manifest.stats import decode
@@ -262,13 +263,44 @@ def _retire(table: TableStore, directory: str, current: int, settings: IcebergSe
             _delete_version(table, f"{directory}/{status.name}")
 
 
-def _delete_version(table: TableStore, path: str) -> None:
+def orphan_metadata_files(table: TableStore) -> list[FileStatus]:
+    """Files in the Iceberg metadata directory that no metadata version names: the manifests of a
+    sync that died before writing its version (for orphan cleanup, which keeps everything else:
+    the versions, the hint and what they name). Nothing when a version is unreadable."""
+    settings = table.schema.core_options.iceberg
+    if not settings.enabled or table.branch != MAIN_BRANCH:
+        return []
     io = table.io
+    directory = metadata_dir(table, settings)
+    statuses = io.list_dir(directory)
+    named = {VERSION_HINT}
+    for status in statuses:
+        if _VERSION.match(status.name) is None:
+            continue
+        named.add(status.name)
+        try:
+            metadata = json.loads(io.read_bytes(status.path))
+            lists = [s["manifest-list"] for s in metadata.get("snapshots", [])]
+            manifests = [m for listed in lists for m in manifest_paths(io.read_bytes(listed))]
+            named.update(p.rsplit("/", 1)[-1] for p in [*lists, *manifests])
+        except FileNotFoundError:
+            continue  # retired meanwhile: what it named goes with it
+        except (ValueError, KeyError, TypeError):
+            return []  # cannot tell what a damaged version names: delete nothing
+    return [st for st in statuses if st.name not in named]
+
+
+def _delete_version(table: TableStore, path: str) -> None:
+    """Delete a metadata version and the manifests it names - only those in its own directory:
+    the paths are absolute, and a copy of the table (a backup) names the original's files."""
+    io = table.io
+    directory = path.rsplit("/", 1)[0]
     try:
         metadata = json.loads(io.read_bytes(path))
         lists = [s["manifest-list"] for s in metadata.get("snapshots", [])]
+        lists = [p for p in lists if p.rsplit("/", 1)[0] == directory]
         files = [m for listed in lists for m in manifest_paths(io.read_bytes(listed))] + lists
     except (FileNotFoundError, ValueError, KeyError, TypeError):
         files = []  # what it named stays for orphan cleanup
-    io.delete_quietly(files)
+    io.delete_quietly([p for p in files if p.rsplit("/", 1)[0] == directory])
     io.delete_quietly([path])

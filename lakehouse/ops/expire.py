@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from lakehouse.errors import InvalidArgumentError
+from lakehouse.iceberg.metadata import sync_iceberg
 from lakehouse.options import (
     CONSUMER_EXPIRATION_TIME,
     SNAPSHOT_EXPIRE_LIMIT,
@@ -85,8 +86,11 @@ def expire_snapshots(
 ) -> Expiration:
     """Expire snapshots per the arguments, each defaulting to the table's option.
 
-    ``older_than_ms`` is an epoch-millisecond timestamp (Paimon's ``older_than``).
+    ``older_than_ms`` is an epoch-millisecond timestamp (Paimon's ``older_than``). Iceberg
+    metadata a crashed commit left behind is caught up first: it must never name files that
+    expiration deletes.
     """
+    sync_iceberg(table)
     plan = plan_expiration(table, retain_min, retain_max, older_than_ms, max_deletes)
     retired = retire_snapshots(table, plan)
     return plan.report(retired + delete_files(table.io, plan.files.content()))

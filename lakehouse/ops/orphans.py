@@ -4,7 +4,8 @@
 Crashed writers and killed commits leave data files, manifests and index files nothing points
 to. A file is an orphan when it sits where the engine writes files (``manifest/``, ``index/``,
 ``statistics/``, bucket directories, stray files in ``snapshot/``), no snapshot or tag references
-it, and it was last modified before ``older_than_ms`` (default: one day ago). The threshold is
+it, and it was last modified before ``older_than_ms`` (default: one day ago); so are Iceberg
+manifests no Iceberg metadata version names (a sync that died). The threshold is
 what keeps the files of a writer that has not committed yet; it must lie in the past. Files of
 an aborted write (:mod:`lakehouse.write.scope`) are orphans whatever their age: nothing
 will ever commit them. The leases and markers of writes in ``_writes/`` go once older than the
@@ -18,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from lakehouse.errors import InvalidArgumentError
+from lakehouse.iceberg.metadata import orphan_metadata_files
 from lakehouse.io.fs import FileStatus, is_temporary, join
 from lakehouse.paths import MAIN_BRANCH, bucket_dirs
 from lakehouse.store.consumers import consumer_dir
@@ -77,6 +79,7 @@ def find_orphan_files(table: TableStore, older_than_ms: int | None = None) -> Or
         for st in candidate_files(branch)
         if st.path not in used and (st.mtime_ms < older_than_ms or any(w in st.name for w in aborted))
     ]
+    found += [st for st in orphan_metadata_files(table) if st.mtime_ms < older_than_ms]
     return OrphanFiles(tuple(sorted(st.path for st in found)), sum(st.size for st in found), dry_run=True)
 
 

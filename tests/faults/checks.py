@@ -9,6 +9,7 @@ import re
 import time
 from dataclasses import dataclass
 
+from lakehouse.iceberg.metadata import orphan_metadata_files
 from lakehouse.ops.orphans import referenced_files
 from lakehouse.table.table import Table
 
@@ -124,12 +125,45 @@ def remove_orphans(table: Table, reads: Reads) -> Cleanup:
 
 def unreferenced(table: Table) -> set[str]:
     """Files under the table that no snapshot or tag references and that are not the table's
-    metadata (schema, snapshot, hint and tag files)."""
+    metadata (schema, snapshot, hint and tag files, Iceberg metadata its versions name)."""
     root = table.paths.root
     present = {os.path.join(d, n) for d, _, names in os.walk(root) for n in names}
+    iceberg = os.path.join(root, "metadata")
+    dead = {st.path for st in orphan_metadata_files(table.store)}
     return {
-        p for p in present - referenced_files(table).all() if not _METADATA.search(os.path.relpath(p, root))
+        p
+        for p in present - referenced_files(table).all()
+        if not _METADATA.search(os.path.relpath(p, root)) and (os.path.dirname(p) != iceberg or p in dead)
     }
+
+
+def iceberg_problems(table: Table, reads: Reads, killed: bool) -> list[str]:
+    """What is wrong with the table's Iceberg metadata (if it has some): the version its hint
+    names must read, in pyiceberg, the snapshot it describes (every file it names exists); after
+    an operation that returned, that is the latest snapshot."""
+    if not table.schema.core_options.iceberg.enabled:
+        return []
+    from pyiceberg.table import StaticTable
+
+    latest = table.latest_snapshot_id()
+    location = table.iceberg_metadata_location()
+    if location is None:
+        return [] if latest is None or killed else [f"no Iceberg metadata names the latest snapshot {latest}"]
+    iceberg = StaticTable.from_metadata(location)
+    described = iceberg.metadata.current_snapshot_id
+    problems = []
+    if described != latest and not killed:
+        problems.append(f"the Iceberg metadata describes snapshot {described}, the latest is {latest}")
+    if described not in reads.snapshots:
+        return [*problems, f"the Iceberg metadata describes snapshot {described}, which is not listed"]
+    try:
+        rows = canonical(iceberg.scan().to_arrow())
+    except Exception as e:  # noqa: BLE001 - a missing file or anything else a reader meets
+        return [*problems, f"pyiceberg cannot read snapshot {described}: {type(e).__name__}: {e}"]
+    if rows != reads.snapshots[described]:
+        ours = show(reads.snapshots[described])
+        problems.append(f"pyiceberg reads {show(rows)} at snapshot {described}, we read {ours}")
+    return problems
 
 
 def show(state: State) -> str:

@@ -75,6 +75,7 @@ KINDS = {
     "pk": Kind("pk", ("id", "p"), {"bucket": "2"}),
     "pk_dv": Kind("pk_dv", ("id", "p"), {"bucket": "2", "deletion-vectors.enabled": "true"}),
     "indexed": Kind("indexed", (), {"bucket": "2", "bucket-key": "id", **INDEX_VARIANTS[0]}),
+    "iceberg": Kind("iceberg", (), {"metadata.iceberg.storage": "table-location"}),
     # beyond what the tests cover, for the benchmark: hash-index files, changelog files
     "dynamic": Kind("dynamic", ("id", "p"), {"dynamic-bucket.target-row-num": "5"}),
     "changelog": Kind("changelog", ("id", "p"), {"bucket": "2", "changelog-producer": "lookup"}),

@@ -34,7 +34,14 @@ from lakehouse import Catalog
 from lakehouse.commit.table_commit import TableCommit
 from lakehouse.table.table import Table
 
-from .checks import Reads, history_problems, pypaimon_disagreements, remove_orphans, verification_problems
+from .checks import (
+    Reads,
+    history_problems,
+    iceberg_problems,
+    pypaimon_disagreements,
+    remove_orphans,
+    verification_problems,
+)
 from .crashpoints import KillSwitch, install
 from .history import DATA, KINDS, Op, plan_ops, states
 
@@ -295,6 +302,7 @@ class Series:
         problems = history_problems(table, reads, self.expected, result.done, hi, self.tagged)
         problems += pypaimon_disagreements(self.warehouse, TABLE, reads)
         problems += verification_problems(table, killed is not None and killed.action == "index")
+        problems += iceberg_problems(table, reads, killed is not None)
         if not problems:
             cleanup = remove_orphans(table, reads)
             self.report.orphans_found += cleanup.removed + len(cleanup.left)

@@ -24,6 +24,8 @@ SEED = 13
         ("pk", {"write", "commit", "compact", "index", "expire"}),
         ("pk_dv", {"write", "commit", "compact", "index", "expire"}),
         ("indexed", {"write", "commit", "index", "expire"}),
+        # pyiceberg reads what the Iceberg metadata names, too
+        pytest.param("iceberg", {"write", "commit", "index", "expire"}, marks=pytest.mark.iceberg),
     ],
 )
 def test_a_process_killed_at_any_crash_point_leaves_a_table_that_reads_its_history(
