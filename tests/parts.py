@@ -22,7 +22,7 @@ import pytest
 # each part's marker: the top-level packages its tests import
 PARTS = {
     "interop": ("pypaimon",),  # the compatibility oracle (the dev extra; it keeps pyarrow < 20)
-    "iceberg": ("pyiceberg",),  # the oracle of the Iceberg-compatible metadata (the test extra)
+    "iceberg": ("pyiceberg", "duckdb"),  # Iceberg readers of the Iceberg-compatible metadata (test extra)
     "spark": ("pyspark",),
     "dagster": ("dagster", "dagster_lakehouse", "pyspark"),
     "s3": ("obstore", "moto"),

@@ -255,3 +255,16 @@ def test_a_copy_of_the_table_never_deletes_the_originals_metadata(catalog, tmp_p
     copy.write(rows(range(10, 20), "x"))
     same_rows(t.read(), iceberg(t.paths.root).scan().to_arrow())
     same_rows(copy.read(), iceberg(copy.paths.root).scan().to_arrow())
+
+
+def test_polars_and_duckdb_read_the_table_through_its_iceberg_metadata(catalog):
+    import polars as pl
+
+    t = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], options=TABLE_LOCATION)
+    t.write(pa.concat_tables([rows(range(0, 30), "x"), rows(range(30, 40), "y")]))
+    location = t.iceberg_metadata_location()
+    frame = pl.scan_iceberg(location).filter(pl.col("dt") == "y").select("id").collect()
+    assert sorted(frame["id"].to_list()) == list(range(30, 40))
+    duck = iceberg(location).scan().to_duckdb("orders")
+    x = duck.sql("SELECT count(*), sum(id) FROM orders WHERE dt = 'x'").fetchall()
+    assert x == [(30, sum(range(30)))]

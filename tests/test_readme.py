@@ -32,6 +32,14 @@ def test_quickstart_runs(tmp_path, monkeypatch):
     assert scope["orders"].latest_snapshot_id() == 5  # the last one swaps in indexed file metadata
 
 
+@pytest.mark.iceberg
+def test_the_iceberg_section_runs_after_the_quickstart(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    scope = run_sections("## Quickstart", "## Reading from Iceberg engines")
+    assert scope["ones"]["user_id"].to_list() == [1, 1]
+    assert scope["per_day"] == [("2024-01-01", 3)]
+
+
 @pytest.mark.spark
 def test_spark_section_runs_after_the_quickstart(spark, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -48,6 +48,22 @@ def test_a_spec_loads_with_defaults(tmp_path):
     assert load_table_spec(path).publish is Publish.AUDITED and not spec.incremental
 
 
+@pytest.mark.iceberg
+def test_a_spec_flag_gives_the_table_iceberg_metadata_its_asset_shows(tmp_path):
+    from dagster_lakehouse.metadata import ICEBERG_METADATA, table_metadata
+    from lakehouse import Catalog
+
+    path = tmp_path / "t.yaml"
+    path.write_text(GOOD + "iceberg: true\n")
+    spec = load_table_spec(path)
+    table = spec.ensure(Catalog(str(tmp_path / "wh")))
+    assert table.options["metadata.iceberg.storage"] == "table-location"
+    assert ICEBERG_METADATA not in table_metadata(table)  # nothing committed yet
+    table.write(pa.Table.from_pylist([{"id": 1, "dt": "2024-01-01", "amount": 1}], schema=spec.schema))
+    location = table_metadata(table)[ICEBERG_METADATA].value
+    assert location == table.iceberg_metadata_location() and Path(location).exists()
+
+
 @pytest.mark.parametrize(
     "edit, error, match",
     [

@@ -200,6 +200,7 @@ class PaimonTableComponent(PaimonTables, Resolvable, Model):
     blocking_checks: bool = False
     fresh_by: str | None = None
     pipes: bool = False
+    iceberg: bool = False
     checks: TableChecks | None = None
     daily_from: str | None = None
 

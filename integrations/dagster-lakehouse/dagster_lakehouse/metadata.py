@@ -22,6 +22,7 @@ from lakehouse import TableSchema as PaimonSchema
 
 ROW_COUNT = "dagster/row_count"
 PARTITION_ROW_COUNT = "dagster/partition_row_count"
+ICEBERG_METADATA = "iceberg_metadata"
 COLUMN_SCHEMA = "dagster/column_schema"
 COLUMN_LINEAGE = "dagster/column_lineage"
 TABLE_NAME = "dagster/table_name"
@@ -139,4 +140,12 @@ def table_metadata(table: Table, snapshot_id: int | None = None) -> dict[str, An
         "max_sorted_runs": MetadataValue.int(max((s.sorted_runs for s in shapes), default=0)),
         "level0_files": MetadataValue.int(levels.get(0, 0)),
         "files_per_level": MetadataValue.json({str(k): v for k, v in sorted(levels.items())}),
+        **iceberg_metadata(table),
     }
+
+
+def iceberg_metadata(table: Table) -> dict[str, Any]:
+    """Where Iceberg readers (DuckDB, Polars, Trino, pyiceberg) find the table, if it has
+    Iceberg-compatible metadata."""
+    location = table.iceberg_metadata_location()
+    return {} if location is None else {ICEBERG_METADATA: MetadataValue.path(location)}

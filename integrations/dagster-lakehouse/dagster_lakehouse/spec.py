@@ -13,7 +13,7 @@ from dagster import AssetKey
 from dagster_lakehouse.incremental import Increment, snapshot_frame, spark_changes
 from dagster_lakehouse.metadata import PARTITION_ROW_COUNT, ROW_COUNT
 from dagster_lakehouse.publish import Publish
-from lakehouse import Catalog, Predicate, Table, TableSchema, col, define_table
+from lakehouse import Catalog, IcebergStorage, Predicate, Table, TableSchema, col, define_table
 from lakehouse.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -109,6 +109,9 @@ class Bounds:
     max: float | None = None
 
 
+ICEBERG_STORAGE = "metadata.iceberg.storage"
+
+
 @dataclass(frozen=True)
 class TableSpec:
     """One table of the lakehouse and how a materialization writes it.
@@ -146,6 +149,7 @@ class TableSpec:
     pipes: bool = False  # its Spark step runs on a cluster through Dagster Pipes (the pipes resource)
     schema_changes: bool = True  # a check that its columns did not change since the last run
     bounds: Mapping[str, Bounds] | None = None  # metadata key -> bounds (None: rows in the run's day)
+    iceberg: bool = False  # Iceberg-compatible metadata in <table>/metadata, unless the options say where
 
     @property
     def key(self) -> AssetKey:
@@ -163,10 +167,17 @@ class TableSpec:
         return {PARTITION_ROW_COUNT if self.daily else ROW_COUNT: Bounds(min=1)}
 
     @property
+    def table_options(self) -> dict[str, str]:
+        """The options the table is created with: ``options``, and with ``iceberg`` Iceberg
+        metadata next to the table unless they say where."""
+        iceberg = {ICEBERG_STORAGE: IcebergStorage.TABLE_LOCATION.value} if self.iceberg else {}
+        return {**iceberg, **self.options}
+
+    @property
     def table_schema(self) -> TableSchema:
         """The Paimon schema the table is created with (validated: a bad spec fails at load)."""
         return define_table(self.name, self.schema, primary_keys=list(self.primary_keys),
-                            partition_keys=list(self.partition_keys), options=dict(self.options))  # fmt: skip
+                            partition_keys=list(self.partition_keys), options=self.table_options)  # fmt: skip
 
     def ensure(self, catalog: Catalog) -> Table:
         """The table, created as declared on first use."""
@@ -177,7 +188,7 @@ class TableSpec:
             schema=self.schema,
             primary_keys=list(self.primary_keys),
             partition_keys=list(self.partition_keys),
-            options=dict(self.options),
+            options=self.table_options,
             ignore_if_exists=True,
         )
 

@@ -23,7 +23,9 @@ concurrent runs sharing a Spark Connect session never share a temporary view. Op
 ``bounds`` of metadata keys), ``fresh_by`` (a cron), ``publish`` (``direct`` or
 ``audited``: write-audit-publish), ``incremental`` (true: each ``{db_table}`` is what the
 table changed since the last materialization, with a ``_row_kind`` column, and ``{this}`` the
-table's own rows before the run - none in a full run), as on :class:`TableSpec`.
+table's own rows before the run - none in a full run), ``iceberg`` (true: Iceberg-compatible
+metadata next to the table, which DuckDB, Polars, Trino and pyiceberg read), as on
+:class:`TableSpec`.
 
 The same mapping is the ``attributes`` of a :class:`~dagster_lakehouse.components.PaimonTableComponent`
 in a ``defs.yaml``: :func:`table_spec` parses both, and a :class:`SpecError` says which key of
@@ -53,7 +55,7 @@ if TYPE_CHECKING:
 REQUIRED = ("name", "columns", "sql")
 OPTIONAL = {
     "description", "owners", "primary_keys", "partition_keys", "options", "upstream", "write",
-    "index_checks", "blocking_checks", "fresh_by", "publish", "incremental", "checks", "pipes",
+    "index_checks", "blocking_checks", "fresh_by", "publish", "incremental", "checks", "pipes", "iceberg",
 }  # fmt: skip
 CHECKS = ("schema_changes", "bounds")  # the keys of checks:
 COMPONENT_KEYS = ("daily_from",)  # what a table component's attributes add to the spec
@@ -168,6 +170,7 @@ def table_spec(doc: Any, transform: Callable[[Inputs], DataFrame] | None = None)
         publish=Publish(doc.get("publish", Publish.DIRECT.value)),
         incremental=incremental,
         pipes=bool(doc.get("pipes", False)),
+        iceberg=bool(doc.get("iceberg", False)),
         **_checks(doc.get("checks")),
     )
     try:
