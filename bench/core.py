@@ -174,6 +174,25 @@ def pk_scenario(engine, data: pa.Table, rounds: list[pa.Table]) -> tuple[dict[st
     return {"pk insert": t_insert, "pk 4 upserts": t_upserts, **settled, "pk merged read": t_read}, checksum
 
 
+def iceberg_scenario(warehouse: str, data: pa.Table) -> dict[str, float]:
+    """An append table written with and without Iceberg-compatible metadata (what the metadata
+    adds to a commit), and the table read by pyiceberg from that metadata against our read."""
+    from pyiceberg.table import StaticTable
+
+    catalog = Catalog(warehouse)
+    catalog.create_database("bench", ignore_if_exists=True)
+    out = {}
+    for label, options in (("plain", {}), ("iceberg", {"metadata.iceberg.storage": "table-location"})):
+        catalog.drop_table("bench.iceberg", ignore_if_not_exists=True)
+        table = catalog.create_table("bench.iceberg", data.schema, partition_keys=["dt"], options=options)
+        out[f"append write, {label}"], _ = timed(lambda table=table: table.write(data))
+    out["our read"], ours = timed(table.read)
+    location = table.iceberg_metadata_location()
+    out["pyiceberg read"], theirs = timed(lambda: StaticTable.from_metadata(location).scan().to_arrow())
+    assert ours.num_rows == theirs.num_rows == data.num_rows
+    return out
+
+
 def raw_parquet(data: pa.Table, directory: Path) -> dict[str, float]:
     path = directory / "raw.parquet"
     t_write, _ = timed(lambda: pq.write_table(data, path))
@@ -220,6 +239,7 @@ def main() -> None:
         slow = [] if args.skip_pypaimon_default else [PyPaimon(str(tmp / "pypaimon"), native=False)]
         for round_ in range(args.repeat):
             _record(samples.setdefault("raw parquet", {}), raw_parquet(data, tmp))
+            _record(samples.setdefault("iceberg", {}), iceberg_scenario(str(tmp / "iceberg"), data))
             for engine in engines + (slow if round_ == 0 else []):
                 _record(samples.setdefault(engine.name, {}), append_scenario(engine, data))
                 pk, checksums[engine.name] = pk_scenario(engine, data, rounds)
@@ -231,9 +251,18 @@ def main() -> None:
         "append write", "append read", "pk insert", "pk 4 upserts", "pk compaction wait", "pk merged read",
         END_TO_END,
     ]  # fmt: skip
+    iceberg = samples.pop("iceberg")
     for statistic, reduce in (("minimum", min), ("median", statistics.median)):
         timings = {n: {op: reduce(v) for op, v in ops_.items()} for n, ops_ in samples.items()}
         _report(statistic, timings, ops)
+    best = {op: min(v) for op, v in iceberg.items()}
+    print(f"\nIceberg-compatible metadata, minimums ({args.rows:,} rows, append table)")
+    for op, seconds in best.items():
+        print(f"  {op:<26} {seconds:8.3f} s")
+    overhead = best["append write, iceberg"] / best["append write, plain"]
+    print(f"  write with / without Iceberg metadata: {overhead:.2f}x [<= 1.2x]")
+    read_ratio = best["pyiceberg read"] / best["our read"]
+    print(f"  pyiceberg read / our read: {read_ratio:.2f}x (x > 1: we are faster)")
 
 
 def _report(statistic: str, timings: dict[str, dict[str, float]], ops: list[str]) -> None:
