@@ -268,3 +268,28 @@ def test_polars_and_duckdb_read_the_table_through_its_iceberg_metadata(catalog):
     duck = iceberg(location).scan().to_duckdb("orders")
     x = duck.sql("SELECT count(*), sum(id) FROM orders WHERE dt = 'x'").fetchall()
     assert x == [(30, sum(range(30)))]
+
+
+def test_an_iceberg_reader_reads_a_table_on_s3(s3_warehouse):
+    """On an object store the metadata names the files by their s3:// paths, which pyiceberg
+    opens with the store's endpoint and credentials."""
+    uri, options = s3_warehouse
+    catalog = Catalog(uri, options=options)
+    catalog.create_database("db")
+    t = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"],
+                             options={"metadata.iceberg.storage": "hadoop-catalog"})  # fmt: skip
+    t.write(pa.concat_tables([rows(range(0, 20), "x"), rows(range(20, 30), "y")]))
+    t.write(rows(range(30, 35), "y"))
+    location = t.iceberg_metadata_location()
+    assert location.startswith("s3://") and "/iceberg/db/t/metadata/v2.metadata.json" in location
+    from pyiceberg.table import StaticTable
+
+    properties = {
+        "s3.endpoint": options["s3.endpoint"],
+        "s3.access-key-id": options["s3.access-key"],
+        "s3.secret-access-key": options["s3.secret-key"],
+        "s3.region": options["s3.region"],
+    }
+    table = StaticTable.from_metadata(location, properties)
+    same_rows(t.read(), table.scan().to_arrow())
+    same_rows(t.read(filter=col("dt") == "y"), table.scan(row_filter="dt = 'y'").to_arrow())

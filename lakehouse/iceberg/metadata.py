@@ -71,7 +71,7 @@ def metadata_dir(table: TableStore, settings: IcebergSettings) -> str:
 
 @dataclass(frozen=True)
 class IcebergSync:
-    """What a sync wrote: the metadata file of snapshot ``snapshot_id``."""
+    """What a sync wrote: the metadata file of snapshot ``snapshot_id`` (as readers reach it)."""
 
     snapshot_id: int
     metadata_file: str
@@ -96,7 +96,7 @@ def sync_iceberg(table: TableStore) -> IcebergSync | None:
     if table.snapshots.latest_id() == snapshot.id:  # a later commit's sync names its own
         io.write_bytes(f"{directory}/{VERSION_HINT}", str(snapshot.id).encode())
         _retire(table, directory, snapshot.id, settings)
-    return IcebergSync(snapshot.id, path)
+    return IcebergSync(snapshot.id, external(table, path))
 
 
 def current_metadata_file(table: TableStore) -> str | None:
@@ -110,6 +110,20 @@ def current_metadata_file(table: TableStore) -> str | None:
     except (FileNotFoundError, ValueError):
         return None
     return f"{directory}/v{version}.metadata.json"
+
+
+def external(table: TableStore, path: str) -> str:
+    """A path as other readers reach it: ``s3://...`` on object stores (the store's own paths
+    are bucket-relative), as it is on a local disk."""
+    return path if table.io.is_local else table.io.uri(path) or path
+
+
+def internal(table: TableStore, uri: str) -> str:
+    """The store's path of a URI :func:`external` gave."""
+    if table.io.is_local:
+        return uri
+    prefix = table.io.uri("")
+    return uri[len(prefix) :] if prefix and uri.startswith(prefix) else uri
 
 
 def commit_identity(snapshot: Snapshot) -> str:
@@ -155,7 +169,7 @@ def _build(
         table.io.write_bytes(path, data)
         rows = sum(f.record_count for f in chunk)
         summaries = partition_summaries(chunk, partitioning)
-        manifests.append(ManifestInfo(path, len(data), len(chunk), rows, summaries))
+        manifests.append(ManifestInfo(external(table, path), len(data), len(chunk), rows, summaries))
     parent = snapshot.id - 1 if snapshot.id > 1 else None
     manifest_list = f"{directory}/snap-{snapshot.id}-{tag}.avro"
     table.io.write_bytes(manifest_list, manifest_list_bytes(manifests, snapshot.id, parent, codec))
@@ -180,7 +194,7 @@ def _build(
         "snapshot-id": snapshot.id,
         "timestamp-ms": snapshot.time_millis,
         "summary": summary,
-        "manifest-list": manifest_list,
+        "manifest-list": external(table, manifest_list),
         "schema-id": snapshot.schema_id,
     }
     if parent is not None:
@@ -188,7 +202,7 @@ def _build(
     return {
         "format-version": settings.format_version,
         "table-uuid": _table_uuid(table),
-        "location": table.paths.root.rstrip("/"),
+        "location": external(table, table.paths.root.rstrip("/")),
         "last-sequence-number": snapshot.id,
         "last-updated-ms": int(time.time() * 1000),
         "last-column-id": max((f.id for s in schemas for f in s.fields), default=0),
@@ -220,8 +234,10 @@ def _data_file(table: TableStore, entry: ManifestEntry, partitioning: Partitioni
     schema = table.schema_by_id(f.schema_id)
     columns = f.stats_columns
     fields = [schema.field(c) for c in columns] if columns is not None else list(schema.fields)
+    bucket = table.bucket_path(entry.partition, entry.bucket)
+    path = table.paths.data_file(bucket, f.file_name, f.external_path)
     out = DataFile(
-        table.paths.data_file(table.bucket_path(entry.partition, entry.bucket), f.file_name, f.external_path),
+        external(table, path),
         binary_row.decode_row(binary_row.deserialize(entry.partition)[1], list(partitioning.types)),
         f.row_count,
         f.file_size,
@@ -280,7 +296,7 @@ def orphan_metadata_files(table: TableStore) -> list[FileStatus]:
         named.add(status.name)
         try:
             metadata = json.loads(io.read_bytes(status.path))
-            lists = [s["manifest-list"] for s in metadata.get("snapshots", [])]
+            lists = [internal(table, s["manifest-list"]) for s in metadata.get("snapshots", [])]
             manifests = [m for listed in lists for m in manifest_paths(io.read_bytes(listed))]
             named.update(p.rsplit("/", 1)[-1] for p in [*lists, *manifests])
         except FileNotFoundError:
@@ -297,9 +313,10 @@ def _delete_version(table: TableStore, path: str) -> None:
     directory = path.rsplit("/", 1)[0]
     try:
         metadata = json.loads(io.read_bytes(path))
-        lists = [s["manifest-list"] for s in metadata.get("snapshots", [])]
+        lists = [internal(table, s["manifest-list"]) for s in metadata.get("snapshots", [])]
         lists = [p for p in lists if p.rsplit("/", 1)[0] == directory]
-        files = [m for listed in lists for m in manifest_paths(io.read_bytes(listed))] + lists
+        manifests = [internal(table, m) for listed in lists for m in manifest_paths(io.read_bytes(listed))]
+        files = manifests + lists
     except (FileNotFoundError, ValueError, KeyError, TypeError):
         files = []  # what it named stays for orphan cleanup
     io.delete_quietly([p for p in files if p.rsplit("/", 1)[0] == directory])

@@ -18,7 +18,7 @@ from lakehouse.append.sort_keys import SortStrategy
 from lakehouse.bucket.channels import AssignerSplit
 from lakehouse.bucket.mode import BucketMode
 from lakehouse.commit.table_commit import Overwrite, TableCommit, prefixed_user
-from lakehouse.iceberg.metadata import IcebergSync, current_metadata_file, sync_iceberg
+from lakehouse.iceberg.metadata import IcebergSync, current_metadata_file, external, sync_iceberg
 from lakehouse.io.fs import FileIO
 from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
 from lakehouse.manifest.files import ManifestStore
@@ -611,8 +611,9 @@ class Table:
 
     def iceberg_metadata_location(self) -> str | None:
         """Where Iceberg readers find the table: its current ``v<N>.metadata.json`` (what
-        ``version-hint.text`` names), None without Iceberg metadata."""
-        return current_metadata_file(self.store)
+        ``version-hint.text`` names; ``s3://...`` on S3), None without Iceberg metadata."""
+        location = current_metadata_file(self.store)
+        return None if location is None else external(self.store, location)
 
     def rollback_to_timestamp(self, timestamp_ms: int) -> Rollback:
         """Roll back to the newest snapshot committed at or before ``timestamp_ms`` (epoch millis);
