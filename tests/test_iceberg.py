@@ -14,6 +14,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from lakehouse import Catalog, col
 from lakehouse.errors import InvalidOptionError, UnsupportedFeatureError
@@ -62,9 +64,11 @@ def iceberg(location: str):
     return StaticTable.from_metadata(location)
 
 
-def same_rows(ours: pa.Table, theirs: pa.Table, key: str = "id") -> None:
+def same_rows(ours: pa.Table, theirs: pa.Table) -> None:
+    """The same rows, in any order (rows of an append table may repeat an id)."""
     theirs = theirs.select(ours.column_names).cast(ours.schema)
-    assert theirs.sort_by(key).equals(ours.sort_by(key))
+    order = [(c, "ascending") for c in ours.column_names]
+    assert theirs.sort_by(order).equals(ours.sort_by(order))
 
 
 @pytest.fixture
@@ -293,3 +297,40 @@ def test_an_iceberg_reader_reads_a_table_on_s3(s3_warehouse):
     table = StaticTable.from_metadata(location, properties)
     same_rows(t.read(), table.scan().to_arrow())
     same_rows(t.read(filter=col("dt") == "y"), table.scan(row_filter="dt = 'y'").to_arrow())
+
+
+@pytest.mark.parametrize("primary_keys", [(), ("id", "dt")])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(st.sampled_from(["append", "overwrite", "compact", "expire", "rollback"]), max_size=8))
+def test_after_any_history_an_iceberg_reader_reads_the_latest_snapshot(tmp_path_factory, primary_keys, ops):
+    """Random histories of writes, overwrites, full compactions, expirations and rollbacks: after
+    each, Iceberg's metadata describes the latest snapshot, and pyiceberg reads our rows of an
+    append table, and of a primary-key table whenever all of it is compacted into the top level."""
+    warehouse = tmp_path_factory.mktemp("iceberg")
+    catalog = Catalog(str(warehouse))
+    catalog.create_database("db")
+    options = {**TABLE_LOCATION, "bucket": "1" if primary_keys else "-1",
+               "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "3"}  # fmt: skip
+    keys = list(primary_keys)
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=keys, partition_keys=["dt"], options=options)
+    for n, op in enumerate(["append", *ops]):
+        ids = range(n * 3 % 7, n * 3 % 7 + 5)  # overlapping keys: upserts in a primary-key table
+        if op == "append":
+            t.write(rows(ids, "x" if n % 2 else "y", f"n{n}-"))
+        elif op == "overwrite":
+            t.write(rows(ids, "x", f"o{n}-"), overwrite={"dt": "x"})
+        elif op == "compact":
+            t.compact(full=True)
+        elif op == "expire":
+            t.expire_snapshots()
+        elif op == "rollback" and t.earliest_snapshot_id() < t.latest_snapshot_id():
+            t.rollback_to(snapshot_id=t.earliest_snapshot_id())
+        table = iceberg(t.paths.root)
+        assert table.metadata.current_snapshot_id == t.latest_snapshot_id()
+        if not primary_keys or _fully_compacted(t):
+            same_rows(t.read(), table.scan().to_arrow())
+
+
+def _fully_compacted(t) -> bool:
+    """Whether every file of the table is in the top level (what Iceberg sees is all of it)."""
+    return all(set(s.files_per_level) <= {t.schema.core_options.num_levels - 1} for s in t.lsm_shape())
