@@ -144,6 +144,7 @@ PYTHON_TABLES = (  # assets/defs/tables/defs.yaml declares them to Dagster
         write="overwrite",
         description="Raw order events, one partition per day (append-only)",
         owners=("team:data-platform",),
+        iceberg=True,  # DuckDB, Polars and other Iceberg readers read it in place
     ),
     TableSpec(
         "dwd.orders",

@@ -150,6 +150,25 @@ def test_the_graph_materializes_with_metadata_and_passing_checks(lakehouse):
         )
 
 
+@pytest.mark.iceberg
+def test_iceberg_readers_read_the_example_table_that_has_iceberg_metadata(lakehouse):
+    """ods.orders declares ``iceberg=True``: its asset names its Iceberg metadata, from which
+    pyiceberg reads the rows our engine reads."""
+    from pyiceberg.table import StaticTable
+
+    from dagster_lakehouse.metadata import ICEBERG_METADATA
+
+    warehouse, runs = lakehouse
+    table = Catalog(warehouse).get_table("ods.orders")
+    ods = [m for m in _materializations(runs[DAYS[-1]]) if m.asset_key.path == ["ods", "orders"]]
+    location = ods[0].metadata[ICEBERG_METADATA].value
+    assert location == table.iceberg_metadata_location()
+    ours = table.read()
+    theirs = StaticTable.from_metadata(location).scan().to_arrow().select(ours.column_names).cast(ours.schema)
+    order = [(c, "ascending") for c in ours.column_names]
+    assert theirs.sort_by(order).equals(ours.sort_by(order))
+
+
 def test_rerunning_a_day_is_idempotent(copy):
     catalog = Catalog(copy)
     before = {s: _sorted(catalog.get_table(s).read()) for s in SPECS}
