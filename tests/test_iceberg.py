@@ -334,3 +334,22 @@ def test_after_any_history_an_iceberg_reader_reads_the_latest_snapshot(tmp_path_
 def _fully_compacted(t) -> bool:
     """Whether every file of the table is in the top level (what Iceberg sees is all of it)."""
     return all(set(s.files_per_level) <= {t.schema.core_options.num_levels - 1} for s in t.lsm_shape())
+
+
+def test_nested_columns_reach_iceberg_by_the_ids_their_parquet_fields_carry(catalog):
+    schema = pa.schema([("id", pa.int64()), ("tags", pa.list_(pa.string())),
+                        ("attrs", pa.map_(pa.string(), pa.int64())),
+                        ("point", pa.struct([("x", pa.float64()), ("y", pa.float64())]))])  # fmt: skip
+    t = catalog.create_table("db.t", schema, options=TABLE_LOCATION)
+    data = pa.table(
+        {
+            "id": [1, 2],
+            "tags": [["a", "b"], None],
+            "attrs": pa.array([[("k", 1)], []], pa.map_(pa.string(), pa.int64())),
+            "point": [{"x": 1.0, "y": 2.0}, None],
+        },
+        schema=schema,
+    )
+    t.write(data)
+    theirs = iceberg(t.paths.root).scan().to_arrow().sort_by("id")
+    assert theirs.to_pylist() == t.read().sort_by("id").to_pylist()

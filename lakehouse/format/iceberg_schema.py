@@ -3,8 +3,8 @@ single-value serialization of column bounds (``IcebergDataField``, ``IcebergConv
 
 Iceberg finds a column in a Parquet file by the field id Paimon wrote there, so every field keeps
 its Paimon id; the elements, keys and values of nested types get the ids Paimon's Parquet writer
-gives them (``SpecialFields``). Partitions are identity partitions of the partition columns,
-with partition field ids from 1000.
+gives them (:func:`~lakehouse.format.parquet.structured_field_id`). Partitions are identity
+partitions of the partition columns, with partition field ids from 1000.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from lakehouse.errors import UnsupportedFeatureError
+from lakehouse.format.parquet import structured_field_id
 from lakehouse.options import DELETION_VECTORS_ENABLED, CoreOptions
 from lakehouse.types import (
     BINARY_ROOTS,
@@ -30,7 +31,6 @@ from lakehouse.types import (
     type_param,
 )
 
-STRUCTURED_ID_BASE = 536_870_911  # Integer.MAX_VALUE / 4: ids of list elements, map keys and values
 PARTITION_FIELD_ID_START = 1000  # partition field i has id 1000 + i
 UNPARTITIONED_LAST_PARTITION_ID = 999
 _PRIMITIVE = {
@@ -57,7 +57,7 @@ def iceberg_type(dtype: DataType, field_id: int, depth: int = 1) -> Any:
     if isinstance(dtype, ArrayType):
         return {
             "type": "list",
-            "element-id": STRUCTURED_ID_BASE + 1024 * field_id + depth,
+            "element-id": structured_field_id(field_id, depth),
             "element-required": not dtype.element.nullable,
             "element": iceberg_type(dtype.element, field_id, depth + 1),
         }
@@ -66,9 +66,9 @@ def iceberg_type(dtype: DataType, field_id: int, depth: int = 1) -> Any:
         value_required = not dtype.value.nullable if isinstance(dtype, MapType) else True
         return {
             "type": "map",
-            "key-id": STRUCTURED_ID_BASE - 1024 * field_id - depth,
+            "key-id": structured_field_id(field_id, depth, key=True),
             "key": iceberg_type(key, field_id, depth + 1),
-            "value-id": STRUCTURED_ID_BASE + 1024 * field_id + depth,
+            "value-id": structured_field_id(field_id, depth),
             "value-required": value_required,
             "value": iceberg_type(dtype.value, field_id, depth + 1) if isinstance(dtype, MapType) else "int",
         }

@@ -32,7 +32,7 @@ from lakehouse.types import (
 )
 
 FIELD_ID = b"PARQUET:field_id"
-_STRUCTURED_BASE = 2**31 // 4 - 1  # SpecialFields.STRUCTURED_TYPE_FIELD_ID_BASE
+STRUCTURED_ID_BASE = 2**31 // 4 - 1  # SpecialFields.STRUCTURED_TYPE_FIELD_ID_BASE
 KEY_FIELD_ID_START = 2**31 // 2 - 1  # SpecialFields.KEY_FIELD_ID_START
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
 VALUE_KIND = "_VALUE_KIND"
@@ -40,6 +40,14 @@ KEY_PREFIX = "_KEY_"
 SEQUENCE_NUMBER_ID = 2**31 - 2
 VALUE_KIND_ID = 2**31 - 3
 MIN_BATCH_ROWS = 1024  # the smallest batch a byte budget makes a read take
+
+
+def structured_field_id(top_id: int, depth: int, key: bool = False) -> int:
+    """The field id of a list element or map value (``key``: map key) ``depth`` levels (from 1)
+    under top-level field ``top_id`` (``SpecialFields``): Parquet files and Iceberg schemas
+    name nested fields by it."""
+    offset = 1024 * top_id + depth
+    return STRUCTURED_ID_BASE - offset if key else STRUCTURED_ID_BASE + offset
 
 
 def _with_id(f: pa.Field, field_id: int) -> pa.Field:
@@ -50,7 +58,7 @@ def _typed(dtype: DataType, top_id: int, depth: int) -> pa.DataType:
     """Arrow type of ``dtype`` whose nested fields carry Paimon's Parquet field ids."""
     if isinstance(dtype, ArrayType):
         element = pa.field("element", _typed(dtype.element, top_id, depth + 1), dtype.element.nullable)
-        return pa.list_(_with_id(element, _STRUCTURED_BASE + 1024 * top_id + depth + 1))
+        return pa.list_(_with_id(element, structured_field_id(top_id, depth + 1)))
     if isinstance(dtype, MapType | MultisetType):
         key_type = dtype.element if isinstance(dtype, MultisetType) else dtype.key
         key = pa.field("key", _typed(key_type, top_id, depth + 1), False)
@@ -59,8 +67,8 @@ def _typed(dtype: DataType, top_id: int, depth: int) -> pa.DataType:
         else:
             value = pa.field("value", _typed(dtype.value, top_id, depth + 1), dtype.value.nullable)
         return pa.map_(
-            _with_id(key, _STRUCTURED_BASE - 1024 * top_id - depth - 1),
-            _with_id(value, _STRUCTURED_BASE + 1024 * top_id + depth + 1),
+            _with_id(key, structured_field_id(top_id, depth + 1, key=True)),
+            _with_id(value, structured_field_id(top_id, depth + 1)),
         )
     if isinstance(dtype, RowType):
         return pa.struct([data_field(f) for f in dtype.fields])
