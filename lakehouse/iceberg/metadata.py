@@ -295,10 +295,7 @@ def orphan_metadata_files(table: TableStore) -> list[FileStatus]:
             continue
         named.add(status.name)
         try:
-            metadata = json.loads(io.read_bytes(status.path))
-            lists = [internal(table, s["manifest-list"]) for s in metadata.get("snapshots", [])]
-            manifests = [m for listed in lists for m in manifest_paths(io.read_bytes(listed))]
-            named.update(p.rsplit("/", 1)[-1] for p in [*lists, *manifests])
+            named.update(p.rsplit("/", 1)[-1] for p in _named_files(table, status.path))
         except FileNotFoundError:
             continue  # retired meanwhile: what it named goes with it
         except (ValueError, KeyError, TypeError):
@@ -309,15 +306,21 @@ def orphan_metadata_files(table: TableStore) -> list[FileStatus]:
 def _delete_version(table: TableStore, path: str) -> None:
     """Delete a metadata version and the manifests it names - only those in its own directory:
     the paths are absolute, and a copy of the table (a backup) names the original's files."""
-    io = table.io
     directory = path.rsplit("/", 1)[0]
     try:
-        metadata = json.loads(io.read_bytes(path))
-        lists = [internal(table, s["manifest-list"]) for s in metadata.get("snapshots", [])]
-        lists = [p for p in lists if p.rsplit("/", 1)[0] == directory]
-        manifests = [internal(table, m) for listed in lists for m in manifest_paths(io.read_bytes(listed))]
-        files = manifests + lists
+        files = [p for p in _named_files(table, path) if p.rsplit("/", 1)[0] == directory]
     except (FileNotFoundError, ValueError, KeyError, TypeError):
         files = []  # what it named stays for orphan cleanup
-    io.delete_quietly([p for p in files if p.rsplit("/", 1)[0] == directory])
-    io.delete_quietly([path])
+    table.io.delete_quietly(files)
+    table.io.delete_quietly([path])
+
+
+def _named_files(table: TableStore, path: str) -> list[str]:
+    """The manifest lists of the metadata version ``path`` and the manifests they name (the
+    store's paths, in any directory; those of a list outside the version's are not read)."""
+    io = table.io
+    directory = path.rsplit("/", 1)[0]
+    metadata = json.loads(io.read_bytes(path))
+    lists = [internal(table, s["manifest-list"]) for s in metadata.get("snapshots", [])]
+    own = [p for p in lists if p.rsplit("/", 1)[0] == directory]
+    return lists + [internal(table, m) for listed in own for m in manifest_paths(io.read_bytes(listed))]
