@@ -112,6 +112,8 @@ METADATA_ICEBERG_FORMAT_VERSION = "metadata.iceberg.format-version"
 METADATA_ICEBERG_MANIFEST_COMPRESSION = "metadata.iceberg.manifest-compression"
 METADATA_ICEBERG_DELETE_AFTER_COMMIT = "metadata.iceberg.delete-after-commit.enabled"
 METADATA_ICEBERG_PREVIOUS_VERSIONS_MAX = "metadata.iceberg.previous-versions-max"
+METADATA_ICEBERG_COMPACTION_MIN_FILE_NUM = "metadata.iceberg.compaction.min.file-num"
+METADATA_ICEBERG_COMPACTION_MAX_FILE_NUM = "metadata.iceberg.compaction.max.file-num"
 CHANGELOG_PRODUCER_ROW_DEDUPLICATE = "changelog-producer.row-deduplicate"
 CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS = "changelog-producer.row-deduplicate-ignore-fields"
 CHANGELOG_TIME_RETAINED = "changelog.time-retained"
@@ -258,6 +260,8 @@ DEFAULTS: dict[str, str] = {
     METADATA_ICEBERG_MANIFEST_COMPRESSION: "snappy",
     METADATA_ICEBERG_DELETE_AFTER_COMMIT: "true",
     METADATA_ICEBERG_PREVIOUS_VERSIONS_MAX: "0",
+    METADATA_ICEBERG_COMPACTION_MIN_FILE_NUM: "10",
+    METADATA_ICEBERG_COMPACTION_MAX_FILE_NUM: "50",
     CHANGELOG_FILE_PREFIX: "changelog-",
     CHANGELOG_PRODUCER_ROW_DEDUPLICATE: "false",
 }
@@ -422,6 +426,7 @@ VALUE_CHECKS: dict[str, Callable[[str, str], object]] = {
     METADATA_ICEBERG_MANIFEST_COMPRESSION: lambda text, key: parse_codec(text, key, ICEBERG_CODECS),
     METADATA_ICEBERG_DELETE_AFTER_COMMIT: parse_bool,
     **_counts(0, METADATA_ICEBERG_PREVIOUS_VERSIONS_MAX),
+    **_counts(2, METADATA_ICEBERG_COMPACTION_MIN_FILE_NUM, METADATA_ICEBERG_COMPACTION_MAX_FILE_NUM),
     PARTITION_TIMESTAMP_FORMATTER: DateTimePattern.of,
 }  # fmt: skip
 
@@ -587,6 +592,8 @@ class IcebergSettings:
     codec: str  # Avro codec of manifests and manifest lists
     delete_after_commit: bool  # older metadata JSON files are deleted after each commit
     previous_versions_max: int  # ... but this many of them
+    compaction_min_files: int  # small manifests a snapshot may merge
+    compaction_max_files: int  # small manifests a snapshot merges whatever their size
 
     @classmethod
     def of(cls, options: CoreOptions) -> IcebergSettings:
@@ -609,6 +616,8 @@ class IcebergSettings:
             ),
             options.get_bool(METADATA_ICEBERG_DELETE_AFTER_COMMIT),
             options.get_int(METADATA_ICEBERG_PREVIOUS_VERSIONS_MAX),
+            options.get_int(METADATA_ICEBERG_COMPACTION_MIN_FILE_NUM),
+            options.get_int(METADATA_ICEBERG_COMPACTION_MAX_FILE_NUM),
         )
 
     @property

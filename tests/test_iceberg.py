@@ -71,6 +71,28 @@ def same_rows(ours: pa.Table, theirs: pa.Table) -> None:
     assert theirs.sort_by(order).equals(ours.sort_by(order))
 
 
+def assert_history(t, compare=None) -> None:
+    """Iceberg's history is the table's snapshots, its tags the table's: every file it names
+    exists, and pyiceberg reads each snapshot (those ``compare`` accepts) as we read it."""
+    from lakehouse.iceberg.metadata import orphan_metadata_files
+
+    table = iceberg(t.paths.root)
+    ids = [s.snapshot_id for s in table.metadata.snapshots]
+    assert ids == list(range(t.earliest_snapshot_id(), t.latest_snapshot_id() + 1))
+    assert {name: ref.snapshot_id for name, ref in table.metadata.refs.items()} == {
+        **{name: sid for name, sid in t.tags().items() if sid in ids},
+        "main": t.latest_snapshot_id(),
+    }
+    for snapshot in table.metadata.snapshots:
+        for manifest in snapshot.manifests(table.io):
+            for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
+                assert Path(entry.data_file.file_path).exists()
+        if compare is None or compare(snapshot.snapshot_id):
+            ours = t.read(snapshot_id=snapshot.snapshot_id)
+            same_rows(ours, table.scan(snapshot_id=snapshot.snapshot_id).to_arrow())
+    assert orphan_metadata_files(t.store) == []  # what the history no longer names is gone
+
+
 @pytest.fixture
 def catalog(tmp_path) -> Catalog:
     c = Catalog(str(tmp_path / "warehouse"))
@@ -122,7 +144,7 @@ def test_one_metadata_version_is_kept_unless_more_are_asked_for(catalog):
     names = sorted(p.name for p in metadata.iterdir())
     assert [n for n in names if n.endswith(".json")] == ["v3.metadata.json"]
     assert (metadata / "version-hint.text").read_text() == "3"
-    assert len([n for n in names if n.endswith(".avro")]) == 2  # one manifest, one manifest list
+    assert len([n for n in names if n.endswith(".avro")]) == 6  # per snapshot: a manifest, a list
     t.set_options({"metadata.iceberg.previous-versions-max": "1"})
     t.write(rows(range(30, 40), "x"))
     t.write(rows(range(40, 50), "x"))
@@ -168,6 +190,101 @@ def test_overwrites_reach_iceberg(catalog):
     assert iceberg(t.paths.root).scan().to_arrow().column("id").to_pylist() == [200, 201, 202]
 
 
+def test_iceberg_time_travel_reads_every_snapshot_as_we_do(catalog):
+    t = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], options=TABLE_LOCATION)
+    t.write(pa.concat_tables([rows(range(0, 10), "x"), rows(range(10, 20), "y")]))
+    t.write(rows(range(20, 30), "x"))
+    t.write(rows(range(100, 105), "x"), overwrite={"dt": "x"})
+    t.add_column("extra", pa.int32())
+    for i in range(5):
+        t.write(rows(range(30 + i, 31 + i), "y").append_column("extra", pa.array([i], pa.int32())))
+    t.compact(full=True)
+    table = iceberg(t.paths.root)
+    assert [s.summary.operation.value for s in table.metadata.snapshots] == [
+        "append", "append", "overwrite", "append", "append", "append", "append", "append", "replace",
+    ]  # fmt: skip
+    assert table.metadata.snapshots[2].summary["deleted-data-files"] == "2"
+    assert table.metadata.snapshots[-1].summary["total-records"] == str(t.read().num_rows)
+    assert_history(t)
+    assert "extra" not in table.scan(snapshot_id=3).to_arrow().column_names  # read with its schema
+    assert table.scan(snapshot_id=4).to_arrow().column("extra").null_count == 15
+
+
+def test_a_snapshot_reuses_the_manifests_of_its_parent(catalog):
+    t = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], options=TABLE_LOCATION)
+    t.write(rows(range(0, 10), "x"))
+    t.write(rows(range(10, 20), "y"))
+    t.write(rows(range(20, 30), "z"))
+    table = iceberg(t.paths.root)
+    listed = [[m.manifest_path for m in s.manifests(table.io)] for s in table.metadata.snapshots]
+    assert [len(m) for m in listed] == [1, 2, 3]
+    assert listed[1][:1] == listed[0] and listed[2][:2] == listed[1]  # each writes only its files
+    t.write(rows(range(100, 105), "y"), overwrite={"dt": "y"})
+    last = iceberg(t.paths.root).metadata.snapshots[-1]
+    kept = [m.manifest_path for m in last.manifests(table.io)]
+    assert listed[2][0] in kept and listed[2][2] in kept and listed[2][1] not in kept  # y's is restated
+    assert_history(t)
+
+
+def test_small_manifests_are_merged_once_there_are_many(catalog):
+    options = {**TABLE_LOCATION, "metadata.iceberg.compaction.min.file-num": "3",
+               "metadata.iceberg.compaction.max.file-num": "4"}  # fmt: skip
+    t = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], options=options)
+    for i in range(9):
+        t.write(rows(range(i * 5, i * 5 + 5), "xy"[i % 2]))
+    t.write(rows(range(200, 202), "x"), overwrite={"dt": "x"})
+    table = iceberg(t.paths.root)
+    assert all(len(s.manifests(table.io)) < 4 for s in table.metadata.snapshots)
+    assert_history(t)
+
+
+def test_an_expiration_drops_the_iceberg_snapshots_it_expires(catalog):
+    options = {**TABLE_LOCATION, "snapshot.num-retained.min": "1"}
+    t = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], options=options)
+    for i in range(6):
+        t.write(rows(range(i * 5, i * 5 + 5), "xy"[i % 2]), overwrite=i == 3)
+    t.create_tag("before", snapshot_id=2)
+    t.create_tag("after", snapshot_id=5)
+    t.expire_snapshots(retain_max=3)
+    assert t.earliest_snapshot_id() == 4
+    assert_history(t)  # snapshots 4-6; the tag of snapshot 2 is no Iceberg tag: its snapshot went
+    assert iceberg(t.paths.root).metadata.refs["after"].snapshot_ref_type.value == "tag"
+    t.delete_tag("after")
+    assert_history(t)
+
+
+def test_tags_are_iceberg_tags(catalog):
+    t = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], options=TABLE_LOCATION)
+    t.write(rows(range(0, 10), "x"))
+    t.create_tag("first")
+    t.write(rows(range(10, 20), "x"))
+    table = iceberg(t.paths.root)
+    assert table.snapshot_by_name("first").snapshot_id == 1
+    same_rows(
+        t.read(tag="first"), table.scan(snapshot_id=table.snapshot_by_name("first").snapshot_id).to_arrow()
+    )
+    assert_history(t)
+
+
+def test_a_primary_key_tables_iceberg_history_follows_its_full_compactions(catalog):
+    t = catalog.create_table("db.pk", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                             options={**TABLE_LOCATION, "bucket": "2"})  # fmt: skip
+    t.write(rows(range(0, 40), "x"))
+    t.compact(full=True)
+    t.write(rows(range(0, 40, 2), "x", "new"))
+    t.compact(full=True)
+    compacted = {2, 4}
+    assert_history(t, compare=compacted.__contains__)
+    table = iceberg(t.paths.root)
+    assert table.scan(snapshot_id=3).to_arrow().num_rows == 40  # the upserts waited in level 0
+    assert [s.summary.operation.value for s in table.metadata.snapshots] == [
+        "append",
+        "append",
+        "append",
+        "replace",
+    ]
+
+
 def test_a_rollback_rewinds_the_iceberg_metadata(catalog):
     t = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], options=TABLE_LOCATION)
     for i in range(3):
@@ -176,32 +293,36 @@ def test_a_rollback_rewinds_the_iceberg_metadata(catalog):
     metadata = Path(t.paths.root) / "metadata"
     assert sorted(p.name for p in metadata.glob("v*.metadata.json")) == ["v1.metadata.json"]
     same_rows(t.read(), iceberg(t.paths.root).scan().to_arrow())
+    assert_history(t)
     t.write(rows(range(50, 55), "x"))  # snapshot 2 again, another one: its metadata is new
     same_rows(t.read(), iceberg(t.paths.root).scan().to_arrow())
     assert iceberg(t.paths.root).scan().to_arrow().num_rows == 15
+    assert_history(t)
 
 
 def test_a_failed_sync_leaves_the_commit_and_is_caught_up(catalog, monkeypatch, caplog):
-    import lakehouse.commit.table_commit as table_commit
+    import lakehouse.iceberg.metadata as metadata
 
     t = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], options=TABLE_LOCATION)
     t.write(rows(range(0, 10), "x"))
-    sync = table_commit.sync_iceberg
+    sync = metadata.sync_iceberg
 
     def crash(table):
         raise OSError("killed")
 
-    monkeypatch.setattr(table_commit, "sync_iceberg", crash)
+    monkeypatch.setattr(metadata, "sync_iceberg", crash)
     with caplog.at_level(logging.WARNING):
         t.write(rows(range(10, 20), "x"))
+        t.write(rows(range(20, 30), "y"))
     assert "writing its Iceberg metadata failed" in caplog.text
-    assert t.latest_snapshot_id() == 2
+    assert t.latest_snapshot_id() == 3
     assert t.iceberg_metadata_location().endswith("v1.metadata.json")  # readers still see snapshot 1
     assert iceberg(t.paths.root).scan().to_arrow().num_rows == 10
-    monkeypatch.setattr(table_commit, "sync_iceberg", sync)
+    monkeypatch.setattr(metadata, "sync_iceberg", sync)
     synced = t.sync_iceberg_metadata()
-    assert synced is not None and synced.snapshot_id == 2
+    assert synced is not None and synced.snapshot_id == 3
     same_rows(t.read(), iceberg(t.paths.root).scan().to_arrow())
+    assert_history(t)  # the missed snapshots are in Iceberg's history too
     assert t.sync_iceberg_metadata().metadata_file == synced.metadata_file  # nothing more to do
 
 
@@ -301,16 +422,23 @@ def test_an_iceberg_reader_reads_a_table_on_s3(s3_warehouse):
 
 @pytest.mark.parametrize("primary_keys", [(), ("id", "dt")])
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ops=st.lists(st.sampled_from(["append", "overwrite", "compact", "expire", "rollback"]), max_size=8))
-def test_after_any_history_an_iceberg_reader_reads_the_latest_snapshot(tmp_path_factory, primary_keys, ops):
-    """Random histories of writes, overwrites, full compactions, expirations and rollbacks: after
-    each, Iceberg's metadata describes the latest snapshot, and pyiceberg reads our rows of an
-    append table, and of a primary-key table whenever all of it is compacted into the top level."""
+@given(
+    ops=st.lists(
+        st.sampled_from(["append", "overwrite", "compact", "expire", "rollback", "tag", "index"]), max_size=8
+    )
+)
+def test_after_any_history_iceberg_readers_read_every_snapshot(tmp_path_factory, primary_keys, ops):
+    """Random histories of writes, overwrites, full compactions, expirations, rollbacks, tags and
+    file-index rewrites: after each, Iceberg's history is the table's snapshots and tags, names
+    only files that exist, and pyiceberg reads every snapshot of an append table as we do, and
+    the latest snapshot of a primary-key table whenever all of it is compacted into the top level."""
     warehouse = tmp_path_factory.mktemp("iceberg")
     catalog = Catalog(str(warehouse))
     catalog.create_database("db")
     options = {**TABLE_LOCATION, "bucket": "1" if primary_keys else "-1",
-               "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "3"}  # fmt: skip
+               "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "3",
+               "metadata.iceberg.compaction.min.file-num": "2",  # manifests merged often
+               "metadata.iceberg.compaction.max.file-num": "3"}  # fmt: skip
     keys = list(primary_keys)
     t = catalog.create_table("db.t", SCHEMA, primary_keys=keys, partition_keys=["dt"], options=options)
     for n, op in enumerate(["append", *ops]):
@@ -325,10 +453,14 @@ def test_after_any_history_an_iceberg_reader_reads_the_latest_snapshot(tmp_path_
             t.expire_snapshots()
         elif op == "rollback" and t.earliest_snapshot_id() < t.latest_snapshot_id():
             t.rollback_to(snapshot_id=t.earliest_snapshot_id())
-        table = iceberg(t.paths.root)
-        assert table.metadata.current_snapshot_id == t.latest_snapshot_id()
-        if not primary_keys or _fully_compacted(t):
-            same_rows(t.read(), table.scan().to_arrow())
+        elif op == "tag":
+            t.create_tag(f"t{n}")
+        elif op == "index":
+            t.set_options({"file-index.bloom-filter.columns": "id,name" if n % 2 else "id"})
+            t.rewrite_file_index()  # restates every file: the same files stay listed once
+        assert_history(t, compare=None if not primary_keys else lambda sid: False)
+        if primary_keys and _fully_compacted(t):
+            same_rows(t.read(), iceberg(t.paths.root).scan().to_arrow())
 
 
 def _fully_compacted(t) -> bool:

@@ -34,7 +34,7 @@ from lakehouse.errors import (
     SchemaMismatchError,
     UnsupportedFeatureError,
 )
-from lakehouse.iceberg.metadata import sync_iceberg
+from lakehouse.iceberg.metadata import try_sync_iceberg
 from lakehouse.manifest.entries import (
     DataFileMeta,
     FileKind,
@@ -315,19 +315,8 @@ class TableCommit:
             return data_snapshot
 
     def _sync_iceberg(self, snapshot_id: int) -> None:
-        """Iceberg-compatible metadata of the new snapshot (``metadata.iceberg.storage``); a
-        failure is logged: the snapshot is committed, and the next commit's sync (or
-        ``Table.sync_iceberg_metadata``) writes the metadata."""
-        try:
-            sync_iceberg(self.table)
-        except Exception:
-            log.warning(
-                "table %s: snapshot %d is committed, writing its Iceberg metadata failed (the next "
-                "commit, or Table.sync_iceberg_metadata(), writes it)",
-                self.table.name,
-                snapshot_id,
-                exc_info=True,
-            )
+        """Iceberg-compatible metadata of the new snapshot (``metadata.iceberg.storage``)."""
+        try_sync_iceberg(self.table, f"the commit of snapshot {snapshot_id}")
 
     def _create_auto_tags(self, snapshot_id: int) -> None:
         """Automatic tags after a commit; a failure is logged (the next commit creates them)."""

@@ -166,3 +166,15 @@ def bound_bytes(value: Any, dtype: DataType) -> bytes | None:
     if root == "DECIMAL":
         return value.to_bytes(((value if value >= 0 else ~value).bit_length() + 8) // 8, "big", signed=True)
     return None
+
+
+def bound_key(data: bytes, dtype: DataType) -> Any:
+    """A value of :func:`bound_bytes` decoded so that bounds of ``dtype`` compare as the values do."""
+    root = dtype.root
+    if root in ("TINYINT", "SMALLINT", "INT", "DATE", "BIGINT", "TIME", "BOOLEAN") or root in TIMESTAMP_ROOTS:
+        return int.from_bytes(data, "little", signed=True)
+    if root in ("FLOAT", "DOUBLE"):
+        return struct.unpack("<f" if root == "FLOAT" else "<d", data)[0]
+    if root == "DECIMAL":
+        return int.from_bytes(data, "big", signed=True)
+    return data  # strings (UTF-8 orders as code points do) and binaries

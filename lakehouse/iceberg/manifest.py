@@ -12,10 +12,16 @@ from typing import Any
 
 import fastavro
 
-from lakehouse.format.iceberg_schema import PARTITION_FIELD_ID_START, bound_bytes, iceberg_type, iceberg_value
+from lakehouse.format.iceberg_schema import (
+    PARTITION_FIELD_ID_START,
+    bound_bytes,
+    bound_key,
+    iceberg_type,
+    iceberg_value,
+)
 from lakehouse.types import DataType
 
-ADDED = 1  # manifest_entry.status
+EXISTING, ADDED, DELETED = 0, 1, 2  # manifest_entry.status
 DATA = 0  # content: data files (manifests) / data (data_file.content)
 FORMAT_VERSION = "2"
 
@@ -178,35 +184,40 @@ def _avro(schema: dict[str, Any], records: list[dict[str, Any]], codec: str, met
     return out.getvalue()
 
 
+def read_records(data: bytes) -> list[dict[str, Any]]:
+    """The records of a manifest or a manifest list this module wrote."""
+    return [r for r in fastavro.reader(io.BytesIO(data)) if isinstance(r, dict)]
+
+
+def added_entry(f: DataFile, snapshot_id: int, partitioning: Partitioning) -> dict[str, Any]:
+    """The manifest entry of a file snapshot ``snapshot_id`` adds (its sequence numbers)."""
+    return {
+        "status": ADDED,
+        "snapshot_id": snapshot_id,
+        "sequence_number": snapshot_id,
+        "file_sequence_number": snapshot_id,
+        "data_file": {
+            "content": DATA,
+            "file_path": f.path,
+            "file_format": "PARQUET",
+            "partition": partitioning.record(f.partition),
+            "record_count": f.record_count,
+            "file_size_in_bytes": f.size,
+            "null_value_counts": _pairs(f.null_counts),
+            "lower_bounds": _pairs(f.lower),
+            "upper_bounds": _pairs(f.upper),
+        },
+    }
+
+
 def manifest_bytes(
-    files: list[DataFile],
-    snapshot_id: int,
+    entries: list[dict[str, Any]],
     partitioning: Partitioning,
     schema_json: dict[str, Any],
     spec_json: dict[str, Any],
     codec: str,
 ) -> bytes:
-    """A manifest of ``files``, all ADDED by snapshot ``snapshot_id`` (its sequence number)."""
-    records = [
-        {
-            "status": ADDED,
-            "snapshot_id": snapshot_id,
-            "sequence_number": snapshot_id,
-            "file_sequence_number": snapshot_id,
-            "data_file": {
-                "content": DATA,
-                "file_path": f.path,
-                "file_format": "PARQUET",
-                "partition": partitioning.record(f.partition),
-                "record_count": f.record_count,
-                "file_size_in_bytes": f.size,
-                "null_value_counts": _pairs(f.null_counts),
-                "lower_bounds": _pairs(f.lower),
-                "upper_bounds": _pairs(f.upper),
-            },
-        }
-        for f in files
-    ]
+    """A manifest of ``entries`` (records of :func:`added_entry`, or read back and restated)."""
     meta = {
         "schema": json.dumps(schema_json),
         "schema-id": str(schema_json["schema-id"]),
@@ -215,18 +226,7 @@ def manifest_bytes(
         "format-version": FORMAT_VERSION,
         "content": "data",
     }
-    return _avro(manifest_schema(partitioning), records, codec, meta)
-
-
-@dataclass(frozen=True)
-class ManifestInfo:
-    """A written manifest as its manifest list describes it."""
-
-    path: str
-    length: int
-    files: int
-    rows: int
-    partitions: list[dict[str, Any]]  # r508 records, one per partition column
+    return _avro(manifest_schema(partitioning), entries, codec, meta)
 
 
 def partition_summaries(files: list[DataFile], partitioning: Partitioning) -> list[dict[str, Any]]:
@@ -252,28 +252,80 @@ def partition_summaries(files: list[DataFile], partitioning: Partitioning) -> li
     return out
 
 
+def merge_summaries(
+    summaries: list[list[dict[str, Any]]], partitioning: Partitioning
+) -> list[dict[str, Any]]:
+    """The partition summaries of a manifest holding the files of manifests summarized so."""
+    out = []
+    for i, dtype in enumerate(partitioning.types):
+        column = [s[i] for s in summaries]
+        lows = [c["lower_bound"] for c in column if c["lower_bound"] is not None]
+        highs = [c["upper_bound"] for c in column if c["upper_bound"] is not None]
+        nans = [c["contains_nan"] for c in column if c["contains_nan"] is not None]
+        out.append(
+            {
+                "contains_null": any(c["contains_null"] for c in column),
+                "contains_nan": any(nans) if nans else None,
+                "lower_bound": min(lows, key=lambda b: bound_key(b, dtype)) if lows else None,
+                "upper_bound": max(highs, key=lambda b: bound_key(b, dtype)) if highs else None,
+            }
+        )
+    return out
+
+
+def may_contain(summary: list[dict[str, Any]], partition: list[Any], partitioning: Partitioning) -> bool:
+    """Whether a manifest of partition summaries ``summary`` may hold a file of ``partition``."""
+    for column, value, dtype in zip(summary, partition, partitioning.types, strict=True):
+        if value is None:
+            if not column["contains_null"]:
+                return False
+            continue
+        key = bound_bytes(value, dtype)
+        if key is None:  # NaN
+            if not column["contains_nan"]:
+                return False
+            continue
+        lo, hi = column["lower_bound"], column["upper_bound"]
+        if lo is None or hi is None:
+            return False
+        if not bound_key(lo, dtype) <= bound_key(key, dtype) <= bound_key(hi, dtype):
+            return False
+    return True
+
+
+def list_record(
+    path: str, length: int, entries: list[dict[str, Any]], snapshot_id: int, partitions: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A manifest list's record of a manifest snapshot ``snapshot_id`` wrote, with ``entries``."""
+    counts = {ADDED: [0, 0], EXISTING: [0, 0], DELETED: [0, 0]}
+    for e in entries:
+        count = counts[e["status"]]
+        count[0] += 1
+        count[1] += e["data_file"]["record_count"]
+    live = [e["sequence_number"] for e in entries if e["status"] != DELETED]
+    return {
+        "manifest_path": path,
+        "manifest_length": length,
+        "partition_spec_id": 0,
+        "content": DATA,
+        "sequence_number": snapshot_id,
+        "min_sequence_number": min(live, default=snapshot_id),
+        "added_snapshot_id": snapshot_id,
+        "added_files_count": counts[ADDED][0],
+        "existing_files_count": counts[EXISTING][0],
+        "deleted_files_count": counts[DELETED][0],
+        "added_rows_count": counts[ADDED][1],
+        "existing_rows_count": counts[EXISTING][1],
+        "deleted_rows_count": counts[DELETED][1],
+        "partitions": partitions,
+    }
+
+
 def manifest_list_bytes(
-    manifests: list[ManifestInfo], snapshot_id: int, parent_id: int | None, codec: str
+    records: list[dict[str, Any]], snapshot_id: int, parent_id: int | None, codec: str
 ) -> bytes:
-    records = [
-        {
-            "manifest_path": m.path,
-            "manifest_length": m.length,
-            "partition_spec_id": 0,
-            "content": DATA,
-            "sequence_number": snapshot_id,
-            "min_sequence_number": snapshot_id,
-            "added_snapshot_id": snapshot_id,
-            "added_files_count": m.files,
-            "existing_files_count": 0,
-            "deleted_files_count": 0,
-            "added_rows_count": m.rows,
-            "existing_rows_count": 0,
-            "deleted_rows_count": 0,
-            "partitions": m.partitions,
-        }
-        for m in manifests
-    ]
+    """The manifest list of snapshot ``snapshot_id``: records of :func:`list_record`, its own
+    and those it keeps from its parent."""
     meta = {
         "snapshot-id": str(snapshot_id),
         "parent-snapshot-id": "null" if parent_id is None else str(parent_id),
@@ -281,8 +333,3 @@ def manifest_list_bytes(
         "format-version": FORMAT_VERSION,
     }
     return _avro(MANIFEST_LIST_SCHEMA, records, codec, meta)
-
-
-def manifest_paths(data: bytes) -> list[str]:
-    """The manifests a manifest list names."""
-    return [r["manifest_path"] for r in fastavro.reader(io.BytesIO(data)) if isinstance(r, dict)]

@@ -2,23 +2,26 @@
 so that Iceberg readers (pyiceberg, DuckDB, Polars, Trino, Snowflake, Spark) read the table's
 Parquet files in place (``IcebergCommitCallback``).
 
-Each sync describes the latest snapshot ``N`` as one Iceberg snapshot of the same id: manifests
-of the files Iceberg readers may see, a manifest list, ``v<N>.metadata.json`` and then
-``version-hint.text`` naming it - a reader following the hint finds only complete metadata.
-Every data file of an append table is visible; of a primary-key table only the files of the top
-level, the data as of its last full compaction (Paimon's rule: level-0 files are not merged rows).
+Each sync extends the Iceberg history by one snapshot per new Paimon snapshot, of the same id
+(:mod:`lakehouse.iceberg.history`), then writes ``v<N>.metadata.json`` and then
+``version-hint.text`` naming it: a reader following the hint finds only complete metadata. The
+history holds the Paimon snapshots that still exist: time travel reads what Paimon reads, tags are
+Iceberg tags, an expiration drops the snapshots it expires (and the manifests only they name)
+before their files go, and a rollback rewinds the history to its target. A sync is idempotent: a
+crash between a commit and its sync is caught up by the next commit's sync, or by
+:func:`sync_iceberg` itself.
 
 The metadata goes to ``<table>/metadata`` (``table-location``) or to a Hadoop catalog under the
 warehouse, ``<warehouse>/iceberg/<db>/<table>/metadata`` (``catalog-location``, the default of
-``hadoop-catalog``). Older metadata versions and their manifests are deleted after each sync (but
+``hadoop-catalog``). Older metadata versions are deleted after each sync (but
 ``metadata.iceberg.previous-versions-max`` of them), and so are versions of snapshots a rollback
-removed. A sync is idempotent: a crash between a commit and its sync is caught up by the next
-commit's sync, or by :func:`sync_iceberg` itself.
+removed.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 import uuid
@@ -26,29 +29,30 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lakehouse.errors import UnsupportedFeatureError
-from lakehouse.format.iceberg_schema import bound_bytes, iceberg_schema, last_partition_id, partition_spec
-from lakehouse.iceberg.manifest import (
-    DataFile,
-    ManifestInfo,
-    Partitioning,
-    manifest_bytes,
-    manifest_list_bytes,
-    manifest_paths,
-    partition_summaries,
+from lakehouse.format.iceberg_schema import iceberg_schema, last_partition_id, partition_spec
+from lakehouse.iceberg.history import (
+    Layout,
+    commit_identity,
+    delta_changes,
+    describe,
+    external,
+    full_changes,
+    internal,
+    named_manifests,
 )
+from lakehouse.iceberg.manifest import Partitioning
 from lakehouse.io.fs import FileStatus
-from lakehouse.manifest import binary_row
-from lakehouse.manifest.entries import ManifestEntry
-from lakehouse.manifest.stats import decode
-from lakehouse.options import ICEBERG_CODECS, IcebergLocation, IcebergSettings
+from lakehouse.options import ICEBERG_CODECS, MANIFEST_TARGET_FILE_SIZE, IcebergLocation, IcebergSettings
 from lakehouse.paths import MAIN_BRANCH
 from lakehouse.snapshot import Snapshot
+from lakehouse.store.tags import list_tags
 
 if TYPE_CHECKING:
     from lakehouse.store.table_store import TableStore
 
+log = logging.getLogger(__name__)
+
 VERSION_HINT = "version-hint.text"
-FILES_PER_MANIFEST = 10_000
 _VERSION = re.compile(r"^v(\d+)\.metadata\.json$")
 _AVRO_CODECS = dict(zip(ICEBERG_CODECS, ("null", "deflate", "snappy", "zstandard"), strict=True))
 
@@ -78,8 +82,8 @@ class IcebergSync:
 
 
 def sync_iceberg(table: TableStore) -> IcebergSync | None:
-    """Write the Iceberg metadata of the latest snapshot unless it is there already; None when
-    the table has none to write (disabled, no snapshot, a branch)."""
+    """Bring the Iceberg metadata up to the latest snapshot, the snapshots that still exist and
+    the tags; None when the table has none to write (disabled, no snapshot, a branch)."""
     settings = table.schema.core_options.iceberg
     if not settings.enabled or table.branch != MAIN_BRANCH:
         return None
@@ -89,14 +93,31 @@ def sync_iceberg(table: TableStore) -> IcebergSync | None:
     io = table.io
     directory = metadata_dir(table, settings)
     path = f"{directory}/v{snapshot.id}.metadata.json"
-    identity = commit_identity(snapshot)
-    if not _describes(table, path, identity):
-        metadata = _build(table, snapshot, settings, directory, identity)
+    base = _base(table, path, snapshot)
+    metadata, dropped, in_use = _advance(table, settings, directory, base, snapshot)
+    if base is None or _content(metadata) != _content(base):
         io.write_bytes(path, json.dumps(metadata, indent=2).encode())
     if table.snapshots.latest_id() == snapshot.id:  # a later commit's sync names its own
         io.write_bytes(f"{directory}/{VERSION_HINT}", str(snapshot.id).encode())
         _retire(table, directory, snapshot.id, settings)
+        _drop(table, directory, dropped, in_use)
     return IcebergSync(snapshot.id, external(table, path))
+
+
+def try_sync_iceberg(table: TableStore, after: str) -> None:
+    """:func:`sync_iceberg` after ``after`` (a commit, a tag), which stands whatever the sync
+    does: a failure is logged, and the next commit's sync (or ``Table.sync_iceberg_metadata``)
+    writes the metadata."""
+    try:
+        sync_iceberg(table)
+    except Exception:
+        log.warning(
+            "table %s: %s is done, writing its Iceberg metadata failed (the next commit, or "
+            "Table.sync_iceberg_metadata(), writes it)",
+            table.name,
+            after,
+            exc_info=True,
+        )
 
 
 def current_metadata_file(table: TableStore) -> str | None:
@@ -112,171 +133,200 @@ def current_metadata_file(table: TableStore) -> str | None:
     return f"{directory}/v{version}.metadata.json"
 
 
-def external(table: TableStore, path: str) -> str:
-    """A path as other readers reach it: ``s3://...`` on object stores (the store's own paths
-    are bucket-relative), as it is on a local disk."""
-    return path if table.io.is_local else table.io.uri(path) or path
-
-
-def internal(table: TableStore, uri: str) -> str:
-    """The store's path of a URI :func:`external` gave."""
-    if table.io.is_local:
-        return uri
-    prefix = table.io.uri("")
-    return uri[len(prefix) :] if prefix and uri.startswith(prefix) else uri
-
-
-def commit_identity(snapshot: Snapshot) -> str:
-    """What tells this snapshot from another of the same id (after a rollback)."""
-    return snapshot.uuid or f"{snapshot.commit_user}:{snapshot.commit_identifier}:{snapshot.time_millis}"
-
-
-def _describes(table: TableStore, path: str, identity: str) -> bool:
-    """Whether ``path`` exists and describes the snapshot of ``identity``."""
+def _read(table: TableStore, path: str | None) -> dict[str, Any] | None:
+    """A metadata version, None when it is missing, torn or foreign."""
+    if path is None:
+        return None
     try:
         metadata = json.loads(table.io.read_bytes(path))
-    except FileNotFoundError:
+    except (FileNotFoundError, ValueError):
+        return None
+    snapshots = metadata.get("snapshots") if isinstance(metadata, dict) else None
+    return metadata if isinstance(snapshots, list) and snapshots else None
+
+
+def _base(table: TableStore, path: str, snapshot: Snapshot) -> dict[str, Any] | None:
+    """The metadata a sync starts from: the latest snapshot's own version if it describes that
+    snapshot (a sync that died before its hint), else the version readers see."""
+    own = _read(table, path)
+    if own is not None and _identity(own["snapshots"][-1]) == commit_identity(snapshot):
+        return own
+    return _read(table, current_metadata_file(table))
+
+
+def _identity(record: dict[str, Any]) -> str | None:
+    summary = record.get("summary")
+    return summary.get("paimon-commit-identity") if isinstance(summary, dict) else None
+
+
+def _advance(
+    table: TableStore,
+    settings: IcebergSettings,
+    directory: str,
+    base: dict[str, Any] | None,
+    snapshot: Snapshot,
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The metadata of ``snapshot`` from ``base``; the snapshots of ``base`` it no longer holds,
+    and those of its snapshots that may share manifests with them.
+
+    ``base``'s history is cut back to its newest snapshot still on the table's timeline (a
+    rollback, or a commit after one, replaced the later ones) and extended by one Iceberg
+    snapshot per Paimon snapshot since; with none left, it restarts from ``snapshot`` alone.
+    Snapshots older than the table's earliest are dropped: their files may be expired."""
+    layout = _layout(table, settings, directory)
+    old = base["snapshots"] if base is not None and _compatible(table, settings, base) else []
+    earliest = table.snapshots.earliest_id() or snapshot.id
+    history = list(old)
+    while history and not _on_timeline(table, history[-1], snapshot, earliest):
+        history.pop()
+    ancestor = history[-1:]
+    if history:
+        for sid in range(history[-1]["snapshot-id"] + 1, snapshot.id + 1):
+            paimon = snapshot if sid == snapshot.id else table.snapshots.snapshot(sid)
+            history.append(describe(layout, paimon, history[-1], delta_changes(layout, paimon)))
+    else:
+        history = [describe(layout, snapshot, None, full_changes(layout, snapshot))]
+    kept = [s for s in history if s["snapshot-id"] >= earliest]
+    lists = {s["manifest-list"] for s in kept}
+    dropped = [s for s in old if s["manifest-list"] not in lists]
+    uuid_ = base.get("table-uuid") if base is not None else None
+    return _metadata(table, settings, layout, kept, uuid_), dropped, kept[:1] + ancestor
+
+
+def _layout(table: TableStore, settings: IcebergSettings, directory: str) -> Layout:
+    current = table.schema
+    partition_fields = [current.field(k) for k in current.partition_keys]
+    options = current.core_options
+    return Layout(
+        table,
+        directory,
+        _AVRO_CODECS[settings.codec],
+        Partitioning(
+            tuple(current.partition_keys),
+            tuple(f.type for f in partition_fields),
+            tuple(f.id for f in partition_fields),
+        ),
+        iceberg_schema(current.id, current.fields),
+        partition_spec(partition_fields),
+        options.memory(MANIFEST_TARGET_FILE_SIZE),
+        settings.compaction_min_files,
+        settings.compaction_max_files,
+    )
+
+
+def _compatible(table: TableStore, settings: IcebergSettings, base: dict[str, Any]) -> bool:
+    """Whether ``base`` can be extended: this table's (not a copy's), of the same format version."""
+    location = external(table, table.paths.root.rstrip("/"))
+    return base.get("format-version") == settings.format_version and base.get("location") == location
+
+
+def _on_timeline(table: TableStore, record: dict[str, Any], latest: Snapshot, earliest: int) -> bool:
+    """Whether the Iceberg snapshot ``record`` describes a snapshot the table still has."""
+    sid = record.get("snapshot-id")
+    if not isinstance(sid, int) or not earliest <= sid <= latest.id:
         return False
-    except ValueError:
-        return False  # torn or foreign: written again
-    snapshots = metadata.get("snapshots") or [{}]
-    return snapshots[-1].get("summary", {}).get("paimon-commit-identity") == identity
+    paimon = (
+        latest if sid == latest.id else table.snapshots.snapshot(sid) if table.snapshots.exists(sid) else None
+    )
+    return paimon is not None and _identity(record) == commit_identity(paimon)
 
 
-def _build(
-    table: TableStore, snapshot: Snapshot, settings: IcebergSettings, directory: str, identity: str
+def _metadata(
+    table: TableStore,
+    settings: IcebergSettings,
+    layout: Layout,
+    history: list[dict[str, Any]],
+    table_uuid: Any,
 ) -> dict[str, Any]:
-    """Write the manifests and manifest list of ``snapshot``; its table metadata."""
+    """The table metadata of ``history`` (oldest first; the last is current) and the tags of its
+    snapshots."""
     manager = table.schema_manager
     schemas = [manager.schema(i) for i in manager.schema_ids()]
-    current = schemas[-1]
-    partition_fields = [current.field(k) for k in current.partition_keys]
-    spec = partition_spec(partition_fields)
-    partitioning = Partitioning(
-        tuple(current.partition_keys),
-        tuple(current.field(k).type for k in current.partition_keys),
-        tuple(current.field(k).id for k in current.partition_keys),
-    )
-    files = [_data_file(table, e, partitioning) for e in visible_entries(table, snapshot)]
-    codec = _AVRO_CODECS[settings.codec]
-    current_json = iceberg_schema(current.id, current.fields)
-    tag = uuid.uuid4().hex
-    manifests = []
-    for k, start in enumerate(range(0, len(files), FILES_PER_MANIFEST), 1):
-        chunk = files[start : start + FILES_PER_MANIFEST]
-        data = manifest_bytes(chunk, snapshot.id, partitioning, current_json, spec, codec)
-        path = f"{directory}/{tag}-m{k}.avro"
-        table.io.write_bytes(path, data)
-        rows = sum(f.record_count for f in chunk)
-        summaries = partition_summaries(chunk, partitioning)
-        manifests.append(ManifestInfo(external(table, path), len(data), len(chunk), rows, summaries))
-    parent = snapshot.id - 1 if snapshot.id > 1 else None
-    manifest_list = f"{directory}/snap-{snapshot.id}-{tag}.avro"
-    table.io.write_bytes(manifest_list, manifest_list_bytes(manifests, snapshot.id, parent, codec))
-    total_rows = sum(f.record_count for f in files)
-    total_bytes = sum(f.size for f in files)
-    summary = {
-        "operation": "append",
-        "added-data-files": str(len(files)),
-        "added-records": str(total_rows),
-        "added-files-size": str(total_bytes),
-        "total-records": str(total_rows),
-        "total-data-files": str(len(files)),
-        "total-files-size": str(total_bytes),
-        "total-delete-files": "0",
-        "total-position-deletes": "0",
-        "total-equality-deletes": "0",
-        **{k: v for k, v in (snapshot.properties or {}).items() if v is not None},
-        "paimon-commit-identity": identity,
+    current = history[-1]
+    ids = {s["snapshot-id"] for s in history}
+    refs = {
+        t.name: {"snapshot-id": t.snapshot.id, "type": "tag"}
+        for t in list_tags(table)
+        if t.snapshot.id in ids
     }
-    iceberg_snapshot: dict[str, Any] = {
-        "sequence-number": snapshot.id,
-        "snapshot-id": snapshot.id,
-        "timestamp-ms": snapshot.time_millis,
-        "summary": summary,
-        "manifest-list": external(table, manifest_list),
-        "schema-id": snapshot.schema_id,
-    }
-    if parent is not None:
-        iceberg_snapshot["parent-snapshot-id"] = parent
+    try:
+        table_uuid = str(uuid.UUID(str(table_uuid)))
+    except ValueError:
+        table_uuid = str(uuid.uuid4())
     return {
         "format-version": settings.format_version,
-        "table-uuid": _table_uuid(table),
+        "table-uuid": table_uuid,
         "location": external(table, table.paths.root.rstrip("/")),
-        "last-sequence-number": snapshot.id,
+        "last-sequence-number": current["sequence-number"],
         "last-updated-ms": int(time.time() * 1000),
         "last-column-id": max((f.id for s in schemas for f in s.fields), default=0),
         "schemas": [iceberg_schema(s.id, s.fields) for s in schemas],
-        "current-schema-id": current.id,
-        "partition-specs": [spec],
+        "current-schema-id": table.schema.id,
+        "partition-specs": [layout.spec],
         "default-spec-id": 0,
-        "last-partition-id": last_partition_id(partition_fields),
+        "last-partition-id": last_partition_id([table.schema.field(k) for k in table.schema.partition_keys]),
         "properties": {},
-        "current-snapshot-id": snapshot.id,
-        "snapshots": [iceberg_snapshot],
+        "current-snapshot-id": current["snapshot-id"],
+        "snapshots": history,
+        "snapshot-log": [
+            {"timestamp-ms": s["timestamp-ms"], "snapshot-id": s["snapshot-id"]} for s in history
+        ],
         "sort-orders": [{"order-id": 0, "fields": []}],
         "default-sort-order-id": 0,
-        "refs": {},
+        "refs": {
+            **dict(sorted(refs.items())),
+            "main": {"snapshot-id": current["snapshot-id"], "type": "branch"},
+        },
     }
 
 
-def visible_entries(table: TableStore, snapshot: Snapshot) -> list[ManifestEntry]:
-    """The files Iceberg readers see: all of an append table's, a primary-key table's top level."""
-    entries = table.live_entries(snapshot)
-    if not table.schema.primary_keys:
-        return entries
-    top = table.schema.core_options.num_levels - 1
-    return [e for e in entries if e.file.level == top]
+def _content(metadata: dict[str, Any]) -> dict[str, Any]:
+    """What a metadata version says, but when it was written."""
+    return {k: v for k, v in metadata.items() if k != "last-updated-ms"}
 
 
-def _data_file(table: TableStore, entry: ManifestEntry, partitioning: Partitioning) -> DataFile:
-    f = entry.file
-    schema = table.schema_by_id(f.schema_id)
-    columns = f.stats_columns
-    fields = [schema.field(c) for c in columns] if columns is not None else list(schema.fields)
-    bucket = table.bucket_path(entry.partition, entry.bucket)
-    path = table.paths.data_file(bucket, f.file_name, f.external_path)
-    out = DataFile(
-        external(table, path),
-        binary_row.decode_row(binary_row.deserialize(entry.partition)[1], list(partitioning.types)),
-        f.row_count,
-        f.file_size,
-    )
-    stats = decode(f.value_stats, [x.type for x in fields], f.row_count) if fields else []
-    for column, s in zip(fields, stats, strict=True):
-        if s.null_count is not None:
-            out.null_counts[column.id] = s.null_count
-        if s.min is None or s.max is None:
+def _drop(
+    table: TableStore, directory: str, dropped: list[dict[str, Any]], in_use: list[dict[str, Any]]
+) -> None:
+    """Delete the manifest lists of the ``dropped`` snapshots and the manifests only they name -
+    in this metadata directory only (a copy of the table names the original's files).
+
+    A manifest stays in the snapshots of one timeline from the one that wrote it until one that
+    restated or merged it, so a dropped snapshot shares manifests with the kept ones only through
+    ``in_use``: the oldest kept snapshot (of an expired prefix) and the newest kept one before a
+    rollback's cut."""
+    if not dropped:
+        return
+    keep: set[str] = set()
+    for record in in_use:
+        keep.update(named_manifests(table, internal(table, record["manifest-list"])))
+    doomed: set[str] = set()
+    for record in dropped:
+        listed = internal(table, record["manifest-list"])
+        if listed.rsplit("/", 1)[0] != directory:
             continue
-        lo, hi = bound_bytes(s.min, column.type), bound_bytes(s.max, column.type)
-        if lo is not None and hi is not None:
-            out.lower[column.id], out.upper[column.id] = lo, hi
-    return out
-
-
-def _table_uuid(table: TableStore) -> str:
-    """The Iceberg table's uuid: the current metadata's, a new one for the first."""
-    current = current_metadata_file(table)
-    if current is None:
-        return str(uuid.uuid4())
-    try:
-        return str(uuid.UUID(str(json.loads(table.io.read_bytes(current))["table-uuid"])))
-    except (FileNotFoundError, ValueError, KeyError, TypeError):
-        return str(uuid.uuid4())
+        try:
+            doomed.update(m for m in named_manifests(table, listed) if m.rsplit("/", 1)[0] == directory)
+        except FileNotFoundError:
+            continue  # dropped before
+        doomed.add(listed)
+    table.io.delete_quietly(sorted(doomed - keep))
 
 
 def _retire(table: TableStore, directory: str, current: int, settings: IcebergSettings) -> None:
-    """Delete the metadata versions (and their manifests) older than the ones kept, and those of
-    snapshots after ``current`` (the latest snapshot: they were rolled back)."""
-    io = table.io
+    """Delete the metadata versions older than the ones kept, and those of snapshots after
+    ``current`` (the latest snapshot: they were rolled back). Their manifests are the snapshots':
+    they go when the snapshots do."""
     oldest_kept = current - settings.previous_versions_max
-    for status in io.list_dir(directory):
+    doomed = []
+    for status in table.io.list_dir(directory):
         match = _VERSION.match(status.name)
         if match is None:
             continue
         version = int(match.group(1))
         if version > current or (settings.delete_after_commit and version < oldest_kept):
-            _delete_version(table, f"{directory}/{status.name}")
+            doomed.append(status.path)
+    table.io.delete_quietly(doomed)
 
 
 def orphan_metadata_files(table: TableStore) -> list[FileStatus]:
@@ -290,37 +340,26 @@ def orphan_metadata_files(table: TableStore) -> list[FileStatus]:
     directory = metadata_dir(table, settings)
     statuses = io.list_dir(directory)
     named = {VERSION_HINT}
+    lists: set[str] = set()
     for status in statuses:
         if _VERSION.match(status.name) is None:
             continue
         named.add(status.name)
         try:
-            named.update(p.rsplit("/", 1)[-1] for p in _named_files(table, status.path))
+            metadata = json.loads(io.read_bytes(status.path))
+            lists.update(internal(table, s["manifest-list"]) for s in metadata.get("snapshots", []))
         except FileNotFoundError:
             continue  # retired meanwhile: what it named goes with it
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, AttributeError):
             return []  # cannot tell what a damaged version names: delete nothing
+    for listed in lists:
+        if listed.rsplit("/", 1)[0] != directory:
+            continue
+        named.add(listed.rsplit("/", 1)[-1])
+        try:
+            named.update(p.rsplit("/", 1)[-1] for p in named_manifests(table, listed))
+        except FileNotFoundError:
+            continue  # its snapshot was dropped meanwhile
+        except (ValueError, KeyError, TypeError):
+            return []
     return [st for st in statuses if st.name not in named]
-
-
-def _delete_version(table: TableStore, path: str) -> None:
-    """Delete a metadata version and the manifests it names - only those in its own directory:
-    the paths are absolute, and a copy of the table (a backup) names the original's files."""
-    directory = path.rsplit("/", 1)[0]
-    try:
-        files = [p for p in _named_files(table, path) if p.rsplit("/", 1)[0] == directory]
-    except (FileNotFoundError, ValueError, KeyError, TypeError):
-        files = []  # what it named stays for orphan cleanup
-    table.io.delete_quietly(files)
-    table.io.delete_quietly([path])
-
-
-def _named_files(table: TableStore, path: str) -> list[str]:
-    """The manifest lists of the metadata version ``path`` and the manifests they name (the
-    store's paths, in any directory; those of a list outside the version's are not read)."""
-    io = table.io
-    directory = path.rsplit("/", 1)[0]
-    metadata = json.loads(io.read_bytes(path))
-    lists = [internal(table, s["manifest-list"]) for s in metadata.get("snapshots", [])]
-    own = [p for p in lists if p.rsplit("/", 1)[0] == directory]
-    return lists + [internal(table, m) for listed in own for m in manifest_paths(io.read_bytes(listed))]

@@ -279,11 +279,15 @@ class ManifestStore:
                     adds.append(e)
         return [e for e in adds if e.identifier not in deleted] if deleted else adds
 
+    def delta_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        """The entries of ``snapshot``'s delta, in order: the files its commit added and deleted."""
+        names = [m.file_name for m in self.read_list(snapshot.delta_manifest_list)]
+        return [e for entries in self.read_manifests(names) for e in entries]
+
     def added_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
         """ADD entries of ``snapshot``'s delta: the files its commit added (new data or
         compaction output)."""
-        names = [m.file_name for m in self.read_list(snapshot.delta_manifest_list)]
-        return [e for entries in self.read_manifests(names) for e in entries if e.kind == FileKind.ADD]
+        return [e for e in self.delta_entries(snapshot) if e.kind == FileKind.ADD]
 
     def write_list(self, metas: list[ManifestFileMeta]) -> tuple[str, int]:
         """Write a manifest list; returns its name and size."""

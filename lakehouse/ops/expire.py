@@ -86,11 +86,8 @@ def expire_snapshots(
 ) -> Expiration:
     """Expire snapshots per the arguments, each defaulting to the table's option.
 
-    ``older_than_ms`` is an epoch-millisecond timestamp (Paimon's ``older_than``). Iceberg
-    metadata a crashed commit left behind is caught up first: it must never name files that
-    expiration deletes.
+    ``older_than_ms`` is an epoch-millisecond timestamp (Paimon's ``older_than``).
     """
-    sync_iceberg(table)
     plan = plan_expiration(table, retain_min, retain_max, older_than_ms, max_deletes)
     retired = retire_snapshots(table, plan)
     return plan.report(retired + delete_files(table.io, plan.files.content()))
@@ -169,11 +166,13 @@ def retire_snapshots(table: TableStore, plan: ExpirationPlan) -> Deleted:
     delete them next (``plan.files.content()``, in any process)."""
     if plan.earliest is None or plan.end is None:
         return Deleted()
+    sync_iceberg(table)  # a crashed commit's Iceberg snapshot, before its parent may go
     snapshots = table.snapshots
     for sid in plan.snapshot_ids:
         snapshots.delete(sid)
     if plan.end > plan.earliest or snapshots.read_hint("EARLIEST") != plan.end:
         snapshots.write_hint("EARLIEST", plan.end)
+    sync_iceberg(table)  # Iceberg's history without the expired snapshots, before their files go
     return delete_files(table.io, plan.files.metadata())
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from lakehouse.errors import InvalidArgumentError
-from lakehouse.iceberg.metadata import orphan_metadata_files
+from lakehouse.iceberg.metadata import orphan_metadata_files, sync_iceberg
 from lakehouse.io.fs import FileStatus, is_temporary, join
 from lakehouse.paths import MAIN_BRANCH, bucket_dirs
 from lakehouse.store.consumers import consumer_dir
@@ -50,15 +50,23 @@ def remove_orphan_files(
     table: TableStore, older_than_ms: int | None = None, dry_run: bool = False
 ) -> OrphanFiles:
     """Delete (or with ``dry_run`` only list) the table's orphan files older than ``older_than_ms``."""
-    found = find_orphan_files(table, older_than_ms)
+    found = find_orphan_files(table, older_than_ms, deleting=not dry_run)
     if dry_run:
         return found
     delete_paths(table.io, found.paths)
     return replace(found, dry_run=False)
 
 
-def find_orphan_files(table: TableStore, older_than_ms: int | None = None) -> OrphanFiles:
-    """The orphan files :func:`remove_orphan_files` deletes, only listed (a dry run)."""
+def find_orphan_files(
+    table: TableStore, older_than_ms: int | None = None, *, deleting: bool = False
+) -> OrphanFiles:
+    """The orphan files :func:`remove_orphan_files` deletes, only listed (a dry run).
+
+    ``deleting``: they are found to be deleted, so Iceberg's history first drops the snapshots
+    the table no longer has (those of an expiration that died before its Iceberg sync): it must
+    name none of the files found."""
+    if deleting:
+        sync_iceberg(table)
     now_ms = int(time.time() * 1000)
     if older_than_ms is None:
         older_than_ms = now_ms - DEFAULT_AGE_MS

@@ -76,8 +76,8 @@ def rollback_to(table: TableStore, snapshot_id: int | None = None, tag: str | No
         doomed.update(refs.of_removed([t.snapshot], changelog=False))
     # anything a removed snapshot shares with an older snapshot or tag, the target has too
     protected = refs.of(target, changelog=False).update(other_branches_files(table))
+    sync_iceberg(table)  # Iceberg's history rewound to the target before the removed files go
     deleted = delete_files(table.io, doomed.minus(protected))
-    sync_iceberg(table)  # the target's Iceberg metadata; the removed snapshots' goes
     return Rollback(target.id, len(removed), tuple(t.name for t in dropped), deleted)
 
 

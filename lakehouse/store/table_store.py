@@ -247,6 +247,10 @@ class TableStore:
         manifests = self.manifests()
         return manifests.live_entries(manifests.data_manifests(snapshot))
 
+    def delta_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        """The files ``snapshot``'s commit added and deleted, in the order it recorded them."""
+        return self.manifests().delta_entries(snapshot)
+
     def added_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
         """The files ``snapshot``'s commit added (new data or compaction output)."""
         return self.manifests().added_entries(snapshot)

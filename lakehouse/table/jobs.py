@@ -221,7 +221,7 @@ class OrphanCleanupJob(MaintenanceJob[str, int, OrphanFiles]):
         self.found: OrphanFiles | None = None
 
     def start(self) -> list[str]:
-        self.found = find_orphan_files(self.table, self.older_than_ms)
+        self.found = find_orphan_files(self.table, self.older_than_ms, deleting=not self.dry_run)
         return [] if self.dry_run else list(self.found.paths)
 
     def run(self, units: list[str], writer: str) -> int:

@@ -18,7 +18,13 @@ from lakehouse.append.sort_keys import SortStrategy
 from lakehouse.bucket.channels import AssignerSplit
 from lakehouse.bucket.mode import BucketMode
 from lakehouse.commit.table_commit import Overwrite, TableCommit, prefixed_user
-from lakehouse.iceberg.metadata import IcebergSync, current_metadata_file, external, sync_iceberg
+from lakehouse.iceberg.metadata import (
+    IcebergSync,
+    current_metadata_file,
+    external,
+    sync_iceberg,
+    try_sync_iceberg,
+)
 from lakehouse.io.fs import FileIO
 from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
 from lakehouse.manifest.files import ManifestStore
@@ -588,12 +594,17 @@ class Table:
         return expire_snapshots(self.store, retain_min, retain_max, older_than_ms, max_deletes)
 
     def create_tag(self, name: str, *, snapshot_id: int | None = None) -> Tag:
-        """Pin a snapshot (default: the latest) as tag ``name``; read it with ``read(tag=name)``."""
-        return create_tag(self.store, name, snapshot_id)
+        """Pin a snapshot (default: the latest) as tag ``name``; read it with ``read(tag=name)``.
+        With Iceberg metadata, Iceberg readers see it as a tag of the same name."""
+        tag = create_tag(self.store, name, snapshot_id)
+        try_sync_iceberg(self.store, f"tag {name}")
+        return tag
 
     def delete_tag(self, name: str) -> Deleted:
         """Delete tag ``name`` (and files only it still kept alive); returns what was deleted."""
-        return delete_tag(self.store, name)
+        deleted = delete_tag(self.store, name)
+        try_sync_iceberg(self.store, f"the deletion of tag {name}")
+        return deleted
 
     def tags(self) -> dict[str, int]:
         """Tag name -> snapshot id, ordered by snapshot id."""

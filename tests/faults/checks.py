@@ -139,8 +139,9 @@ def unreferenced(table: Table) -> set[str]:
 
 def iceberg_problems(table: Table, reads: Reads, killed: bool) -> list[str]:
     """What is wrong with the table's Iceberg metadata (if it has some): the version its hint
-    names must read, in pyiceberg, the snapshot it describes (every file it names exists); after
-    an operation that returned, that is the latest snapshot."""
+    names must read, in pyiceberg, every snapshot of its history as we read it (every file it
+    names exists; a snapshot an interrupted expiration removed must still read); after an
+    operation that returned, the current one is the latest snapshot."""
     if not table.schema.core_options.iceberg.enabled:
         return []
     from pyiceberg.table import StaticTable
@@ -155,14 +156,18 @@ def iceberg_problems(table: Table, reads: Reads, killed: bool) -> list[str]:
     if described != latest and not killed:
         problems.append(f"the Iceberg metadata describes snapshot {described}, the latest is {latest}")
     if described not in reads.snapshots:
-        return [*problems, f"the Iceberg metadata describes snapshot {described}, which is not listed"]
-    try:
-        rows = canonical(iceberg.scan().to_arrow())
-    except Exception as e:  # noqa: BLE001 - a missing file or anything else a reader meets
-        return [*problems, f"pyiceberg cannot read snapshot {described}: {type(e).__name__}: {e}"]
-    if rows != reads.snapshots[described]:
-        ours = show(reads.snapshots[described])
-        problems.append(f"pyiceberg reads {show(rows)} at snapshot {described}, we read {ours}")
+        problems.append(f"the Iceberg metadata describes snapshot {described}, which is not listed")
+    for snapshot in iceberg.metadata.snapshots:
+        sid = snapshot.snapshot_id
+        try:
+            rows = canonical(iceberg.scan(snapshot_id=sid).to_arrow())
+        except Exception as e:  # noqa: BLE001 - a missing file or anything else a reader meets
+            problems.append(f"pyiceberg cannot read snapshot {sid}: {type(e).__name__}: {e}")
+            continue
+        if sid in reads.snapshots and rows != reads.snapshots[sid]:
+            problems.append(
+                f"pyiceberg reads {show(rows)} at snapshot {sid}, we read {show(reads.snapshots[sid])}"
+            )
     return problems
 
 
