@@ -354,15 +354,10 @@ def parse_iceberg_storage(text: str, key: str) -> IcebergStorage:
 
 
 def parse_iceberg_format_version(text: str, key: str) -> int:
-    """The Iceberg format version of the metadata: 2 (3 holds deletion vectors, not written here)."""
+    """The Iceberg format version of the metadata: 2, or 3 (nanosecond timestamps, row lineage)."""
     version = parse_int(text, key)
-    if version == 3:
-        raise UnsupportedFeatureError(
-            f"{key}=3 (Iceberg v3: deletion vectors, nanosecond timestamps) is not written by this "
-            f"engine; use 2"
-        )
-    if version != 2:
-        raise InvalidOptionError(f"{key}={text!r} is no Iceberg format version; use 2")
+    if version not in (2, 3):
+        raise InvalidOptionError(f"{key}={text!r} is no Iceberg format version; use 2 or 3")
     return version
 
 

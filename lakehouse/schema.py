@@ -360,7 +360,7 @@ def check_column_name(name: str, table: str) -> None:
 def validate(schema: TableSchema, table: str) -> None:
     """Reject schemas Paimon or this engine cannot serve, with a message saying what to change."""
     check_values(schema.options, table)
-    check_iceberg(schema.fields, schema.core_options, table)
+    check_iceberg(schema.fields, schema.partition_keys, schema.core_options, table)
     opts = schema.core_options
     try:
         avro_codec(opts.required(MANIFEST_COMPRESSION))

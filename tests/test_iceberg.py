@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import json
 import logging
+import struct
 from decimal import Decimal
 from pathlib import Path
 
@@ -23,6 +24,8 @@ from lakehouse.errors import InvalidOptionError, UnsupportedFeatureError
 pytestmark = pytest.mark.iceberg
 
 TABLE_LOCATION = {"metadata.iceberg.storage": "table-location"}
+V3 = {**TABLE_LOCATION, "metadata.iceberg.format-version": "3"}
+DELETION_VECTORS = {**V3, "deletion-vectors.enabled": "true", "deletion-vectors.bitmap64": "true"}
 SCHEMA = pa.schema(
     [
         pa.field("id", pa.int64(), nullable=False),
@@ -91,6 +94,10 @@ def assert_history(t, compare=None) -> None:
             ours = t.read(snapshot_id=snapshot.snapshot_id)
             same_rows(ours, table.scan(snapshot_id=snapshot.snapshot_id).to_arrow())
     assert orphan_metadata_files(t.store) == []  # what the history no longer names is gone
+    if table.metadata.format_version >= 3:  # row lineage: no row id is handed out twice
+        lineage = [(s.first_row_id, s.added_rows) for s in table.metadata.snapshots]
+        assert all(a + n <= b for (a, n), (b, _) in zip(lineage, lineage[1:], strict=False))
+        assert lineage[-1][0] + lineage[-1][1] <= table.metadata.next_row_id
 
 
 @pytest.fixture
@@ -285,6 +292,28 @@ def test_a_primary_key_tables_iceberg_history_follows_its_full_compactions(catal
     ]
 
 
+def test_iceberg_v3_applies_the_deletion_vectors_of_a_primary_key_table(catalog):
+    """With deletion vectors (format 3, 64-bit vectors), Iceberg readers see every file above
+    level 0 and apply the table's vectors, copied into Puffin files: the rows we read, at once."""
+    options = {**DELETION_VECTORS, "bucket": "2", "snapshot.num-retained.min": "1"}
+    t = catalog.create_table(
+        "db.pk", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options=options
+    )
+    t.write(rows(range(0, 40), "x"))
+    t.write(rows(range(0, 40, 3), "x", "new"))  # upserts: vectors delete the rows they replace
+    t.write(rows(range(1, 40, 7), "x").append_column("_row_kind", pa.array(["-D"] * 6)))
+    table = iceberg(t.paths.root)
+    summary = table.metadata.snapshots[-1].summary
+    assert int(summary["total-position-deletes"]) > 0 and int(summary["total-delete-files"]) > 0
+    assert_history(t)  # every snapshot, with its vectors
+    assert table.scan().to_arrow().num_rows == t.read().num_rows == 34
+    puffins = sorted(Path(t.paths.root, "metadata").glob("*.puffin"))
+    assert puffins and all(p.read_bytes()[:4] == p.read_bytes()[-4:] == b"PFA1" for p in puffins)
+    t.compact(full=True)
+    t.expire_snapshots(retain_max=1)
+    assert_history(t)  # the Puffin files of the expired snapshots' vectors are gone with them
+
+
 def test_a_rollback_rewinds_the_iceberg_metadata(catalog):
     t = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], options=TABLE_LOCATION)
     for i in range(3):
@@ -347,10 +376,18 @@ def test_metadata_files_are_json_an_iceberg_reader_expects(catalog):
         ({"metadata.iceberg.storage": "hive-catalog"}, UnsupportedFeatureError, "Hive metastore"),
         ({"metadata.iceberg.storage": "rest-catalog"}, UnsupportedFeatureError, "REST catalog"),
         ({"metadata.iceberg.storage": "glue"}, InvalidOptionError, "use one of"),
-        ({**TABLE_LOCATION, "metadata.iceberg.format-version": "3"}, UnsupportedFeatureError, "Iceberg v3"),
-        ({**TABLE_LOCATION, "metadata.iceberg.format-version": "1"}, InvalidOptionError, "use 2"),
+        ({**TABLE_LOCATION, "metadata.iceberg.format-version": "1"}, InvalidOptionError, "use 2 or 3"),
         ({**TABLE_LOCATION, "metadata.iceberg.manifest-compression": "lz4"}, InvalidOptionError, "zstd"),
-        ({**TABLE_LOCATION, "deletion-vectors.enabled": "true"}, UnsupportedFeatureError, "deletion vectors"),
+        (
+            {**TABLE_LOCATION, "deletion-vectors.enabled": "true"},
+            UnsupportedFeatureError,
+            "format-version'='3'",
+        ),
+        (
+            {**V3, "deletion-vectors.enabled": "true"},
+            UnsupportedFeatureError,
+            "'deletion-vectors.bitmap64'='true'",
+        ),
     ],
 )
 def test_metadata_iceberg_cannot_use_is_refused_when_the_table_is_created(catalog, options, error, message):
@@ -361,11 +398,112 @@ def test_metadata_iceberg_cannot_use_is_refused_when_the_table_is_created(catalo
 
 def test_a_column_iceberg_v2_cannot_hold_is_refused(catalog):
     schema = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("ns"))])
-    with pytest.raises(UnsupportedFeatureError, match="timestamp_ns"):
+    with pytest.raises(UnsupportedFeatureError, match="timestamp_ns.*format-version'='3'"):
         catalog.create_table("db.t", schema, options=TABLE_LOCATION)
     t = catalog.create_table("db.t", schema)
     with pytest.raises(UnsupportedFeatureError, match="timestamp_ns"):
         t.set_options(TABLE_LOCATION)
+    t.set_options({**TABLE_LOCATION, "metadata.iceberg.format-version": "3"})
+    with pytest.raises(UnsupportedFeatureError, match="timestamp_ns"):
+        t.set_options({"metadata.iceberg.format-version": "2"})
+    with pytest.raises(UnsupportedFeatureError, match="partition column ts is a TIMESTAMP\\(9\\)"):
+        catalog.create_table(
+            "db.p",
+            schema,
+            partition_keys=["ts"],
+            options={**TABLE_LOCATION, "metadata.iceberg.format-version": "3"},
+        )
+
+
+def row_ids(manifest_list: str) -> dict[str, int]:
+    """The first row id of each live data file of a snapshot, as Iceberg v3 readers assign them:
+    the file's own, or inherited from its manifest's (in order, over files without their own)."""
+    import fastavro
+
+    out = {}
+    with open(manifest_list, "rb") as f:
+        manifests = list(fastavro.reader(f))
+    for m in manifests:
+        with open(m["manifest_path"], "rb") as f:
+            entries = list(fastavro.reader(f))
+        watermark = m["first_row_id"]
+        for e in entries:
+            if e["status"] == 2:  # DELETED
+                continue
+            data = e["data_file"]
+            if data["first_row_id"] is None:
+                data["first_row_id"], watermark = watermark, watermark + data["record_count"]
+            out[data["file_path"]] = data["first_row_id"]
+    return out
+
+
+NANOS = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("at", pa.timestamp("ns")),
+        ("at_utc", pa.timestamp("ns", tz="UTC")),
+        pa.field("hour", pa.timestamp("us"), nullable=False),
+    ]
+)
+
+
+def nanos(ids: range) -> pa.Table:
+    base = 1_700_000_000_000_000_000
+    return pa.table(
+        {
+            "id": pa.array(list(ids), pa.int64()),
+            "at": pa.array([base + i * 1_000_000_007 + 1 for i in ids], pa.timestamp("ns")),
+            "at_utc": pa.array([base + i for i in ids], pa.timestamp("ns", tz="UTC")),
+            "hour": pa.array([base // 1000 + 3_600_000_000 * (i % 2) + 5 for i in ids], pa.timestamp("us")),
+        },
+        schema=NANOS,
+    )
+
+
+def test_iceberg_v3_reads_nanosecond_timestamps_to_the_nanosecond(catalog):
+    """Format version 3: timestamps of precision 7-9 are Iceberg ``timestamp_ns`` (with their
+    bounds and partition values in nanoseconds), and every snapshot carries row lineage."""
+    t = catalog.create_table("db.t", NANOS, partition_keys=["hour"], options=V3)
+    t.write(nanos(range(0, 10)))
+    t.write(nanos(range(10, 16)))
+    hour = nanos(range(100, 101)).column("hour")[0].as_py()
+    t.write(nanos(range(100, 102, 2)), overwrite={"hour": hour})  # one hour's files go, the other's stay
+    table = iceberg(t.paths.root)
+    assert table.metadata.format_version == 3
+    assert [str(f.field_type) for f in table.schema().fields] == [
+        "long",
+        "timestamp_ns",
+        "timestamptz_ns",
+        "timestamp",
+    ]
+    assert_history(t)
+    # bounds in nanoseconds (pyiceberg builds no timestamp_ns literal to prune with: read them)
+    at = t.schema.field("at").id
+    entries = [
+        e for m in table.metadata.snapshots[0].manifests(table.io) for e in m.fetch_manifest_entry(table.io)
+    ]
+    for e in entries:
+        written = pc.min_max(
+            t.read(snapshot_id=1, filter=col("hour") == e.data_file.partition[0]).column("at")
+        )
+        low, high = (
+            struct.unpack("<q", e.data_file.lower_bounds[at])[0],
+            struct.unpack("<q", e.data_file.upper_bounds[at])[0],
+        )
+        assert (low, high) == (written["min"].value, written["max"].value)
+    # row lineage: each snapshot's rows take the next ids, none handed out twice
+    snapshots = table.metadata.snapshots
+    # (the kept files' restated manifests take ids for their rows too: legal gaps, as Paimon's)
+    assert [(s.first_row_id, s.added_rows) for s in snapshots] == [(0, 10), (10, 6), (16, 9)]
+    assert table.metadata.next_row_id == 25
+    kept = row_ids(snapshots[2].manifest_list)
+    assert len(kept) == 3 and {p: kept[p] for p in kept if p in row_ids(snapshots[1].manifest_list)} == {
+        p: i for p, i in row_ids(snapshots[1].manifest_list).items() if p in kept
+    }  # a kept file's rows keep their ids
+    t.rollback_to(snapshot_id=1)
+    t.write(nanos(range(200, 203)))
+    assert iceberg(t.paths.root).metadata.snapshots[-1].first_row_id == 25  # ids of the rolled back too
+    assert_history(t)
 
 
 def test_a_copy_of_the_table_never_deletes_the_originals_metadata(catalog, tmp_path):
@@ -420,14 +558,18 @@ def test_an_iceberg_reader_reads_a_table_on_s3(s3_warehouse):
     same_rows(t.read(filter=col("dt") == "y"), table.scan(row_filter="dt = 'y'").to_arrow())
 
 
-@pytest.mark.parametrize("primary_keys", [(), ("id", "dt")])
+@pytest.mark.parametrize(
+    ("primary_keys", "options"),
+    [((), TABLE_LOCATION), ((), V3), (("id", "dt"), TABLE_LOCATION), (("id", "dt"), DELETION_VECTORS)],
+    ids=["append", "append-v3", "primary-key", "deletion-vectors"],
+)
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     ops=st.lists(
         st.sampled_from(["append", "overwrite", "compact", "expire", "rollback", "tag", "index"]), max_size=8
     )
 )
-def test_after_any_history_iceberg_readers_read_every_snapshot(tmp_path_factory, primary_keys, ops):
+def test_after_any_history_iceberg_readers_read_every_snapshot(tmp_path_factory, primary_keys, options, ops):
     """Random histories of writes, overwrites, full compactions, expirations, rollbacks, tags and
     file-index rewrites: after each, Iceberg's history is the table's snapshots and tags, names
     only files that exist, and pyiceberg reads every snapshot of an append table as we do, and
@@ -435,7 +577,7 @@ def test_after_any_history_iceberg_readers_read_every_snapshot(tmp_path_factory,
     warehouse = tmp_path_factory.mktemp("iceberg")
     catalog = Catalog(str(warehouse))
     catalog.create_database("db")
-    options = {**TABLE_LOCATION, "bucket": "1" if primary_keys else "-1",
+    options = {**options, "bucket": "1" if primary_keys else "-1",
                "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "3",
                "metadata.iceberg.compaction.min.file-num": "2",  # manifests merged often
                "metadata.iceberg.compaction.max.file-num": "3"}  # fmt: skip
@@ -458,7 +600,8 @@ def test_after_any_history_iceberg_readers_read_every_snapshot(tmp_path_factory,
         elif op == "index":
             t.set_options({"file-index.bloom-filter.columns": "id,name" if n % 2 else "id"})
             t.rewrite_file_index()  # restates every file: the same files stay listed once
-        assert_history(t, compare=None if not primary_keys else lambda sid: False)
+        merged_by_iceberg = not primary_keys or "deletion-vectors.enabled" in options
+        assert_history(t, compare=None if merged_by_iceberg else lambda sid: False)
         if primary_keys and _fully_compacted(t):
             same_rows(t.read(), iceberg(t.paths.root).scan().to_arrow())
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from lakehouse.errors import UnsupportedFeatureError
 from lakehouse.format.parquet import structured_field_id
-from lakehouse.options import DELETION_VECTORS_ENABLED, CoreOptions
+from lakehouse.options import DELETION_VECTORS_BITMAP64, DELETION_VECTORS_ENABLED, CoreOptions
 from lakehouse.types import (
     BINARY_ROOTS,
     STRING_ROOTS,
@@ -40,26 +40,30 @@ _PRIMITIVE = {
 }  # fmt: skip
 
 
-def iceberg_type(dtype: DataType, field_id: int, depth: int = 1) -> Any:
-    """The Iceberg type of a field of type ``dtype`` whose id is ``field_id`` (JSON value)."""
+def iceberg_type(dtype: DataType, field_id: int, version: int, depth: int = 1) -> Any:
+    """The Iceberg type (JSON value), in format ``version``, of a field of type ``dtype`` whose
+    id is ``field_id``."""
     root = dtype.root
     if root in _PRIMITIVE:
         return _PRIMITIVE[root]
     if root == "DECIMAL":
         return f"decimal({type_param(dtype, 'precision')}, {type_param(dtype, 'scale')})"
     if root in TIMESTAMP_ROOTS:
-        if timestamp_unit(type_param(dtype, "precision")) == "ns":
+        name = "timestamp" if root == "TIMESTAMP" else "timestamptz"
+        if timestamp_unit(type_param(dtype, "precision")) != "ns":
+            return name
+        if version < 3:
             raise UnsupportedFeatureError(
-                f"a {dtype} column is an Iceberg timestamp_ns, which needs Iceberg format version 3; "
-                f"this engine writes version 2 - use a precision of 6 or less"
+                f"a {dtype} column is an Iceberg {name}_ns, which needs Iceberg format version 3; "
+                f"set 'metadata.iceberg.format-version'='3' or use a precision of 6 or less"
             )
-        return "timestamp" if root == "TIMESTAMP" else "timestamptz"
+        return f"{name}_ns"
     if isinstance(dtype, ArrayType):
         return {
             "type": "list",
             "element-id": structured_field_id(field_id, depth),
             "element-required": not dtype.element.nullable,
-            "element": iceberg_type(dtype.element, field_id, depth + 1),
+            "element": iceberg_type(dtype.element, field_id, version, depth + 1),
         }
     if isinstance(dtype, MapType | MultisetType):
         key = dtype.key if isinstance(dtype, MapType) else dtype.element
@@ -67,48 +71,67 @@ def iceberg_type(dtype: DataType, field_id: int, depth: int = 1) -> Any:
         return {
             "type": "map",
             "key-id": structured_field_id(field_id, depth, key=True),
-            "key": iceberg_type(key, field_id, depth + 1),
+            "key": iceberg_type(key, field_id, version, depth + 1),
             "value-id": structured_field_id(field_id, depth),
             "value-required": value_required,
-            "value": iceberg_type(dtype.value, field_id, depth + 1) if isinstance(dtype, MapType) else "int",
+            "value": iceberg_type(dtype.value, field_id, version, depth + 1)
+            if isinstance(dtype, MapType)
+            else "int",
         }
     if isinstance(dtype, RowType):
-        return {"type": "struct", "fields": [iceberg_field(f) for f in dtype.fields]}
+        return {"type": "struct", "fields": [iceberg_field(f, version) for f in dtype.fields]}
     raise UnsupportedFeatureError(f"a {dtype} column has no Iceberg type; Iceberg readers cannot read it")
 
 
-def iceberg_field(f: DataField) -> dict[str, Any]:
+def iceberg_field(f: DataField, version: int) -> dict[str, Any]:
     out: dict[str, Any] = {
         "id": f.id,
         "name": f.name,
         "required": not f.type.nullable,
-        "type": iceberg_type(f.type, f.id),
+        "type": iceberg_type(f.type, f.id, version),
     }
     if f.description is not None:
         out["doc"] = f.description
     return out
 
 
-def iceberg_schema(schema_id: int, fields: Sequence[DataField]) -> dict[str, Any]:
-    """The Iceberg schema of one Paimon schema (same id, same field ids)."""
-    return {"type": "struct", "schema-id": schema_id, "fields": [iceberg_field(f) for f in fields]}
+def iceberg_schema(schema_id: int, fields: Sequence[DataField], version: int) -> dict[str, Any]:
+    """The Iceberg schema, in format ``version``, of one Paimon schema (same id, same field ids)."""
+    return {"type": "struct", "schema-id": schema_id, "fields": [iceberg_field(f, version) for f in fields]}
 
 
-def check_iceberg(fields: Sequence[DataField], options: CoreOptions, table: str) -> None:
+def check_iceberg(
+    fields: Sequence[DataField], partition_keys: Sequence[str], options: CoreOptions, table: str
+) -> None:
     """Refuse, when a table is created or altered, Iceberg metadata its readers could not use:
-    deletion vectors (Iceberg v3) and types without an Iceberg v2 counterpart."""
-    if not options.iceberg.enabled:
+    deletion vectors (Iceberg readers would not apply them) and types without a counterpart in
+    the Iceberg format version asked for."""
+    settings = options.iceberg
+    if not settings.enabled:
         return
-    if options.get_bool(DELETION_VECTORS_ENABLED):
+    if options.get_bool(DELETION_VECTORS_ENABLED) and not (
+        settings.format_version >= 3 and options.get_bool(DELETION_VECTORS_BITMAP64)
+    ):
         raise UnsupportedFeatureError(
-            f"table {table}: Iceberg readers apply deletion vectors only from Iceberg format version 3, "
-            f"which this engine does not write; disable 'deletion-vectors.enabled' or "
-            f"'metadata.iceberg.storage'"
+            f"table {table}: Iceberg readers apply deletion vectors from Iceberg format version 3, and "
+            f"only 64-bit ones; set 'metadata.iceberg.format-version'='3' and "
+            f"'deletion-vectors.bitmap64'='true' (or disable 'deletion-vectors.enabled')"
         )
     try:
-        iceberg_schema(0, fields)
+        iceberg_schema(0, fields, settings.format_version)
     except UnsupportedFeatureError as e:
         raise UnsupportedFeatureError(f"table {table}: {e}") from None
+    for f in fields:
+        if (
+            f.name in partition_keys
+            and f.type.root in TIMESTAMP_ROOTS
+            and timestamp_unit(type_param(f.type, "precision")) == "ns"
+        ):
+            raise UnsupportedFeatureError(
+                f"table {table}: partition column {f.name} is a {f.type}; Iceberg manifests hold its "
+                f"values as Avro timestamp-nanos, which Paimon does not write and Iceberg readers "
+                f"(pyiceberg) do not read - partition by a column of precision 6 or less"
+            )
 
 
 def partition_spec(partition_fields: Sequence[DataField]) -> dict[str, Any]:
@@ -130,13 +153,14 @@ def last_partition_id(partition_fields: Sequence[DataField]) -> int:
 
 def iceberg_value(value: Any, dtype: DataType) -> Any:
     """A physical Paimon value (stats, partition rows) as Iceberg's Avro and bounds hold it:
-    timestamps in microseconds, times in microseconds, decimals unscaled."""
+    timestamps in microseconds (nanoseconds those of precision 7-9), times in microseconds,
+    decimals unscaled."""
     if value is None:
         return None
     root = dtype.root
     if root in TIMESTAMP_ROOTS:
         unit = timestamp_unit(type_param(dtype, "precision"))
-        return value * {"s": 1_000_000, "ms": 1000, "us": 1}[unit]
+        return value * {"s": 1_000_000, "ms": 1000, "us": 1, "ns": 1}[unit]  # ns: a timestamp_ns
     if root == "TIME":
         return value * 1000  # millis of the day
     if root == "DECIMAL":

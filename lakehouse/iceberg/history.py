@@ -6,7 +6,8 @@ or one whose history was lost) lists every visible file as added.
 
 Iceberg readers see every data file of an append table, and of a primary-key table the files of
 the top level: the data as of its last full compaction (Paimon's rule: level-0 files are not
-merged rows).
+merged rows). With deletion vectors (format 3), they see every file above level 0 and apply the
+vectors (:mod:`lakehouse.iceberg.deletes`).
 """
 
 from __future__ import annotations
@@ -16,19 +17,22 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lakehouse.format.iceberg_schema import bound_bytes
+from lakehouse.iceberg.deletes import delete_manifests
+from lakehouse.iceberg.layout import FILES_PER_MANIFEST, Layout, external, internal, write_manifest
 from lakehouse.iceberg.manifest import (
+    DATA,
     DELETED,
+    DELETES,
     EXISTING,
     DataFile,
-    Partitioning,
     added_entry,
-    list_record,
-    manifest_bytes,
+    assign_row_ids,
     manifest_list_bytes,
     may_contain,
     merge_summaries,
     partition_summaries,
     read_records,
+    with_row_ids,
 )
 from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import FileKind, ManifestEntry
@@ -37,23 +41,6 @@ from lakehouse.snapshot import CommitKind, Snapshot
 
 if TYPE_CHECKING:
     from lakehouse.store.table_store import TableStore
-
-FILES_PER_MANIFEST = 10_000
-
-
-@dataclass(frozen=True)
-class Layout:
-    """What every Iceberg snapshot of one sync is written with."""
-
-    table: TableStore
-    directory: str
-    codec: str
-    partitioning: Partitioning
-    schema_json: dict[str, Any]
-    spec: dict[str, Any]
-    target_size: int  # manifests under 2/3 of it are small
-    compact_min: int  # small manifests that may be merged
-    compact_max: int  # small manifests that are merged whatever their size
 
 
 @dataclass
@@ -67,29 +54,23 @@ class Changes:
     add_only: bool = True
 
 
-def external(table: TableStore, path: str) -> str:
-    """A path as other readers reach it: ``s3://...`` on object stores (the store's own paths
-    are bucket-relative), as it is on a local disk."""
-    return path if table.io.is_local else table.io.uri(path) or path
-
-
-def internal(table: TableStore, uri: str) -> str:
-    """The store's path of a URI :func:`external` gave."""
-    if table.io.is_local:
-        return uri
-    prefix = table.io.uri("")
-    return uri[len(prefix) :] if prefix and uri.startswith(prefix) else uri
-
-
-def visible(table: TableStore, entry: ManifestEntry) -> bool:
-    """Whether Iceberg readers see the file: any of an append table, a primary-key table's top level."""
-    return not table.schema.primary_keys or entry.file.level == table.schema.core_options.num_levels - 1
+def visible(layout: Layout, entry: ManifestEntry) -> bool:
+    """Whether Iceberg readers see the file: any of an append table; of a primary-key table those
+    of the top level, or with deletion vectors (which Iceberg readers apply) those above level 0."""
+    schema = layout.table.schema
+    if not schema.primary_keys:
+        return True
+    return (
+        entry.file.level > 0
+        if layout.deletion_vectors
+        else entry.file.level == schema.core_options.num_levels - 1
+    )
 
 
 def full_changes(layout: Layout, snapshot: Snapshot) -> Changes:
     """Every visible file of ``snapshot``, as added."""
     table = layout.table
-    files = (_data_file(layout, e) for e in table.live_entries(snapshot) if visible(table, e))
+    files = (_data_file(layout, e) for e in table.live_entries(snapshot) if visible(layout, e))
     return Changes({f.path: f for f in files}, {})
 
 
@@ -99,7 +80,7 @@ def delta_changes(layout: Layout, snapshot: Snapshot) -> Changes:
     changes = Changes({}, {})
     table = layout.table
     for entry in table.delta_entries(snapshot):
-        if not visible(table, entry):
+        if not visible(layout, entry):
             continue
         f = _data_file(layout, entry, stats=entry.kind == FileKind.ADD)
         gained, lost = (
@@ -114,10 +95,16 @@ def delta_changes(layout: Layout, snapshot: Snapshot) -> Changes:
 
 
 def describe(
-    layout: Layout, snapshot: Snapshot, parent: dict[str, Any] | None, changes: Changes
+    layout: Layout,
+    snapshot: Snapshot,
+    parent: dict[str, Any] | None,
+    previous: Snapshot | None,
+    changes: Changes,
+    next_row_id: int,
 ) -> dict[str, Any]:
     """Write the manifests and manifest list of ``snapshot`` from its ``parent``'s (an Iceberg
-    snapshot record, None for none); its Iceberg snapshot record."""
+    snapshot record, None for none, describing ``previous``); its Iceberg snapshot record. In
+    format 3 its rows' ids start at ``next_row_id`` (the table's ``next-row-id``)."""
     table, sid = layout.table, snapshot.id
     parent_list = (
         read_records(table.io.read_bytes(internal(table, parent["manifest-list"]))) if parent else []
@@ -127,12 +114,13 @@ def describe(
     partitions = {tuple(f.partition) for f in touched}
     manifests: list[dict[str, Any]] = []
     rewrote = False
-    for listed in parent_list:
+    for listed in (m for m in parent_list if m["content"] == DATA):
         summary = listed["partitions"] or []
         if not any(may_contain(summary, list(p), layout.partitioning) for p in partitions):
             manifests.append(listed)
             continue
         entries = read_records(table.io.read_bytes(internal(table, listed["manifest_path"])))
+        entries = with_row_ids(entries, listed.get("first_row_id"))
         live = [e for e in entries if e["status"] != DELETED]
         for e in live:
             added.pop(e["data_file"]["file_path"], None)  # listed already (restated, same file)
@@ -140,18 +128,26 @@ def describe(
             manifests.append(listed)
             continue
         rewrote = True
-        manifests.append(_write(layout, [_restate(e, sid, changes.removed) for e in live], sid, summary))
+        manifests.append(
+            write_manifest(layout, [_restate(e, sid, changes.removed) for e in live], sid, summary)
+        )
     files = list(added.values())
     for start in range(0, len(files), FILES_PER_MANIFEST):
         chunk = files[start : start + FILES_PER_MANIFEST]
         summary = partition_summaries(chunk, layout.partitioning)
         manifests.append(
-            _write(layout, [added_entry(f, sid, layout.partitioning) for f in chunk], sid, summary)
+            write_manifest(layout, [added_entry(f, sid, layout.partitioning) for f in chunk], sid, summary)
         )
     manifests = _compact(layout, manifests, sid)
+    deletes = delete_manifests(layout, snapshot, parent_list, previous) if layout.deletion_vectors else []
+    manifests += deletes
+    added_rows = 0
+    if layout.version >= 3:
+        manifests, added_rows = assign_row_ids(manifests, next_row_id)
     parent_id = parent["snapshot-id"] if parent else (sid - 1 if sid > 1 else None)
     manifest_list = f"{layout.directory}/snap-{sid}-{uuid.uuid4().hex}.avro"
-    table.io.write_bytes(manifest_list, manifest_list_bytes(manifests, sid, parent_id, layout.codec))
+    data = manifest_list_bytes(manifests, sid, parent_id, layout.codec, layout.version)
+    table.io.write_bytes(manifest_list, data)
     operation = "append"
     if rewrote:
         operation = "replace" if snapshot.commit_kind == CommitKind.COMPACT else "overwrite"
@@ -159,18 +155,28 @@ def describe(
         "sequence-number": sid,
         "snapshot-id": sid,
         "timestamp-ms": snapshot.time_millis,
-        "summary": _summary(operation, snapshot, parent, files, list(changes.removed.values())),
+        "summary": _summary(operation, snapshot, parent, files, list(changes.removed.values()), deletes),
         "manifest-list": external(table, manifest_list),
         "schema-id": snapshot.schema_id,
     }
     if parent_id is not None:
         record["parent-snapshot-id"] = parent_id
+    if layout.version >= 3:
+        record["first-row-id"], record["added-rows"] = next_row_id, added_rows
     return record
 
 
-def named_manifests(table: TableStore, manifest_list: str) -> list[str]:
-    """The manifests (the store's paths) a manifest list names."""
-    return [internal(table, r["manifest_path"]) for r in read_records(table.io.read_bytes(manifest_list))]
+def named_files(table: TableStore, manifest_list: str) -> list[str]:
+    """The manifests a manifest list names, and the Puffin files of deletion vectors its delete
+    manifests name (the store's paths)."""
+    out = []
+    for record in read_records(table.io.read_bytes(manifest_list)):
+        manifest = internal(table, record["manifest_path"])
+        out.append(manifest)
+        if record["content"] == DELETES:
+            entries = read_records(table.io.read_bytes(manifest))
+            out += sorted({internal(table, e["data_file"]["file_path"]) for e in entries})
+    return out
 
 
 def _restate(entry: dict[str, Any], sid: int, removed: dict[str, DataFile]) -> dict[str, Any]:
@@ -178,16 +184,6 @@ def _restate(entry: dict[str, Any], sid: int, removed: dict[str, DataFile]) -> d
     if entry["data_file"]["file_path"] in removed:
         return {**entry, "status": DELETED, "snapshot_id": sid}
     return {**entry, "status": EXISTING}
-
-
-def _write(
-    layout: Layout, entries: list[dict[str, Any]], sid: int, summary: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """Write a manifest of ``entries``; its manifest list record."""
-    data = manifest_bytes(entries, layout.partitioning, layout.schema_json, layout.spec, layout.codec)
-    path = f"{layout.directory}/{uuid.uuid4().hex}-m0.avro"
-    layout.table.io.write_bytes(path, data)
-    return list_record(external(layout.table, path), len(data), entries, sid, summary)
 
 
 def _compact(layout: Layout, manifests: list[dict[str, Any]], sid: int) -> list[dict[str, Any]]:
@@ -203,7 +199,7 @@ def _compact(layout: Layout, manifests: list[dict[str, Any]], sid: int) -> list[
     entries = []
     for m in small:
         path = internal(layout.table, m["manifest_path"])
-        for e in read_records(io.read_bytes(path)):
+        for e in with_row_ids(read_records(io.read_bytes(path)), m.get("first_row_id")):
             if e["snapshot_id"] == sid or e["file_sequence_number"] == sid or e["status"] == EXISTING:
                 entries.append(e)
             elif e["status"] != DELETED:
@@ -212,7 +208,7 @@ def _compact(layout: Layout, manifests: list[dict[str, Any]], sid: int) -> list[
             io.delete_quietly([path])  # written by this sync: nothing else names it
     summary = merge_summaries([m["partitions"] or [] for m in small], layout.partitioning)
     merged = [
-        _write(layout, entries[start : start + FILES_PER_MANIFEST], sid, summary)
+        write_manifest(layout, entries[start : start + FILES_PER_MANIFEST], sid, summary)
         for start in range(0, len(entries), FILES_PER_MANIFEST)
     ]
     return [m for m in manifests if m["manifest_length"] >= layout.target_size * 2 // 3] + merged
@@ -224,8 +220,10 @@ def _summary(
     parent: dict[str, Any] | None,
     added: list[DataFile],
     removed: list[DataFile],
+    deletes: list[dict[str, Any]],
 ) -> dict[str, str]:
-    """The Iceberg snapshot summary: what changed, and the totals carried from the parent's."""
+    """The Iceberg snapshot summary: what changed, the totals carried from the parent's, and
+    those of the delete manifests ``deletes``."""
     before = parent["summary"] if parent else {}
 
     def total(key: str, change: int) -> str:
@@ -246,8 +244,8 @@ def _summary(
         "total-records": total("total-records", added_rows - removed_rows),
         "total-data-files": total("total-data-files", len(added) - len(removed)),
         "total-files-size": total("total-files-size", added_size - removed_size),
-        "total-delete-files": "0",
-        "total-position-deletes": "0",
+        "total-delete-files": str(sum(m["added_files_count"] + m["existing_files_count"] for m in deletes)),
+        "total-position-deletes": str(sum(m["added_rows_count"] + m["existing_rows_count"] for m in deletes)),
         "total-equality-deletes": "0",
         **{k: v for k, v in (snapshot.properties or {}).items() if v is not None},
         "paimon-commit-identity": commit_identity(snapshot),

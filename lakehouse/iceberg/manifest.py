@@ -22,8 +22,10 @@ from lakehouse.format.iceberg_schema import (
 from lakehouse.types import DataType
 
 EXISTING, ADDED, DELETED = 0, 1, 2  # manifest_entry.status
-DATA = 0  # content: data files (manifests) / data (data_file.content)
-FORMAT_VERSION = "2"
+DATA, DELETES = (
+    0,
+    1,
+)  # content: of manifests (data files, delete files) and of data_file (data, position deletes)
 
 
 @dataclass
@@ -83,7 +85,7 @@ _AVRO_PRIMITIVE = {
 
 
 def _partition_avro(dtype: DataType, source_id: int) -> Any:
-    iceberg = iceberg_type(dtype, source_id)
+    iceberg = iceberg_type(dtype, source_id, version=3)  # the schema's check refused what readers lack
     if isinstance(iceberg, str) and iceberg.startswith("decimal"):
         return "bytes"  # unscaled big-endian, as bounds hold decimals
     return _AVRO_PRIMITIVE[iceberg]
@@ -96,7 +98,16 @@ def _partition_value(value: Any, dtype: DataType) -> Any:
     return bound_bytes(value, dtype) if dtype.root == "DECIMAL" else iceberg_value(value, dtype)
 
 
-def manifest_schema(partitioning: Partitioning) -> dict[str, Any]:
+_V3_DATA_FILE = [  # row lineage, and where a deletion vector is
+    _opt("first_row_id", "long", 142),
+    _opt("referenced_data_file", "string", 143),
+    _opt("content_offset", "long", 144),
+    _opt("content_size_in_bytes", "long", 145),
+]
+
+
+def manifest_schema(partitioning: Partitioning, version: int) -> dict[str, Any]:
+    """The Avro schema of a manifest in Iceberg format ``version`` (3 adds row lineage)."""
     partition = {
         "type": "record",
         "name": "r102",
@@ -120,6 +131,7 @@ def manifest_schema(partitioning: Partitioning) -> dict[str, Any]:
             _int_map("null_value_counts", "long", 110, 121),
             _int_map("lower_bounds", "bytes", 125, 126),
             _int_map("upper_bounds", "bytes", 128, 129),
+            *(_V3_DATA_FILE if version >= 3 else []),
         ],
     }
     return {
@@ -135,7 +147,7 @@ def manifest_schema(partitioning: Partitioning) -> dict[str, Any]:
     }
 
 
-MANIFEST_LIST_SCHEMA: dict[str, Any] = {
+_MANIFEST_LIST_SCHEMA: dict[str, Any] = {
     "type": "record",
     "name": "manifest_file",
     "fields": [
@@ -174,6 +186,16 @@ MANIFEST_LIST_SCHEMA: dict[str, Any] = {
 }
 
 
+def manifest_list_schema(version: int) -> dict[str, Any]:
+    """The Avro schema of a manifest list in Iceberg format ``version`` (3 adds row lineage)."""
+    if version < 3:
+        return _MANIFEST_LIST_SCHEMA
+    return {
+        **_MANIFEST_LIST_SCHEMA,
+        "fields": [*_MANIFEST_LIST_SCHEMA["fields"], _opt("first_row_id", "long", 520)],
+    }
+
+
 def _pairs(values: dict[int, Any]) -> list[dict[str, Any]] | None:
     return [{"key": k, "value": v} for k, v in sorted(values.items())] or None
 
@@ -210,23 +232,58 @@ def added_entry(f: DataFile, snapshot_id: int, partitioning: Partitioning) -> di
     }
 
 
+def deletion_vector_entry(
+    puffin: str,
+    puffin_size: int,
+    data_file: str,
+    partition: list[Any],
+    offset: int,
+    length: int,
+    cardinality: int,
+    snapshot_id: int,
+    partitioning: Partitioning,
+) -> dict[str, Any]:
+    """The manifest entry (format 3) of the deletion vector of ``data_file``: a blob of ``length``
+    bytes at ``offset`` of a Puffin file, deleting ``cardinality`` rows."""
+    return {
+        "status": ADDED,
+        "snapshot_id": snapshot_id,
+        "sequence_number": snapshot_id,
+        "file_sequence_number": snapshot_id,
+        "data_file": {
+            "content": DELETES,
+            "file_path": puffin,
+            "file_format": "PUFFIN",
+            "partition": partitioning.record(partition),
+            "record_count": cardinality,
+            "file_size_in_bytes": puffin_size,
+            "referenced_data_file": data_file,
+            "content_offset": offset,
+            "content_size_in_bytes": length,
+        },
+    }
+
+
 def manifest_bytes(
     entries: list[dict[str, Any]],
     partitioning: Partitioning,
     schema_json: dict[str, Any],
     spec_json: dict[str, Any],
     codec: str,
+    version: int,
+    content: int = DATA,
 ) -> bytes:
-    """A manifest of ``entries`` (records of :func:`added_entry`, or read back and restated)."""
+    """A manifest of ``entries`` (records of :func:`added_entry`, or read back and restated; of
+    :func:`deletion_vector_entry` for ``DELETES``) in Iceberg format ``version``."""
     meta = {
         "schema": json.dumps(schema_json),
         "schema-id": str(schema_json["schema-id"]),
         "partition-spec": json.dumps(spec_json["fields"]),
         "partition-spec-id": "0",
-        "format-version": FORMAT_VERSION,
-        "content": "data",
+        "format-version": str(version),
+        "content": "deletes" if content == DELETES else "data",
     }
-    return _avro(manifest_schema(partitioning), entries, codec, meta)
+    return _avro(manifest_schema(partitioning, version), entries, codec, meta)
 
 
 def partition_summaries(files: list[DataFile], partitioning: Partitioning) -> list[dict[str, Any]]:
@@ -294,7 +351,12 @@ def may_contain(summary: list[dict[str, Any]], partition: list[Any], partitionin
 
 
 def list_record(
-    path: str, length: int, entries: list[dict[str, Any]], snapshot_id: int, partitions: list[dict[str, Any]]
+    path: str,
+    length: int,
+    entries: list[dict[str, Any]],
+    snapshot_id: int,
+    partitions: list[dict[str, Any]],
+    content: int = DATA,
 ) -> dict[str, Any]:
     """A manifest list's record of a manifest snapshot ``snapshot_id`` wrote, with ``entries``."""
     counts = {ADDED: [0, 0], EXISTING: [0, 0], DELETED: [0, 0]}
@@ -307,7 +369,7 @@ def list_record(
         "manifest_path": path,
         "manifest_length": length,
         "partition_spec_id": 0,
-        "content": DATA,
+        "content": content,
         "sequence_number": snapshot_id,
         "min_sequence_number": min(live, default=snapshot_id),
         "added_snapshot_id": snapshot_id,
@@ -322,14 +384,41 @@ def list_record(
 
 
 def manifest_list_bytes(
-    records: list[dict[str, Any]], snapshot_id: int, parent_id: int | None, codec: str
+    records: list[dict[str, Any]], snapshot_id: int, parent_id: int | None, codec: str, version: int
 ) -> bytes:
-    """The manifest list of snapshot ``snapshot_id``: records of :func:`list_record`, its own
-    and those it keeps from its parent."""
+    """The manifest list of snapshot ``snapshot_id`` in Iceberg format ``version``: records of
+    :func:`list_record`, its own and those it keeps from its parent."""
     meta = {
         "snapshot-id": str(snapshot_id),
         "parent-snapshot-id": "null" if parent_id is None else str(parent_id),
         "sequence-number": str(snapshot_id),
-        "format-version": FORMAT_VERSION,
+        "format-version": str(version),
     }
-    return _avro(MANIFEST_LIST_SCHEMA, records, codec, meta)
+    return _avro(manifest_list_schema(version), records, codec, meta)
+
+
+def assign_row_ids(records: list[dict[str, Any]], next_row_id: int) -> tuple[list[dict[str, Any]], int]:
+    """Row lineage (format 3): the manifests of a list that have no first row id yet get the next
+    ones, as many as their added and existing rows; returns them and how many ids they took."""
+    out, watermark = [], next_row_id
+    for r in records:
+        if r["content"] == DATA and r.get("first_row_id") is None:
+            r = {**r, "first_row_id": watermark}
+            watermark += r["added_rows_count"] + r["existing_rows_count"]
+        out.append(r)
+    return out, watermark - next_row_id
+
+
+def with_row_ids(entries: list[dict[str, Any]], first_row_id: int | None) -> list[dict[str, Any]]:
+    """The entries of a manifest whose files inherit row ids from ``first_row_id`` (in order,
+    DELETED ones none), each holding its own: copied into another manifest, a file keeps its ids."""
+    if first_row_id is None:
+        return entries
+    out, watermark = [], first_row_id
+    for e in entries:
+        f = e["data_file"]
+        if e["status"] != DELETED and f.get("first_row_id") is None:
+            e = {**e, "data_file": {**f, "first_row_id": watermark}}
+            watermark += f["record_count"]
+        out.append(e)
+    return out

@@ -30,19 +30,17 @@ from typing import TYPE_CHECKING, Any
 
 from lakehouse.errors import UnsupportedFeatureError
 from lakehouse.format.iceberg_schema import iceberg_schema, last_partition_id, partition_spec
-from lakehouse.iceberg.history import (
-    Layout,
-    commit_identity,
-    delta_changes,
-    describe,
-    external,
-    full_changes,
-    internal,
-    named_manifests,
-)
+from lakehouse.iceberg.history import commit_identity, delta_changes, describe, full_changes, named_files
+from lakehouse.iceberg.layout import Layout, external, internal
 from lakehouse.iceberg.manifest import Partitioning
 from lakehouse.io.fs import FileStatus
-from lakehouse.options import ICEBERG_CODECS, MANIFEST_TARGET_FILE_SIZE, IcebergLocation, IcebergSettings
+from lakehouse.options import (
+    DELETION_VECTORS_ENABLED,
+    ICEBERG_CODECS,
+    MANIFEST_TARGET_FILE_SIZE,
+    IcebergLocation,
+    IcebergSettings,
+)
 from lakehouse.paths import MAIN_BRANCH
 from lakehouse.snapshot import Snapshot
 from lakehouse.store.tags import list_tags
@@ -171,8 +169,8 @@ def _advance(
 
     ``base``'s history is cut back to its newest snapshot still on the table's timeline (a
     rollback, or a commit after one, replaced the later ones) and extended by one Iceberg
-    snapshot per Paimon snapshot since; with none left, it restarts from ``snapshot`` alone.
-    Snapshots older than the table's earliest are dropped: their files may be expired."""
+    snapshot per Paimon snapshot since; with none left, it restarts from the table's earliest
+    snapshot. Snapshots older than that are dropped: their files may be expired."""
     layout = _layout(table, settings, directory)
     old = base["snapshots"] if base is not None and _compatible(table, settings, base) else []
     earliest = table.snapshots.earliest_id() or snapshot.id
@@ -180,17 +178,34 @@ def _advance(
     while history and not _on_timeline(table, history[-1], snapshot, earliest):
         history.pop()
     ancestor = history[-1:]
+    # row ids once handed out are never handed out again, not even after a rollback
+    next_row_id = _int(base.get("next-row-id") if base is not None else None)
     if history:
-        for sid in range(history[-1]["snapshot-id"] + 1, snapshot.id + 1):
-            paimon = snapshot if sid == snapshot.id else table.snapshots.snapshot(sid)
-            history.append(describe(layout, paimon, history[-1], delta_changes(layout, paimon)))
-    else:
-        history = [describe(layout, snapshot, None, full_changes(layout, snapshot))]
+        previous = table.snapshots.snapshot(history[-1]["snapshot-id"])
+    else:  # from the table's earliest snapshot on
+        previous = snapshot if earliest == snapshot.id else table.snapshots.snapshot(earliest)
+        first = describe(layout, previous, None, None, full_changes(layout, previous), next_row_id)
+        history = [first]
+        next_row_id += first.get("added-rows", 0)
+    for sid in range(previous.id + 1, snapshot.id + 1):
+        paimon = snapshot if sid == snapshot.id else table.snapshots.snapshot(sid)
+        record = describe(layout, paimon, history[-1], previous, delta_changes(layout, paimon), next_row_id)
+        history.append(record)
+        next_row_id += record.get("added-rows", 0)
+        previous = paimon
     kept = [s for s in history if s["snapshot-id"] >= earliest]
     lists = {s["manifest-list"] for s in kept}
     dropped = [s for s in old if s["manifest-list"] not in lists]
     uuid_ = base.get("table-uuid") if base is not None else None
-    return _metadata(table, settings, layout, kept, uuid_), dropped, kept[:1] + ancestor
+    metadata = _metadata(table, settings, layout, kept, uuid_)
+    if settings.format_version >= 3:
+        metadata["next-row-id"] = next_row_id
+    return metadata, dropped, kept[:1] + ancestor
+
+
+def _int(value: Any) -> int:
+    """A non-negative count of a metadata field, 0 for none."""
+    return value if isinstance(value, int) and value >= 0 else 0
 
 
 def _layout(table: TableStore, settings: IcebergSettings, directory: str) -> Layout:
@@ -206,7 +221,9 @@ def _layout(table: TableStore, settings: IcebergSettings, directory: str) -> Lay
             tuple(f.type for f in partition_fields),
             tuple(f.id for f in partition_fields),
         ),
-        iceberg_schema(current.id, current.fields),
+        settings.format_version,
+        options.get_bool(DELETION_VECTORS_ENABLED),  # the schema's check: only in format 3
+        iceberg_schema(current.id, current.fields, settings.format_version),
         partition_spec(partition_fields),
         options.memory(MANIFEST_TARGET_FILE_SIZE),
         settings.compaction_min_files,
@@ -260,7 +277,7 @@ def _metadata(
         "last-sequence-number": current["sequence-number"],
         "last-updated-ms": int(time.time() * 1000),
         "last-column-id": max((f.id for s in schemas for f in s.fields), default=0),
-        "schemas": [iceberg_schema(s.id, s.fields) for s in schemas],
+        "schemas": [iceberg_schema(s.id, s.fields, settings.format_version) for s in schemas],
         "current-schema-id": table.schema.id,
         "partition-specs": [layout.spec],
         "default-spec-id": 0,
@@ -299,14 +316,14 @@ def _drop(
         return
     keep: set[str] = set()
     for record in in_use:
-        keep.update(named_manifests(table, internal(table, record["manifest-list"])))
+        keep.update(named_files(table, internal(table, record["manifest-list"])))
     doomed: set[str] = set()
     for record in dropped:
         listed = internal(table, record["manifest-list"])
         if listed.rsplit("/", 1)[0] != directory:
             continue
         try:
-            doomed.update(m for m in named_manifests(table, listed) if m.rsplit("/", 1)[0] == directory)
+            doomed.update(m for m in named_files(table, listed) if m.rsplit("/", 1)[0] == directory)
         except FileNotFoundError:
             continue  # dropped before
         doomed.add(listed)
@@ -357,7 +374,7 @@ def orphan_metadata_files(table: TableStore) -> list[FileStatus]:
             continue
         named.add(listed.rsplit("/", 1)[-1])
         try:
-            named.update(p.rsplit("/", 1)[-1] for p in named_manifests(table, listed))
+            named.update(p.rsplit("/", 1)[-1] for p in named_files(table, listed))
         except FileNotFoundError:
             continue  # its snapshot was dropped meanwhile
         except (ValueError, KeyError, TypeError):

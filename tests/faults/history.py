@@ -56,6 +56,7 @@ class Kind:
     name: str
     primary_keys: tuple[str, ...] = ()
     options: dict[str, str] = field(default_factory=dict)
+    pypaimon_reads: bool = True  # whether pypaimon, the oracle, reads this kind of table
 
     @property
     def keyed(self) -> bool:
@@ -76,6 +77,19 @@ KINDS = {
     "pk_dv": Kind("pk_dv", ("id", "p"), {"bucket": "2", "deletion-vectors.enabled": "true"}),
     "indexed": Kind("indexed", (), {"bucket": "2", "bucket-key": "id", **INDEX_VARIANTS[0]}),
     "iceberg": Kind("iceberg", (), {"metadata.iceberg.storage": "table-location"}),
+    # pypaimon reads no 64-bit deletion vectors: pyiceberg is the oracle of this kind
+    "iceberg_dv": Kind(
+        "iceberg_dv",
+        ("id", "p"),
+        {
+            "bucket": "2",
+            "metadata.iceberg.storage": "table-location",
+            "metadata.iceberg.format-version": "3",
+            "deletion-vectors.enabled": "true",
+            "deletion-vectors.bitmap64": "true",
+        },
+        pypaimon_reads=False,
+    ),
     # beyond what the tests cover, for the benchmark: hash-index files, changelog files
     "dynamic": Kind("dynamic", ("id", "p"), {"dynamic-bucket.target-row-num": "5"}),
     "changelog": Kind("changelog", ("id", "p"), {"bucket": "2", "changelog-producer": "lookup"}),

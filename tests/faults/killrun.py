@@ -300,7 +300,8 @@ class Series:
             self._stop([f"{label}: the table does not read: {type(e).__name__}: {e}"])
             return
         problems = history_problems(table, reads, self.expected, result.done, hi, self.tagged)
-        problems += pypaimon_disagreements(self.warehouse, TABLE, reads)
+        if self.kind.pypaimon_reads:
+            problems += pypaimon_disagreements(self.warehouse, TABLE, reads)
         problems += verification_problems(table, killed is not None and killed.action == "index")
         problems += iceberg_problems(table, reads, killed is not None)
         if not problems:

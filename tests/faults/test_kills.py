@@ -26,6 +26,10 @@ SEED = 13
         ("indexed", {"write", "commit", "index", "expire"}),
         # pyiceberg reads what the Iceberg metadata names, too
         pytest.param("iceberg", {"write", "commit", "index", "expire"}, marks=pytest.mark.iceberg),
+        # ... and applies the deletion vectors Iceberg v3 metadata names
+        pytest.param(
+            "iceberg_dv", {"write", "commit", "compact", "index", "expire"}, marks=pytest.mark.iceberg
+        ),
     ],
 )
 def test_a_process_killed_at_any_crash_point_leaves_a_table_that_reads_its_history(
