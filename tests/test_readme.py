@@ -37,7 +37,9 @@ def test_the_iceberg_section_runs_after_the_quickstart(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     scope = run_sections("## Quickstart", "## Reading from Iceberg engines")
     assert scope["ones"]["user_id"].to_list() == [1, 1]
-    assert scope["per_day"] == [("2024-01-01", 3)]
+    assert sorted(scope["per_day"]) == [("2024-01-01", 3), ("2024-01-02", 1)]
+    assert scope["first_day"].num_rows == 3  # Iceberg time travel to the tag
+    assert scope["location"].endswith("/shop.db/visits/metadata/v2.metadata.json")
 
 
 @pytest.mark.spark
