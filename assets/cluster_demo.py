@@ -12,6 +12,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 from assets.s3_server import S3Server
 from lakehouse.spark.connect import SPARK_ENV
@@ -20,9 +23,20 @@ from lakehouse.spark.standalone import StandaloneCluster
 DAYS = 2
 
 
-def main(root: str | None = None) -> int:
+@dataclass(frozen=True)
+class DemoRun:
+    """A finished demo whose S3 server still serves the warehouse."""
+
+    exit_code: int
+    warehouse: str  # s3://...
+    s3: S3Server
+
+
+@contextmanager
+def demo_on_cluster(root: str | None = None) -> Iterator[DemoRun]:
     """Run the demo; ``root``: where the cluster's logs and working directories and the driver's
-    empty working directory go (default: new temporary directories). The demo's exit code."""
+    empty working directory go (default: new temporary directories). Everything stops when the
+    block ends."""
     with S3Server() as s3, StandaloneCluster(workers=2, cores=1, root=root) as cluster:
         warehouse = f"s3://{s3.bucket()}/warehouse"
         scratch = str(cluster.root / "driver")
@@ -38,7 +52,13 @@ def main(root: str | None = None) -> int:
         }
         print(f"cluster {cluster.url} (logs in {cluster.root}), S3 at {s3.endpoint}", flush=True)
         command = [sys.executable, "-m", "assets.demo", "--days", str(DAYS)]
-        return subprocess.call(command, env=env, cwd=scratch)
+        yield DemoRun(subprocess.call(command, env=env, cwd=scratch), warehouse, s3)
+
+
+def main(root: str | None = None) -> int:
+    """Run the demo (see :func:`demo_on_cluster`); its exit code."""
+    with demo_on_cluster(root) as run:
+        return run.exit_code
 
 
 if __name__ == "__main__":
