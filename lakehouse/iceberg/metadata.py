@@ -94,7 +94,7 @@ def sync_iceberg(table: TableStore) -> IcebergSync | None:
     base = _base(table, path, snapshot)
     metadata, dropped, in_use = _advance(table, settings, directory, base, snapshot)
     if base is None or _content(metadata) != _content(base):
-        io.write_bytes(path, json.dumps(metadata, indent=2).encode())
+        io.write_bytes(path, json.dumps(metadata, separators=(",", ":")).encode())  # C encoder: no indent
     if table.snapshots.latest_id() == snapshot.id:  # a later commit's sync names its own
         io.write_bytes(f"{directory}/{VERSION_HINT}", str(snapshot.id).encode())
         _retire(table, directory, snapshot.id, settings)
