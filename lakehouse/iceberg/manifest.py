@@ -19,7 +19,7 @@ from lakehouse.format.iceberg_schema import (
     iceberg_type,
     iceberg_value,
 )
-from lakehouse.types import DataType
+from lakehouse.types import DataType, type_param
 
 EXISTING, ADDED, DELETED = 0, 1, 2  # manifest_entry.status
 DATA, DELETES = (
@@ -85,17 +85,23 @@ _AVRO_PRIMITIVE = {
 
 
 def _partition_avro(dtype: DataType, source_id: int) -> Any:
-    iceberg = iceberg_type(dtype, source_id, version=3)  # the schema's check refused what readers lack
-    if isinstance(iceberg, str) and iceberg.startswith("decimal"):
-        return "bytes"  # unscaled big-endian, as bounds hold decimals
-    return _AVRO_PRIMITIVE[iceberg]
+    """The Avro type of a partition value (Iceberg's: a decimal is a fixed of the fewest bytes
+    its precision needs)."""
+    if dtype.root == "DECIMAL":
+        precision, scale = type_param(dtype, "precision"), type_param(dtype, "scale")
+        size = next(n for n in range(1, 17) if 2 ** (8 * n - 1) > 10**precision - 1)
+        return {"type": "fixed", "name": f"decimal_{source_id}", "size": size, "logicalType": "decimal",
+                "precision": precision, "scale": scale}  # fmt: skip
+    return _AVRO_PRIMITIVE[
+        iceberg_type(dtype, source_id, version=3)
+    ]  # the schema's check refused what readers lack
 
 
 def _partition_value(value: Any, dtype: DataType) -> Any:
-    """A partition value as the manifest's Avro holds it."""
-    if value is None:
-        return None
-    return bound_bytes(value, dtype) if dtype.root == "DECIMAL" else iceberg_value(value, dtype)
+    """A partition value as the manifest's Avro holds it (a decimal as a ``Decimal``)."""
+    if value is None or dtype.root == "DECIMAL":
+        return value
+    return iceberg_value(value, dtype)
 
 
 _V3_DATA_FILE = [  # row lineage, and where a deletion vector is
