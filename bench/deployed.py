@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import os
 import signal
 import statistics
@@ -42,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 from assets.s3_server import S3Server  # noqa: E402 (the example's modules load once --orders is set)
 from lakehouse import Catalog  # noqa: E402
+from lakehouse.predicate import And, Leaf, Not, Or, Predicate  # noqa: E402
 from lakehouse.spark.connect import SPARK_ENV, ConnectServer  # noqa: E402
 from lakehouse.spark.loopback import free_port  # noqa: E402
 
@@ -83,24 +85,72 @@ def connect_round_trip(url: str, warehouse: str) -> tuple[float, float]:
     return opened, statistics.median(reads)
 
 
+def spark_condition(pred: Predicate):
+    """An engine predicate (what the example's transformations filter reads with) as a Spark column."""
+    from pyspark.sql import functions as F
+
+    if isinstance(pred, And | Or):
+        parts = [spark_condition(c) for c in pred.children]
+        return functools.reduce(lambda a, b: (a & b) if isinstance(pred, And) else (a | b), parts)
+    if isinstance(pred, Not):
+        return ~spark_condition(pred.child)
+    assert isinstance(pred, Leaf), pred
+    column, values = F.col(pred.column), pred.literals
+    comparisons = {
+        "eq": lambda: column == values[0],
+        "ne": lambda: column != values[0],
+        "lt": lambda: column < values[0],
+        "le": lambda: column <= values[0],
+        "gt": lambda: column > values[0],
+        "ge": lambda: column >= values[0],
+        "in": lambda: column.isin(list(values)),
+        "not_in": lambda: ~column.isin(list(values)),
+        "is_null": column.isNull,
+        "is_not_null": column.isNotNull,
+        "starts_with": lambda: column.startswith(values[0]),
+        "not_starts_with": lambda: ~column.startswith(values[0]),
+    }
+    return comparisons[pred.op]()
+
+
 def native_parquet(spark, root: Path, days: tuple[str, ...]) -> float:
     """Seconds of the example's transformations over ``days`` writing plain Parquet with Spark's
-    native writer: each table a directory partitioned by ``dt``; deleted orders left out."""
+    native writer: each table a directory partitioned by ``dt``; deleted orders left out. What an
+    incremental table reads as its upstream's changes is the days' rows, as inserts."""
+    from pyspark.sql import functions as F
+
     from assets.orders import TABLES
     from dagster_lakehouse.spec import Inputs
+    from lakehouse.spark import spark_schema_of_arrow
+
+    schemas = {spec.name: spec.schema for spec in TABLES}
 
     class ParquetInputs(Inputs):
-        def read(self, table: str):
-            df = self.spark.read.parquet(str(root / table))
-            return df.where(df["dt"].isin(list(self.days)))
+        def read(self, table: str, columns=None, where=None):
+            df = self._all(table).where(F.col("dt").isin(list(self.days)))
+            df = df if where is None else df.where(spark_condition(where))
+            return df if columns is None else df.select(*columns)
 
-    inputs = ParquetInputs(spark, days, str(root))
+        def changes(self, table: str):
+            return self.read(table).withColumn("_row_kind", F.lit("+I"))
+
+        def previous(self):
+            return self._all(self.table).where(~F.col("dt").isin(list(self.days)))
+
+        def _all(self, table: str):
+            if not (root / table).exists():  # before the first run: no rows yet
+                return self.spark.createDataFrame([], spark_schema_of_arrow(schemas[table]))
+            return self.spark.read.parquet(str(root / table))
+
     start = time.perf_counter()
     for spec in TABLES:
-        df = spec.transform(inputs)
+        df = spec.transform(ParquetInputs(spark, days, str(root), table=spec.name))
         if "_row_kind" in df.columns:
             df = df.where("_row_kind = '+I'").drop("_row_kind")
-        df.write.mode("overwrite").partitionBy("dt").parquet(str(root / spec.name))
+        # dynamic: only the days written are replaced, so a table may read its other days (previous())
+        df.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy("dt").parquet(
+            str(root / spec.name)
+        )
     return time.perf_counter() - start
 
 
