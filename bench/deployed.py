@@ -113,7 +113,9 @@ def spark_condition(pred: Predicate):
     return comparisons[pred.op]()
 
 
-def native_parquet(spark, root: Path, days: tuple[str, ...]) -> float:
+def native_parquet(
+    spark, root: Path, days: tuple[str, ...], per_table: dict[str, float] | None = None
+) -> float:
     """Seconds of the example's transformations over ``days`` writing plain Parquet with Spark's
     native writer: each table a directory partitioned by ``dt``; deleted orders left out. What an
     incremental table reads as its upstream's changes is the days' rows, as inserts."""
@@ -144,6 +146,7 @@ def native_parquet(spark, root: Path, days: tuple[str, ...]) -> float:
 
     start = time.perf_counter()
     for spec in TABLES:
+        began = time.perf_counter()
         df = spec.transform(ParquetInputs(spark, days, str(root), table=spec.name))
         if "_row_kind" in df.columns:
             df = df.where("_row_kind = '+I'").drop("_row_kind")
@@ -151,6 +154,8 @@ def native_parquet(spark, root: Path, days: tuple[str, ...]) -> float:
         df.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy("dt").parquet(
             str(root / spec.name)
         )
+        if per_table is not None:
+            per_table[spec.name] = time.perf_counter() - began
     return time.perf_counter() - start
 
 
@@ -171,6 +176,8 @@ def in_process_day(warehouse: str, day: str) -> float:
     return time.perf_counter() - start
 
 
+STEP_TIMES = """
+query($id: ID!) { runOrError(runId: $id) { ... on Run { stepStats { stepKey startTime endTime } } } }"""
 RUN_TIMES = """
 query($id: ID!) { runOrError(runId: $id) { ... on Run { status creationTime startTime endTime } } }"""
 
@@ -194,10 +201,10 @@ def daemon_day(server, day: str) -> tuple[float, float, float]:
     return elapsed, run["startTime"] - run["creationTime"], run["endTime"] - run["startTime"]
 
 
-def daemon_backfill(server, partitions: list[str]) -> tuple[float, float, int, float]:
+def daemon_backfill(server, partitions: list[str]) -> tuple[float, float, int, float, dict[str, float]]:
     """Seconds from launching a partition backfill of every asset through GraphQL until its runs
-    ended (the data is committed) and until the daemon marked it completed; its number of runs
-    and the seconds they ran."""
+    ended (the data is committed) and until the daemon marked it completed; its number of runs,
+    the seconds they ran, and the seconds of each step (by step key)."""
     from assets.orders import TABLES
     from tests.e2e.test_webserver import BACKFILL, BACKFILL_STATUS
 
@@ -221,7 +228,13 @@ def daemon_backfill(server, partitions: list[str]) -> tuple[float, float, int, f
         backfill
     )
     ended = max(r["endTime"] for r in runs) - launched_at
-    return ended, completed, len(runs), sum(r["endTime"] - r["startTime"] for r in runs)
+    steps: dict[str, float] = {}
+    for r in runs:
+        for step in server.graphql(STEP_TIMES, {"id": r["runId"]})["runOrError"]["stepStats"]:
+            if step["startTime"] and step["endTime"]:
+                key = step["stepKey"]
+                steps[key] = steps.get(key, 0.0) + step["endTime"] - step["startTime"]
+    return ended, completed, len(runs), sum(r["endTime"] - r["startTime"] for r in runs), steps
 
 
 def main() -> None:
@@ -270,7 +283,8 @@ def main() -> None:
             spark = session(spark_server.url, shared=True)  # the runs' session
             idle_since = time.perf_counter()
             native_day = min(native_parquet(spark, root / f"parquet-{i}", (first,)) for i in range(2))
-            native_days = native_parquet(spark, root / "parquet-1", tuple(backfill_days))
+            floor_tables: dict[str, float] = {}
+            native_days = native_parquet(spark, root / "parquet-1", tuple(backfill_days), floor_tables)
             print(f"the floor, Spark's native Parquet without Paimon: one day {native_day:.1f} s, "
                   f"{args.days} days {native_days:.1f} s = {native_days / native_day:.2f}x")  # fmt: skip
 
@@ -282,7 +296,7 @@ def main() -> None:
                   f"{cold / in_process:.2f}x in-process; queued and launching {queued:.1f} s, running "
                   f"{running:.1f} s")  # fmt: skip
 
-            ended, completed, runs, run_time = daemon_backfill(server, backfill_days)
+            ended, completed, runs, run_time, steps = daemon_backfill(server, backfill_days)
             print(f"{args.days}-day backfill through the daemon: committed {ended:.1f} s after launch, "
                   f"in {runs} run(s) ({run_time:.1f} s in runs) = {ended / daemon:.2f}x one day "
                   f"(target <= 3x); the backfill daemon (30 s ticks) marked it done after "
@@ -290,6 +304,15 @@ def main() -> None:
             print(f"{args.days} days: the run {run_time:.1f} s = {run_time / native_days:.2f}x the native "
                   f"Parquet floor ({native_days:.1f} s), which alone is {native_days / daemon:.2f}x one day "
                   f"through the daemon")  # fmt: skip
+            # a table's steps: its asset's (step key ods__orders, ...)
+            ours = {
+                t: sum(v for k, v in steps.items() if k.startswith(t.replace(".", "__")))
+                for t in floor_tables
+            }
+            for table, floor in floor_tables.items():
+                print(f"  {table:<16} its steps {ours[table]:6.1f} s, native Parquet {floor:5.1f} s "
+                      f"= {ours[table] / floor:.2f}x")  # fmt: skip
+            print(f"  the other steps (checks) {sum(steps.values()) - sum(ours.values()):.1f} s")
         spark.stop()  # the runs' session ends before its server does (else this process's exit waits on it)
 
 
