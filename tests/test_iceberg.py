@@ -348,6 +348,25 @@ def test_iceberg_v3_applies_the_deletion_vectors_of_a_primary_key_table(catalog)
     assert_history(t)  # the Puffin files of the expired snapshots' vectors are gone with them
 
 
+def test_32_bit_deletion_vectors_written_before_iceberg_was_on_are_refused_until_compacted(catalog):
+    options = {"bucket": "1", "deletion-vectors.enabled": "true"}  # 32-bit vectors
+    t = catalog.create_table(
+        "db.pk", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options=options
+    )
+    t.write(rows(range(0, 20), "x"))
+    t.write(rows(range(0, 20, 2), "x", "new"))
+    t.set_options({**DELETION_VECTORS})
+    with pytest.raises(UnsupportedFeatureError, match="32-bit one"):
+        t.sync_iceberg_metadata()
+    assert t.iceberg_metadata_location() is None  # nothing half written is published
+    t.compact(full=True)  # the vectors go with the rows they deleted ...
+    with pytest.raises(UnsupportedFeatureError, match="expire the snapshots"):
+        t.sync_iceberg_metadata()  # ... but Iceberg's history holds every snapshot the table has
+    t.expire_snapshots(retain_min=1, retain_max=1)
+    assert t.sync_iceberg_metadata() is not None
+    same_rows(t.read(), iceberg(t.paths.root).scan().to_arrow())
+
+
 def test_a_rollback_rewinds_the_iceberg_metadata(catalog):
     t = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], options=TABLE_LOCATION)
     for i in range(3):

@@ -15,10 +15,9 @@ from typing import Any
 from lakehouse.deletionvectors.index_file import DELETION_VECTORS
 from lakehouse.deletionvectors.vector import MAGIC_64
 from lakehouse.errors import UnsupportedFeatureError
-from lakehouse.iceberg.layout import FILES_PER_MANIFEST, Layout, external, write_manifest
+from lakehouse.iceberg.layout import Layout, external, write_manifests
 from lakehouse.iceberg.manifest import DELETES, DataFile, deletion_vector_entry, partition_summaries
 from lakehouse.iceberg.puffin import deletion_vectors_layout, puffin_bytes
-from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import IndexManifestEntry
 from lakehouse.snapshot import Snapshot
 
@@ -33,18 +32,17 @@ def delete_manifests(
     entries, files = [], []
     for index in layout.table.index_entries(snapshot):
         if index.index_file.index_type == DELETION_VECTORS and index.index_file.dv_ranges:
-            partition = binary_row.decode_row(
-                binary_row.deserialize(index.partition)[1], list(layout.partitioning.types)
-            )
+            partition = layout.partitioning.values(index.partition)
             vectors = _vectors(layout, index, partition, snapshot.id)
             entries += vectors
             files += [DataFile("", partition, 0, 0)] * len(vectors)  # for the partition summaries
-    out = []
-    for start in range(0, len(entries), FILES_PER_MANIFEST):
-        summary = partition_summaries(files[start : start + FILES_PER_MANIFEST], layout.partitioning)
-        chunk = entries[start : start + FILES_PER_MANIFEST]
-        out.append(write_manifest(layout, chunk, snapshot.id, summary, DELETES))
-    return out
+    return write_manifests(
+        layout,
+        entries,
+        snapshot.id,
+        lambda part: partition_summaries(files[part], layout.partitioning),
+        DELETES,
+    )
 
 
 def _vectors(
@@ -74,7 +72,7 @@ def _vectors(
                 raise UnsupportedFeatureError(
                     f"table {table.name}: the deletion vector of {r.data_file} is a 32-bit one, which "
                     f"Iceberg readers cannot read ('deletion-vectors.bitmap64' was off when it was "
-                    f"written); compact the table fully"
+                    f"written); compact the table fully, then expire the snapshots before that compaction"
                 )
         table.io.write_bytes(path, puffin_bytes(puffin, blobs))
     return [

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakehouse.format.iceberg_schema import bound_bytes
 from lakehouse.iceberg.deletes import delete_manifests
-from lakehouse.iceberg.layout import FILES_PER_MANIFEST, Layout, external, internal, write_manifest
+from lakehouse.iceberg.layout import Layout, external, internal, write_manifest, write_manifests
 from lakehouse.iceberg.manifest import (
     DATA,
     DELETED,
@@ -34,7 +34,6 @@ from lakehouse.iceberg.manifest import (
     read_records,
     with_row_ids,
 )
-from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import FileKind, ManifestEntry
 from lakehouse.manifest.stats import decode
 from lakehouse.snapshot import CommitKind, Snapshot
@@ -132,12 +131,12 @@ def describe(
             write_manifest(layout, [_restate(e, sid, changes.removed) for e in live], sid, summary)
         )
     files = list(added.values())
-    for start in range(0, len(files), FILES_PER_MANIFEST):
-        chunk = files[start : start + FILES_PER_MANIFEST]
-        summary = partition_summaries(chunk, layout.partitioning)
-        manifests.append(
-            write_manifest(layout, [added_entry(f, sid, layout.partitioning) for f in chunk], sid, summary)
-        )
+    manifests += write_manifests(
+        layout,
+        [added_entry(f, sid, layout.partitioning) for f in files],
+        sid,
+        lambda part: partition_summaries(files[part], layout.partitioning),
+    )
     manifests = _compact(layout, manifests, sid)
     deletes = delete_manifests(layout, snapshot, parent_list, previous) if layout.deletion_vectors else []
     manifests += deletes
@@ -191,6 +190,7 @@ def _compact(layout: Layout, manifests: list[dict[str, Any]], sid: int) -> list[
     size, or ``compact_max`` of any size: older snapshots' additions become EXISTING, their
     deletions go; this snapshot's entries stay as they are."""
     small = [m for m in manifests if m["manifest_length"] < layout.target_size * 2 // 3]
+    large = [m for m in manifests if m["manifest_length"] >= layout.target_size * 2 // 3]
     if len(small) < layout.compact_min:
         return manifests
     if len(small) < layout.compact_max and sum(m["manifest_length"] for m in small) < layout.target_size:
@@ -207,11 +207,7 @@ def _compact(layout: Layout, manifests: list[dict[str, Any]], sid: int) -> list[
         if m["added_snapshot_id"] == sid:
             io.delete_quietly([path])  # written by this sync: nothing else names it
     summary = merge_summaries([m["partitions"] or [] for m in small], layout.partitioning)
-    merged = [
-        write_manifest(layout, entries[start : start + FILES_PER_MANIFEST], sid, summary)
-        for start in range(0, len(entries), FILES_PER_MANIFEST)
-    ]
-    return [m for m in manifests if m["manifest_length"] >= layout.target_size * 2 // 3] + merged
+    return large + write_manifests(layout, entries, sid, lambda part: summary)
 
 
 def _summary(
@@ -264,7 +260,7 @@ def _data_file(layout: Layout, entry: ManifestEntry, stats: bool = True) -> Data
     bucket = table.bucket_path(entry.partition, entry.bucket)
     out = DataFile(
         external(table, table.paths.data_file(bucket, f.file_name, f.external_path)),
-        binary_row.decode_row(binary_row.deserialize(entry.partition)[1], list(partitioning.types)),
+        partitioning.values(entry.partition),
         f.row_count,
         f.file_size,
     )

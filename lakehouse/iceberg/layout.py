@@ -4,6 +4,7 @@ snapshot it describes shares, the paths other readers see, and the writing of on
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -60,3 +61,16 @@ def write_manifest(
     path = f"{layout.directory}/{uuid.uuid4().hex}-m0.avro"
     layout.table.io.write_bytes(path, data)
     return list_record(external(layout.table, path), len(data), entries, sid, summary, content)
+
+
+def write_manifests(
+    layout: Layout,
+    entries: list[dict[str, Any]],
+    sid: int,
+    summary: Callable[[slice], list[dict[str, Any]]],
+    content: int = DATA,
+) -> list[dict[str, Any]]:
+    """Write ``entries`` as manifests of up to ``FILES_PER_MANIFEST`` each; their manifest list
+    records. ``summary``: the partition summaries of the entries of a slice."""
+    parts = (slice(start, start + FILES_PER_MANIFEST) for start in range(0, len(entries), FILES_PER_MANIFEST))
+    return [write_manifest(layout, entries[part], sid, summary(part), content) for part in parts]

@@ -19,6 +19,7 @@ from lakehouse.format.iceberg_schema import (
     iceberg_type,
     iceberg_value,
 )
+from lakehouse.manifest import binary_row
 from lakehouse.types import DataType, type_param
 
 EXISTING, ADDED, DELETED = 0, 1, 2  # manifest_entry.status
@@ -48,6 +49,10 @@ class Partitioning:
     names: tuple[str, ...]
     types: tuple[DataType, ...]
     source_ids: tuple[int, ...]
+
+    def values(self, partition: bytes) -> list[Any]:
+        """The physical values of a serialized Paimon partition row."""
+        return binary_row.decode_row(binary_row.deserialize(partition)[1], list(self.types))
 
     def record(self, values: list[Any]) -> dict[str, Any]:
         """A file's partition values as the manifest's Avro record holds them."""
@@ -217,14 +222,22 @@ def read_records(data: bytes) -> list[dict[str, Any]]:
     return [r for r in fastavro.reader(io.BytesIO(data)) if isinstance(r, dict)]
 
 
-def added_entry(f: DataFile, snapshot_id: int, partitioning: Partitioning) -> dict[str, Any]:
-    """The manifest entry of a file snapshot ``snapshot_id`` adds (its sequence numbers)."""
+def _added(snapshot_id: int, data_file: dict[str, Any]) -> dict[str, Any]:
+    """A manifest entry of a file snapshot ``snapshot_id`` adds (its sequence numbers)."""
     return {
         "status": ADDED,
         "snapshot_id": snapshot_id,
         "sequence_number": snapshot_id,
         "file_sequence_number": snapshot_id,
-        "data_file": {
+        "data_file": data_file,
+    }
+
+
+def added_entry(f: DataFile, snapshot_id: int, partitioning: Partitioning) -> dict[str, Any]:
+    """The manifest entry of a data file snapshot ``snapshot_id`` adds."""
+    return _added(
+        snapshot_id,
+        {
             "content": DATA,
             "file_path": f.path,
             "file_format": "PARQUET",
@@ -235,7 +248,7 @@ def added_entry(f: DataFile, snapshot_id: int, partitioning: Partitioning) -> di
             "lower_bounds": _pairs(f.lower),
             "upper_bounds": _pairs(f.upper),
         },
-    }
+    )
 
 
 def deletion_vector_entry(
@@ -251,12 +264,9 @@ def deletion_vector_entry(
 ) -> dict[str, Any]:
     """The manifest entry (format 3) of the deletion vector of ``data_file``: a blob of ``length``
     bytes at ``offset`` of a Puffin file, deleting ``cardinality`` rows."""
-    return {
-        "status": ADDED,
-        "snapshot_id": snapshot_id,
-        "sequence_number": snapshot_id,
-        "file_sequence_number": snapshot_id,
-        "data_file": {
+    return _added(
+        snapshot_id,
+        {
             "content": DELETES,
             "file_path": puffin,
             "file_format": "PUFFIN",
@@ -267,7 +277,7 @@ def deletion_vector_entry(
             "content_offset": offset,
             "content_size_in_bytes": length,
         },
-    }
+    )
 
 
 def manifest_bytes(

@@ -175,14 +175,13 @@ def _advance(
     old = base["snapshots"] if base is not None and _compatible(table, settings, base) else []
     earliest = table.snapshots.earliest_id() or snapshot.id
     history = list(old)
-    while history and not _on_timeline(table, history[-1], snapshot, earliest):
+    previous = None
+    while history and (previous := _described(table, history[-1], snapshot, earliest)) is None:
         history.pop()
     ancestor = history[-1:]
     # row ids once handed out are never handed out again, not even after a rollback
     next_row_id = _int(base.get("next-row-id") if base is not None else None)
-    if history:
-        previous = table.snapshots.snapshot(history[-1]["snapshot-id"])
-    else:  # from the table's earliest snapshot on
+    if previous is None:  # from the table's earliest snapshot on
         previous = snapshot if earliest == snapshot.id else table.snapshots.snapshot(earliest)
         first = describe(layout, previous, None, None, full_changes(layout, previous), next_row_id)
         history = [first]
@@ -237,15 +236,15 @@ def _compatible(table: TableStore, settings: IcebergSettings, base: dict[str, An
     return base.get("format-version") == settings.format_version and base.get("location") == location
 
 
-def _on_timeline(table: TableStore, record: dict[str, Any], latest: Snapshot, earliest: int) -> bool:
-    """Whether the Iceberg snapshot ``record`` describes a snapshot the table still has."""
+def _described(table: TableStore, record: dict[str, Any], latest: Snapshot, earliest: int) -> Snapshot | None:
+    """The snapshot the table still has that the Iceberg snapshot ``record`` describes, if any."""
     sid = record.get("snapshot-id")
     if not isinstance(sid, int) or not earliest <= sid <= latest.id:
-        return False
+        return None
     paimon = (
         latest if sid == latest.id else table.snapshots.snapshot(sid) if table.snapshots.exists(sid) else None
     )
-    return paimon is not None and _identity(record) == commit_identity(paimon)
+    return paimon if paimon is not None and _identity(record) == commit_identity(paimon) else None
 
 
 def _metadata(

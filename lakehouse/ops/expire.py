@@ -166,7 +166,6 @@ def retire_snapshots(table: TableStore, plan: ExpirationPlan) -> Deleted:
     delete them next (``plan.files.content()``, in any process)."""
     if plan.earliest is None or plan.end is None:
         return Deleted()
-    sync_iceberg(table)  # a crashed commit's Iceberg snapshot, before its parent may go
     snapshots = table.snapshots
     for sid in plan.snapshot_ids:
         snapshots.delete(sid)
