@@ -15,9 +15,20 @@ LOOPBACK = "127.0.0.1"
 
 def free_port() -> int:
     """A TCP port nothing listens on at the moment."""
-    with socket.socket() as s:
-        s.bind((LOOPBACK, 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct TCP ports nothing listens on at the moment: all are held while they are
+    picked, so a server still starting on one cannot be handed another's."""
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind((LOOPBACK, 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def accepts(port: int) -> bool:

@@ -15,7 +15,7 @@ import urllib.request
 from pathlib import Path
 
 from lakehouse.spark.connect import SPARK_HOME
-from lakehouse.spark.loopback import LOOPBACK, free_port, stop_groups, wait_until
+from lakehouse.spark.loopback import LOOPBACK, free_ports, stop_groups, wait_until
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -30,7 +30,7 @@ class StandaloneCluster:
         self.memory = memory
         self.root = Path(root or tempfile.mkdtemp(prefix="lakehouse-cluster-"))
         self.root.mkdir(parents=True, exist_ok=True)
-        self.port, self.ui_port = free_port(), free_port()
+        self.port, self.ui_port, *self.worker_ui_ports = free_ports(2 + workers)
         self.processes: list[subprocess.Popen] = []
 
     @property
@@ -41,11 +41,11 @@ class StandaloneCluster:
         """Start the master, then the workers, and wait until every worker has registered."""
         self._launch("master", MASTER_CLASS, "--host", LOOPBACK, "--port", str(self.port),
                      "--webui-port", str(self.ui_port))  # fmt: skip
-        for i in range(self.workers):
+        for i, ui_port in enumerate(self.worker_ui_ports):
             work = self.root / f"worker-{i}"
             work.mkdir(parents=True, exist_ok=True)
             resources = ["--cores", str(self.cores), "--memory", self.memory]
-            where = ["--host", LOOPBACK, "--work-dir", str(work), "--webui-port", str(free_port())]
+            where = ["--host", LOOPBACK, "--work-dir", str(work), "--webui-port", str(ui_port)]
             self._launch(f"worker-{i}", WORKER_CLASS, self.url, *resources, *where, cwd=work)
         try:
             failure = f"the Spark cluster did not come up; see the logs in {self.root}"
@@ -56,11 +56,12 @@ class StandaloneCluster:
         return self
 
     def alive_workers(self) -> int:
-        """How many workers the master counts alive (0 while it is starting)."""
+        """How many workers the master counts alive (0 while it is starting: its web UI may then
+        answer ``/json/`` with its HTML page, before the JSON handler is attached)."""
         try:
             with urllib.request.urlopen(f"http://{LOOPBACK}:{self.ui_port}/json/", timeout=2) as r:
                 return int(json.load(r).get("aliveworkers", 0))
-        except OSError:
+        except (OSError, ValueError):
             return 0
 
     def _launch(self, name: str, main_class: str, *args: str, cwd: Path | None = None) -> None:
