@@ -101,3 +101,15 @@ class WorkerEnvironmentError(LakehouseError):
 
 class WriteAbortedError(LakehouseError):
     """A writer learnt that its write had ended (aborted, or committed without it) and stopped."""
+
+
+class NotAuthorizedError(LakehouseError):
+    """A REST catalog request came without a token, or with one the server does not know."""
+
+
+class ForbiddenError(LakehouseError):
+    """A REST catalog token lacks the right a request needs (a read token that writes, ...)."""
+
+
+class ServiceError(LakehouseError):
+    """A REST catalog server failed a request, or could not be reached."""

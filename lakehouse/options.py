@@ -95,6 +95,14 @@ class IcebergLocation(StrEnum):
 
 _AMOUNT = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
 
+# Catalog options that are secrets, never shown (``sys.catalog_options``): a REST catalog's bearer
+# token, an object store's secret key, the catalog lock's password
+TOKEN = "token"
+S3_SECRET_KEY = "s3.secret-key"
+LOCK_PASSWORD = "lock.password"
+SECRET_CATALOG_OPTIONS = (TOKEN, S3_SECRET_KEY, LOCK_PASSWORD)
+SECRET_MASK = "******"
+
 # The options this engine reads, by Paimon's names (their defaults: DEFAULTS).
 AGGREGATION_REMOVE_RECORD_ON_DELETE = "aggregation.remove-record-on-delete"
 BUCKET = "bucket"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -66,7 +66,6 @@ from lakehouse.types import (
     DataType,
     arrow_schema,
     assign_ids,
-    from_arrow,
     from_arrow_field,
     max_field_id,
     to_arrow,
@@ -207,7 +206,31 @@ def new_schema(
     comment: str | None = None,
 ) -> TableSchema:
     """Build and validate schema 0 of a new table from an Arrow schema."""
-    opts = {str(k): _option_string(v) for k, v in (options or {}).items()}
+    counter = itertools.count()
+    fields = []
+    for f in schema:
+        dtype = column_type(table, f.name, f, new=False)
+        field_id = next(counter)
+        description = (f.metadata or {}).get(b"description")
+        fields.append(
+            DataField(
+                field_id, f.name, assign_ids(dtype, counter), description.decode() if description else None
+            )
+        )
+    return define_schema(table, fields, primary_keys, partition_keys, options, comment)
+
+
+def define_schema(
+    table: str,
+    fields: Sequence[DataField],
+    primary_keys: list[str],
+    partition_keys: list[str],
+    options: Mapping[str, Any],
+    comment: str | None = None,
+) -> TableSchema:
+    """Build and validate schema 0 of a new table from its columns, their field ids kept (as a
+    REST catalog client sends them; ``SchemaManager.createTable``)."""
+    opts = {str(k): option_string(v) for k, v in (options or {}).items()}
     declared = {"primary_keys": list(primary_keys or []), "partition_keys": list(partition_keys or [])}
     for option, argument in KEY_DECLARATIONS.items():
         if option in opts:
@@ -219,33 +242,21 @@ def new_schema(
             declared[argument] = [p.strip() for p in opts.pop(option).split(",") if p.strip()]
     primary_keys, partition_keys = declared["primary_keys"], declared["partition_keys"]
     check_format(opts, table)
-    names = schema.names
+    names = [f.name for f in fields]
     for name in names:
         check_column_name(name, table)
     if len(set(names)) != len(names):
         dupes = sorted({n for n in names if names.count(n) > 1})
         raise SchemaMismatchError(f"table {table}: duplicate column names {dupes}")
+    ids = [f.id for f in fields]
+    if len(set(ids)) != len(ids) or min(ids, default=0) < 0:
+        raise SchemaMismatchError(f"table {table}: field ids {ids} must be distinct and not negative")
     for kind, keys in (("primary key", primary_keys), ("partition key", partition_keys)):
         unknown = [k for k in keys if k not in names]
         if unknown:
             raise SchemaMismatchError(f"table {table}: {kind} {unknown} not among the columns {names}")
-    nullable_pk = CoreOptions(opts).get_bool(PRIMARY_KEY_NULLABLE)
-    counter = itertools.count()
-    fields = []
-    for f in schema:
-        try:
-            dtype = from_arrow_field(f)
-        except ValueError as e:
-            raise SchemaMismatchError(f"table {table}, column {f.name!r}: {e}") from None
-        if f.name in primary_keys and not nullable_pk:
-            dtype = dtype.copy(False)
-        field_id = next(counter)
-        description = (f.metadata or {}).get(b"description")
-        fields.append(
-            DataField(
-                field_id, f.name, assign_ids(dtype, counter), description.decode() if description else None
-            )
-        )
+    if not CoreOptions(opts).get_bool(PRIMARY_KEY_NULLABLE):
+        fields = [replace(f, type=f.type.copy(False)) if f.name in primary_keys else f for f in fields]
     highest = max([f.id for f in fields] + [max_field_id(f.type) for f in fields], default=-1)
     result = TableSchema(
         id=0,
@@ -261,7 +272,8 @@ def new_schema(
     return result
 
 
-def _option_string(value: Any) -> str:
+def option_string(value: Any) -> str:
+    """An option value as stored (Python's booleans as Paimon's ``true``/``false``)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
@@ -481,7 +493,7 @@ def next_version(base: TableSchema, changed: TableSchema, table: str) -> TableSc
 
 
 def set_options(schema: TableSchema, table: str, updates: Mapping[str, Any], has_data: bool) -> TableSchema:
-    new = {k: _option_string(v) for k, v in updates.items()}
+    new = {k: option_string(v) for k, v in updates.items()}
     if FILE_FORMAT in new:
         check_format(new, table)
     declared = [k for k in KEY_DECLARATIONS if k in new]
@@ -504,7 +516,7 @@ def with_dynamic_options(schema: TableSchema, table: str, options: Mapping[str, 
     """``schema`` seen with ``options`` over its own, for one handle of the table and never stored
     (Paimon's dynamic options, ``FileStoreTable.copy``): a read's snapshot or buffer sizes, say.
     Keys and the options fixed at creation (:data:`IMMUTABLE_OPTIONS`) cannot differ."""
-    new = {canonical_name(k): _option_string(v) for k, v in options.items()}
+    new = {canonical_name(k): option_string(v) for k, v in options.items()}
     fixed = [
         k for k in (*KEY_DECLARATIONS, *IMMUTABLE_OPTIONS) if k in new and new[k] != schema.options.get(k)
     ]
@@ -528,18 +540,26 @@ def remove_options(schema: TableSchema, table: str, keys: list[str], has_data: b
     return replace(schema, options={k: v for k, v in schema.options.items() if k not in keys})
 
 
+def column_type(table: str, name: str, atype: pa.DataType | pa.Field, *, new: bool) -> DataType:
+    """The Paimon type a column (``new``: one being added) of Arrow type ``atype`` gets
+    (``SchemaMismatchError`` for a type Paimon lacks)."""
+    try:
+        return from_arrow_field(atype if isinstance(atype, pa.Field) else pa.field(name, atype))
+    except ValueError as e:
+        raise SchemaMismatchError(f"table {table}, {'new ' if new else ''}column {name!r}: {e}") from None
+
+
 def add_column(
-    schema: TableSchema, table: str, name: str, atype: pa.DataType | pa.Field, comment: str | None = None
+    schema: TableSchema, table: str, name: str, dtype: DataType, comment: str | None = None
 ) -> TableSchema:
     check_column_name(name, table)
     if name in schema.field_names:
         raise SchemaMismatchError(f"table {table}: column {name!r} already exists; choose another name")
-    try:
-        dtype = from_arrow_field(atype if isinstance(atype, pa.Field) else pa.field(name, atype))
-        if not dtype.nullable:
-            raise ValueError("a new column must be nullable: existing rows have no value for it")
-    except ValueError as e:
-        raise SchemaMismatchError(f"table {table}, new column {name!r}: {e}") from None
+    if not dtype.nullable:
+        raise SchemaMismatchError(
+            f"table {table}, new column {name!r}: a new column must be nullable: existing rows have no "
+            f"value for it"
+        )
     counter = itertools.count(schema.highest_field_id + 1)
     field_id = next(counter)
     dtype = assign_ids(dtype, counter)
@@ -596,14 +616,12 @@ def drop_column(schema: TableSchema, table: str, name: str) -> TableSchema:
     return replace(schema, fields=tuple(f for f in schema.fields if f.name != name))
 
 
-def alter_column_type(schema: TableSchema, table: str, name: str, atype: pa.DataType) -> TableSchema:
+def alter_column_type(schema: TableSchema, table: str, name: str, dtype: DataType) -> TableSchema:
+    """The column's type widened to ``dtype`` (its nullability kept)."""
     current = _require_column(schema, table, name)
     if name in schema.partition_keys or name in schema.primary_keys:
         raise SchemaMismatchError(f"table {table}: cannot change the type of key column {name!r}")
-    try:
-        target = from_arrow(atype, current.type.nullable)
-    except ValueError as e:
-        raise SchemaMismatchError(f"table {table}, column {name!r}: {e}") from None
+    target = dtype.copy(current.type.nullable)
     if not is_widening(current.type, target):
         raise SchemaMismatchError(
             f"table {table}: column {name!r} cannot change from {current.type} to {target} without "

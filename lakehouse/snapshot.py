@@ -13,7 +13,7 @@ import json
 import uuid
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from lakehouse import json_pretty
 from lakehouse.errors import CorruptFileError, SnapshotNotFoundError
@@ -134,13 +134,25 @@ class Snapshot:
         return cls(**kwargs)
 
 
+class SnapshotCommit(Protocol):
+    """Where snapshots are published instead of the table's files: a catalog server (see
+    :mod:`lakehouse.metastore`)."""
+
+    def commit_snapshot(self, table: str, snapshot: Snapshot) -> bool:
+        """Publish ``snapshot`` as the table's next; False if another commit took its id."""
+        ...
+
+
 class SnapshotManager:
     """Finds, reads and atomically commits the snapshots of one table."""
 
-    def __init__(self, io: FileIO, paths: TablePaths, table: str) -> None:
+    def __init__(
+        self, io: FileIO, paths: TablePaths, table: str, metastore: SnapshotCommit | None = None
+    ) -> None:
         self.io = io
         self.paths = paths
         self.table = table
+        self.metastore = metastore  # where commits go instead of the files, if the catalog has one
 
     # ---- ids -------------------------------------------------------------------------------
 
@@ -279,11 +291,22 @@ class SnapshotManager:
     # ---- writing ---------------------------------------------------------------------------
 
     def try_commit(self, snapshot: Snapshot) -> bool:
-        """Create ``snapshot-N``; False if another committer already took N."""
+        """Create ``snapshot-N`` (through the metastore, if the table has one); False if another
+        committer already took N."""
+        if self.metastore is not None:
+            return self.metastore.commit_snapshot(self.table, snapshot) or self._landed(snapshot)
         if not self.io.try_create(self.paths.snapshot(snapshot.id), snapshot.to_json().encode()):
             return False
         self.write_hint("LATEST", snapshot.id)
         return True
+
+    def _landed(self, snapshot: Snapshot) -> bool:
+        """Whether ``snapshot-N`` is ``snapshot``: a commit the metastore refused may be an earlier
+        try of the same, whose answer was lost."""
+        try:
+            return self.snapshot(snapshot.id).uuid == snapshot.uuid
+        except SnapshotNotFoundError:
+            return False
 
     def delete(self, snapshot_id: int) -> None:
         """Remove ``snapshot-N`` (expiration, rollback); absent is fine."""

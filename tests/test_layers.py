@@ -26,7 +26,7 @@ LAYERS = (
     (
         "formats",
         "errors types options partition_time paths predicate json_pretty murmur rowkind nulls_first io "
-        "format manifest snapshot schema fileindex deletionvectors",
+        "format manifest snapshot schema schema_change metastore fileindex deletionvectors",
     ),
     ("store", "store"),
     ("mechanisms", "bucket mergetree append iceberg"),
@@ -36,6 +36,7 @@ LAYERS = (
     ("operations", "ops"),
     ("facade", "table"),
     ("system tables", "system"),
+    ("REST catalog client", "rest"),  # the catalog's requests when a server owns it
     ("catalog", "catalog __init__"),  # hands out tables and system tables
     ("integrations", "spark"),
 )

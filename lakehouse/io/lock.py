@@ -27,22 +27,46 @@ import math
 import os
 import re
 import sqlite3
+import threading
+from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from lakehouse.errors import CommitConflictError, InvalidOptionError, MissingExtraError
-from lakehouse.options import parse_bool, parse_duration_ms
+from lakehouse.options import LOCK_PASSWORD, parse_bool, parse_duration_ms
 
 LOCK_ENABLED = "lock.enabled"
 LOCK_URI = "lock.uri"
 LOCK_USER = "lock.user"
-LOCK_PASSWORD = "lock.password"
 LOCK_ACQUIRE_TIMEOUT = "lock-acquire-timeout"
 DEFAULT_TIMEOUT = "8 min"
 CONNECT_TIMEOUT_S = 30
+
+
+class KeyLock(Protocol):
+    """What ``FileIO`` takes around a create-if-absent on a store without an atomic one."""
+
+    def hold(self, key: str) -> contextlib.AbstractContextManager[None]: ...
+
+
+class ProcessLock:
+    """Mutual exclusion of the threads of this process only, one lock per key: enough where one
+    process commits to the warehouse (a REST catalog server), no database needed."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+
+    @contextlib.contextmanager
+    def hold(self, key: str) -> Iterator[None]:
+        with self._guard:
+            lock = self._locks[key]
+        with lock:
+            yield
 
 
 class LockKind(enum.Enum):

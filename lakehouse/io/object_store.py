@@ -26,11 +26,10 @@ from typing import Any
 import pyarrow.fs as pafs
 
 from lakehouse.errors import InvalidOptionError, MissingExtraError
-from lakehouse.options import parse_bool
+from lakehouse.options import S3_SECRET_KEY, parse_bool
 
 S3_ENDPOINT = "s3.endpoint"
 S3_ACCESS_KEY = "s3.access-key"
-S3_SECRET_KEY = "s3.secret-key"
 S3_SESSION_TOKEN = "s3.session-token"
 S3_REGION = "s3.region"
 S3_PATH_STYLE = "s3.path.style.access"

@@ -23,6 +23,7 @@ from lakehouse.io.fs import FileIO
 from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
 from lakehouse.manifest.files import ManifestStore
+from lakehouse.metastore import Metastore
 from lakehouse.options import PARTITION_DEFAULT_NAME
 from lakehouse.paths import BRANCH_PREFIX, MAIN_BRANCH, TablePaths, normalize_branch, partition_path
 from lakehouse.schema import SchemaManager, TableSchema, with_dynamic_options
@@ -43,11 +44,13 @@ class TableStore:
         schema: TableSchema,
         branch: str = MAIN_BRANCH,
         dynamic: Mapping[str, str] | None = None,
+        metastore: Metastore | None = None,
     ) -> None:
         self.io = io
         self.paths = TablePaths(path, normalize_branch(branch))
         self.name = name
         self.dynamic = dict(dynamic or {})
+        self.metastore = metastore  # the catalog server its commits go through, if it has one
         self.schema = self._seen(schema)
         self._schemas: dict[int, TableSchema] = {schema.id: self.schema}
 
@@ -62,11 +65,18 @@ class TableStore:
             "schema": self.schema,
             "branch": self.branch,
             "dynamic": self.dynamic,
+            "metastore": self.metastore,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(  # type: ignore[misc]
-            state["io"], state["path"], state["name"], state["schema"], state["branch"], state["dynamic"]
+            state["io"],
+            state["path"],
+            state["name"],
+            state["schema"],
+            state["branch"],
+            state["dynamic"],
+            state.get("metastore"),
         )
 
     def _seen(self, schema: TableSchema) -> TableSchema:
@@ -77,7 +87,9 @@ class TableStore:
         """This table with ``options`` as dynamic options over those it has (checked: options
         fixed at creation cannot change)."""
         dynamic = {**self.dynamic, **{k: str(v) for k, v in options.items()}}
-        return TableStore(self.io, self.paths.root, self.name, self.schema, self.branch, dynamic)
+        return TableStore(
+            self.io, self.paths.root, self.name, self.schema, self.branch, dynamic, self.metastore
+        )
 
     # ---- branches ------------------------------------------------------------------------
 
@@ -111,7 +123,7 @@ class TableStore:
                 f"table {base} has no branch {branch!r}; its branches are {self.branches()} "
                 f"(create one with create_branch)"
             )
-        return TableStore(self.io, paths.root, name, latest, branch, self.dynamic)
+        return TableStore(self.io, paths.root, name, latest, branch, self.dynamic, self.metastore)
 
     def other_branches(self) -> list[TableStore]:
         """The table on each of its other branches, ``main`` included when this is a branch.
@@ -136,7 +148,7 @@ class TableStore:
 
     @property
     def snapshots(self) -> SnapshotManager:
-        return SnapshotManager(self.io, self.paths, self.name)
+        return SnapshotManager(self.io, self.paths, self.name, self.metastore)
 
     @property
     def schema_manager(self) -> SchemaManager:
@@ -183,7 +195,8 @@ class TableStore:
         """This table seen through another schema version (sharing the schema cache)."""
         if schema_id == self.schema.id:
             return self
-        view = TableStore(self.io, self.paths.root, self.name, self.schema_by_id(schema_id), self.branch)
+        schema = self.schema_by_id(schema_id)
+        view = TableStore(self.io, self.paths.root, self.name, schema, self.branch, metastore=self.metastore)
         view.dynamic = self.dynamic  # (its schema is seen with them already)
         view._schemas = self._schemas
         return view

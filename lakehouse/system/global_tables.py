@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from lakehouse.options import SECRET_CATALOG_OPTIONS, SECRET_MASK
 from lakehouse.system.metadata import OPTIONS
 from lakehouse.system.values import schema_of, table_of
 
@@ -35,8 +36,9 @@ def all_table_options(catalog: CatalogView, options: Mapping[str, str]) -> pa.Ta
 
 
 def catalog_options(catalog: CatalogView, options: Mapping[str, str]) -> pa.Table:
-    """The catalog's options, ``warehouse`` included."""
+    """The catalog's options, ``warehouse`` included; secrets (tokens, keys, passwords) masked."""
     merged = {"warehouse": catalog.warehouse, **catalog.options}
+    merged.update({k: SECRET_MASK for k in SECRET_CATALOG_OPTIONS if k in merged})
     return table_of(OPTIONS, [dict(key=k, value=str(v)) for k, v in sorted(merged.items())])
 
 

@@ -35,7 +35,9 @@ def plan_merge(schema: TableSchema, incoming: pa.Schema, table: str) -> SchemaMe
     added = tuple(incoming.field(n) for n in names if n not in schema.field_names)
     merged = schema
     for f in added:  # the same checks as Table.add_column (name, a type Paimon has)
-        merged = schemas.add_column(merged, table, f.name, f.type)
+        merged = schemas.add_column(
+            merged, table, f.name, schemas.column_type(table, f.name, f.type, new=True)
+        )
     missing = tuple(f.name for f in merged.fields if f.name not in names)
     required = [n for n in missing if not merged.field(n).type.nullable]
     if required:

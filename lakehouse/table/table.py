@@ -7,7 +7,7 @@ the work lives in the layers below: ``lakehouse/write`` (files), ``lakehouse/com
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -28,6 +28,7 @@ from lakehouse.iceberg.metadata import (
 from lakehouse.io.fs import FileIO
 from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
 from lakehouse.manifest.files import ManifestStore
+from lakehouse.metastore import Metastore
 from lakehouse.ops.background_compaction import BackgroundCompaction, compacts_in_background
 from lakehouse.ops.branches import Branch, FastForward, create_branch, delete_branch, fast_forward
 from lakehouse.ops.clustering import sort_compact
@@ -59,6 +60,16 @@ from lakehouse.read import scan
 from lakehouse.read.changes import read_changes, replaced_partitions
 from lakehouse.read.table_read import TableRead
 from lakehouse.schema import SchemaManager, TableSchema
+from lakehouse.schema_change import (
+    AddColumn,
+    DropColumn,
+    RemoveOption,
+    RenameColumn,
+    SchemaChange,
+    SetOption,
+    UpdateColumnType,
+    apply_changes,
+)
 from lakehouse.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, SnapshotManager
 from lakehouse.store import consumers
 from lakehouse.store.partitions import Partitions, partition_values
@@ -85,9 +96,15 @@ class Table:
     """A Paimon table in a warehouse: the public face of a :class:`TableStore`."""
 
     def __init__(
-        self, io: FileIO, path: str, name: str, schema: TableSchema, branch: str = MAIN_BRANCH
+        self,
+        io: FileIO,
+        path: str,
+        name: str,
+        schema: TableSchema,
+        branch: str = MAIN_BRANCH,
+        metastore: Metastore | None = None,
     ) -> None:
-        self.store = TableStore(io, path, name, schema, branch)
+        self.store = TableStore(io, path, name, schema, branch, metastore=metastore)
         self._background: BackgroundCompaction | None = None  # compaction.async, started on use
 
     @classmethod
@@ -736,30 +753,36 @@ class Table:
 
     # ---- schema and options --------------------------------------------------------------
 
-    def _change_schema(self, change: Callable[[TableSchema, bool], TableSchema]) -> None:
+    def alter(self, changes: Sequence[SchemaChange]) -> None:
+        """Apply ``changes`` (:mod:`lakehouse.schema_change`) in one new schema version, through the
+        catalog server if the table has one; nothing changes if one of them cannot apply."""
+        changes = list(changes)
+        if self.store.metastore is not None:
+            self.store.metastore.alter_table(self.name, changes)
+            self.store.refresh()
+            return
         has_data = self.latest_snapshot_id() is not None
 
         def build(latest: TableSchema) -> TableSchema:
-            return check_mechanisms(
-                schemas.next_version(latest, change(latest, has_data), self.name), self.name
-            )
+            changed = apply_changes(latest, self.name, changes, has_data)
+            return check_mechanisms(schemas.next_version(latest, changed, self.name), self.name)
 
         self.store.adopt(self.schema_manager.commit_change(build))
 
     def set_options(self, options: Mapping[str, Any]) -> None:
-        self._change_schema(lambda s, has_data: schemas.set_options(s, self.name, options, has_data))
+        self.alter([SetOption(k, schemas.option_string(v)) for k, v in options.items()])
 
     def remove_options(self, keys: list[str]) -> None:
-        self._change_schema(lambda s, has_data: schemas.remove_options(s, self.name, list(keys), has_data))
+        self.alter([RemoveOption(k) for k in keys])
 
     def add_column(self, name: str, type: pa.DataType, *, comment: str | None = None) -> None:
-        self._change_schema(lambda s, _: schemas.add_column(s, self.name, name, type, comment))
+        self.alter([AddColumn(name, schemas.column_type(self.name, name, type, new=True), comment)])
 
     def rename_column(self, old: str, new: str) -> None:
-        self._change_schema(lambda s, _: schemas.rename_column(s, self.name, old, new))
+        self.alter([RenameColumn(old, new)])
 
     def drop_column(self, name: str) -> None:
-        self._change_schema(lambda s, _: schemas.drop_column(s, self.name, name))
+        self.alter([DropColumn(name)])
 
     def alter_column_type(self, name: str, type: pa.DataType) -> None:
-        self._change_schema(lambda s, _: schemas.alter_column_type(s, self.name, name, type))
+        self.alter([UpdateColumnType(name, schemas.column_type(self.name, name, type, new=False))])
