@@ -98,13 +98,13 @@ scratch = cd $(CI)/$(1) && PYTHONPATH=$(CI)/$(1)
 # among them. The venv must hold no extra's package; the directories of the parts' tests are not
 # collected (their modules import the parts' packages at the top).
 ENGINE_PY := $(CI)/venv-engine/bin/python
-EXTRAS_PACKAGES := pyspark dagster dagster-lakehouse obstore psycopg pymysql moto pgserver pypaimon pandas polars
+EXTRAS_PACKAGES := pyspark dagster dagster-lakehouse obstore psycopg pymysql moto pgserver pypaimon pandas polars starlette uvicorn
 ci-engine:
 	$(call fresh_venv,engine)
 	$(ENGINE_PY) -m pip install -qq . pytest hypothesis
 	! $(ENGINE_PY) -m pip show $(EXTRAS_PACKAGES) 2> /dev/null  # shows what the engine should not need
 	$(call scratch,engine) $(ENGINE_PY) -m pytest --installed -m engine \
-		$(addprefix --ignore=tests/,spark dagster e2e interop)
+		$(addprefix --ignore=tests/,spark dagster e2e interop rest)
 
 # What a user installs: the engine with its extras and the Dagster integration with its own, newest
 # releases (no pypaimon): every test but the engine's (ci-engine runs those on the same releases),
@@ -112,7 +112,7 @@ ci-engine:
 USER_PY := $(CI)/venv-user/bin/python
 ci-user: $(INITDB)
 	$(call fresh_venv,user)
-	$(USER_PY) -m pip install -qq '.[s3,spark,postgres,mysql,test]' './$(DAGSTER_LIB)[pandas,polars,ui,dg]'
+	$(USER_PY) -m pip install -qq '.[s3,spark,postgres,mysql,rest,test]' './$(DAGSTER_LIB)[pandas,polars,ui,dg]'
 	$(call scratch,user) $(USER_PY) -m pytest --installed -m 'not engine and not interop and not e2e' \
 		--ignore=tests/interop
 	$(call scratch,user) LAKEHOUSE_WAREHOUSE=$(CI)/user/warehouse DAGSTER_HOME=$(CI)/user/dagster_home \

@@ -37,6 +37,7 @@ from lakehouse.ops.manifest_compaction import ManifestCompaction
 from lakehouse.ops.orphans import OrphanFiles
 from lakehouse.ops.partition_expire import PartitionExpiration
 from lakehouse.ops.rollback import Rollback
+from lakehouse.options import TOKEN as TOKEN
 from lakehouse.options import (
     ChangelogProducerKind,
     IcebergStorage,
@@ -52,6 +53,15 @@ from lakehouse.read.stream import StreamLimits, StreamPosition, StreamUnit
 from lakehouse.read.table_read import TableRead
 from lakehouse.rowkind import ROW_KIND, RowKind
 from lakehouse.schema import TableSchema
+from lakehouse.schema_change import (
+    AddColumn,
+    DropColumn,
+    RemoveOption,
+    RenameColumn,
+    SchemaChange,
+    SetOption,
+    UpdateColumnType,
+)
 from lakehouse.snapshot import CommitKind, Snapshot
 from lakehouse.store.references import Deleted
 from lakehouse.store.tags import Tag
@@ -97,6 +107,14 @@ from lakehouse.write.router import RowRouter
 from lakehouse.write.table_write import TableWrite
 
 __all__ = [
+    "UpdateColumnType",
+    "SetOption",
+    "SchemaChange",
+    "RenameColumn",
+    "RemoveOption",
+    "DropColumn",
+    "AddColumn",
+    "TOKEN",
     "BINARY_ROOTS",
     "INTEGER_ROOTS",
     "ROW_KIND",

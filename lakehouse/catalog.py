@@ -7,7 +7,7 @@ file, so two processes creating the same table cannot both succeed (``FileSystem
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -19,13 +19,17 @@ from lakehouse.errors import (
     InvalidArgumentError,
     TableExistsError,
     TableNotFoundError,
+    UnsupportedFeatureError,
 )
 from lakehouse.io.fs import FileIO, join, storage_options
 from lakehouse.paths import MAIN_BRANCH, TablePaths, normalize_branch
-from lakehouse.schema import SchemaManager, TableSchema, new_schema
+from lakehouse.rest.catalog import RestCatalog
+from lakehouse.rest.client import is_rest
+from lakehouse.schema import SchemaManager, TableSchema, define_schema, new_schema
 from lakehouse.system import BRANCH_PREFIX, SYSTEM_DATABASE, SystemTable, is_system_name, split_identifier
 from lakehouse.table.table import Table
 from lakehouse.table.validation import check_mechanisms
+from lakehouse.types import DataField
 
 DB_SUFFIX = ".db"
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-]*")
@@ -34,12 +38,19 @@ BRANCH_OPTION = "branch"  # CoreOptions.BRANCH: the branch a table is opened on
 
 
 class Catalog:
-    """Databases and tables of one warehouse (a local path or a ``file://``, ``s3://``, ``hdfs://`` URI)."""
+    """Databases and tables of one warehouse: a local path or a ``file://``, ``s3://``, ``hdfs://``
+    URI, or the ``http://`` URL of a Paimon REST catalog server (its options: ``token``, the
+    server's ``warehouse`` name; see :mod:`lakehouse.rest.client`)."""
+
+    io: FileIO  # a filesystem catalog's warehouse
+    root: str
 
     def __init__(self, warehouse: str, *, options: Mapping[str, str] | None = None) -> None:
         self.warehouse = warehouse
         self.options = dict(options or {})
-        self.io, self.root = FileIO.for_uri(warehouse, self.options)
+        self._rest = RestCatalog(warehouse, self.options) if is_rest(warehouse, self.options) else None
+        if self._rest is None:
+            self.io, self.root = FileIO.for_uri(warehouse, self.options)
 
     def __repr__(self) -> str:
         return f"Catalog({self.warehouse!r})"
@@ -48,9 +59,11 @@ class Catalog:
 
     def _db_path(self, database: str) -> str:
         _check_name(database, "database")
-        return join(self.root, database + DB_SUFFIX)
+        return join(self.root, database + DB_SUFFIX) if self._rest is None else ""
 
     def list_databases(self) -> list[str]:
+        if self._rest is not None:
+            return self._rest.list_databases()
         return sorted(
             st.name[: -len(DB_SUFFIX)]
             for st in self.io.list_dir(self.root)
@@ -58,6 +71,9 @@ class Catalog:
         )
 
     def database_exists(self, database: str) -> bool:
+        if self._rest is not None:
+            _check_name(database, "database")
+            return self._rest.database_exists(database)
         return self.io.dir_exists(self._db_path(database))
 
     def create_database(self, database: str, *, ignore_if_exists: bool = False) -> None:
@@ -73,7 +89,10 @@ class Catalog:
                 f"database {database!r} already exists in {self.warehouse}; pass ignore_if_exists=True to "
                 f"keep it"
             )
-        self.io.mkdirs(self._db_path(database))
+        if self._rest is not None:
+            self._rest.create_database(database)
+        else:
+            self.io.mkdirs(self._db_path(database))
 
     def drop_database(
         self, database: str, *, ignore_if_not_exists: bool = False, cascade: bool = False
@@ -87,7 +106,10 @@ class Catalog:
             raise DatabaseNotEmptyError(
                 f"database {database!r} still holds tables {tables}; drop them or pass cascade=True"
             )
-        self.io.delete_dir(self._db_path(database))
+        if self._rest is not None:
+            self._rest.drop_database(database)
+        else:
+            self.io.delete_dir(self._db_path(database))
 
     # ---- tables --------------------------------------------------------------------------
 
@@ -99,6 +121,8 @@ class Catalog:
     def list_tables(self, database: str) -> list[str]:
         if not self.database_exists(database):
             raise DatabaseNotFoundError(f"database {database!r} does not exist in {self.warehouse}")
+        if self._rest is not None:
+            return self._rest.list_tables(database)
         db = self._db_path(database)
         return sorted(
             st.name
@@ -108,6 +132,8 @@ class Catalog:
 
     def table_exists(self, identifier: str) -> bool:
         _, _, path = self._table_path(identifier)
+        if self._rest is not None:
+            return self._rest.table_exists(identifier)
         return bool(SchemaManager(self.io, TablePaths(path), identifier).schema_ids())
 
     def create_table(
@@ -122,6 +148,47 @@ class Catalog:
         comment: str | None = None,
     ) -> Table:
         """Create a Paimon table from an Arrow schema (``nullable=False`` -> NOT NULL)."""
+        return self._create(
+            identifier,
+            ignore_if_exists,
+            lambda: define_table(
+                identifier,
+                schema,
+                primary_keys=primary_keys,
+                partition_keys=partition_keys,
+                options=options,
+                comment=comment,
+            ),
+        )
+
+    def create_table_from_fields(
+        self,
+        identifier: str,
+        fields: Sequence[DataField],
+        *,
+        primary_keys: list[str] | None = None,
+        partition_keys: list[str] | None = None,
+        options: Mapping[str, Any] | None = None,
+        ignore_if_exists: bool = False,
+        comment: str | None = None,
+    ) -> Table:
+        """Create a Paimon table from its columns as Paimon's schema JSON gives them (a REST catalog
+        client's ``CreateTableRequest``), their field ids kept; validated as :meth:`create_table`
+        validates."""
+        return self._create(
+            identifier,
+            ignore_if_exists,
+            lambda: check_mechanisms(
+                define_schema(
+                    identifier, fields, list(primary_keys or []), list(partition_keys or []), options or {},
+                    comment,
+                ),
+                identifier,
+            ),
+        )  # fmt: skip
+
+    def _create(self, identifier: str, ignore_if_exists: bool, define: Callable[[], TableSchema]) -> Table:
+        """Create the table whose schema ``define()`` builds and validates (once nothing is in the way)."""
         database, _, path = self._table_path(identifier)
         if not self.database_exists(database):
             raise DatabaseNotFoundError(
@@ -135,17 +202,12 @@ class Catalog:
                 f"table {identifier} already exists in {self.warehouse}; open it with catalog.get_table, or "
                 f"pass ignore_if_exists=True"
             )
-        table_schema = define_table(
-            identifier,
-            schema,
-            primary_keys=primary_keys,
-            partition_keys=partition_keys,
-            options=options,
-            comment=comment,
-        )
-        manager = SchemaManager(self.io, TablePaths(path), identifier)
+        table_schema = define()
         try:
-            manager.create(table_schema)
+            if self._rest is not None:
+                self._rest.create_table(identifier, table_schema)
+                return self.load_table(identifier)
+            SchemaManager(self.io, TablePaths(path), identifier).create(table_schema)
         except TableExistsError:
             if ignore_if_exists:
                 return self.load_table(identifier)
@@ -185,9 +247,12 @@ class Catalog:
         base, named, _ = (
             split_identifier(identifier) if isinstance(identifier, str) else (identifier, None, None)
         )
-        dynamic = _dynamic(options)
+        dynamic = _dynamic(options, self.warehouse)
         branch = _one_branch(identifier, named, branch, (options or {}).get(BRANCH_OPTION))
         database, _, path = self._table_path(base)
+        if self._rest is not None:
+            table = self._rest.load_table(base, branch)
+            return table.copy(dynamic) if dynamic else table
         latest = SchemaManager(self.io, TablePaths(path), base).latest()
         if latest is None:
             if not self.database_exists(database):
@@ -206,8 +271,47 @@ class Catalog:
             if ignore_if_not_exists:
                 return
             raise TableNotFoundError(f"table {identifier} does not exist in {self.warehouse}")
+        if self._rest is not None:
+            self._rest.drop_table(identifier)
+            return
         _, _, path = self._table_path(identifier)
         self.io.delete_dir(path)
+
+    def rename_table(self, source: str, destination: str, *, ignore_if_not_exists: bool = False) -> None:
+        """Rename table ``source`` to ``destination`` (``db.t``, in the same database or another):
+        its directory moves, with its branches, tags and files (``FileSystemCatalog.renameTable``).
+        Handles opened under the old name lose the table.
+
+        Local filesystems and HDFS rename a directory at once; object stores have no such rename,
+        so there it is refused rather than made of copies a crash could leave half done."""
+        _, _, source_path = self._table_path(source)
+        database, _, target_path = self._table_path(destination)
+        if self._rest is not None:
+            if ignore_if_not_exists and not self.table_exists(source):
+                return
+            self._rest.rename_table(source, destination)
+            return
+        if not (self.io.is_local or self.io.is_hdfs):
+            raise UnsupportedFeatureError(
+                f"cannot rename table {source} to {destination}: {self.warehouse} is on an object store, "
+                f"which cannot rename a directory; create {destination}, copy the rows "
+                f"(catalog.load_table({source!r}).read()) and drop {source}"
+            )
+        if not self.table_exists(source):
+            if ignore_if_not_exists:
+                return
+            raise TableNotFoundError(f"table {source} does not exist in {self.warehouse}; nothing to rename")
+        if not self.database_exists(database):
+            raise DatabaseNotFoundError(
+                f"cannot rename table {source} to {destination}: database {database!r} does not exist in "
+                f"{self.warehouse}; create it first"
+            )
+        if self.io.dir_exists(target_path):  # a table, or what a dropped one left
+            raise TableExistsError(
+                f"cannot rename table {source} to {destination}: {target_path} already exists; choose "
+                f"another name or drop {destination} first"
+            )
+        self.io.fs.move(source_path, target_path)
 
 
 def define_table(
@@ -241,16 +345,16 @@ def table_at(path: str, *, options: Mapping[str, str] | None = None, branch: str
     latest = SchemaManager(io, TablePaths(root), name).latest()
     if latest is None:
         raise TableNotFoundError(f"no Paimon table at {path} (it has no schema files); check the path")
-    dynamic = _dynamic(options)
+    dynamic = _dynamic(options, path)
     branch = _one_branch(path, branch, (options or {}).get(BRANCH_OPTION))
     table = Table(io, root, name, latest).on_branch(branch)
     return table.copy(dynamic) if dynamic else table
 
 
-def _dynamic(options: Mapping[str, str] | None) -> dict[str, str]:
+def _dynamic(options: Mapping[str, str] | None, warehouse: str) -> dict[str, str]:
     """The dynamic options among the options a table is opened with: not the branch, not how to
     reach its store."""
-    storage = storage_options(options or {})
+    storage = storage_options(options or {}, warehouse)
     return {k: v for k, v in (options or {}).items() if k != BRANCH_OPTION and k not in storage}
 
 

@@ -66,6 +66,10 @@ class SnapshotNotFoundError(LakehouseError):
     """Time travel named a snapshot, timestamp or tag the table does not have."""
 
 
+class TagNotFoundError(SnapshotNotFoundError):
+    """A tag that does not exist was named."""
+
+
 class TagExistsError(LakehouseError):
     """A tag was created under a name already in use."""
 

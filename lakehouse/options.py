@@ -98,6 +98,11 @@ _AMOUNT = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
 # Catalog options that are secrets, never shown (``sys.catalog_options``): a REST catalog's bearer
 # token, an object store's secret key, the catalog lock's password
 TOKEN = "token"
+# A REST catalog's client options (Paimon's): how to reach and authenticate to its server
+TOKEN_PROVIDER = "token.provider"
+REST_PREFIX = "prefix"
+HEADER_PREFIX = "header."
+REST_CLIENT_OPTIONS = (TOKEN, TOKEN_PROVIDER, REST_PREFIX)
 S3_SECRET_KEY = "s3.secret-key"
 LOCK_PASSWORD = "lock.password"
 SECRET_CATALOG_OPTIONS = (TOKEN, S3_SECRET_KEY, LOCK_PASSWORD)

@@ -28,9 +28,10 @@ PARTS = {
     "s3": ("obstore", "moto"),
     "postgres": ("psycopg", "pgserver"),
     "mysql": ("pymysql",),
+    "rest": ("starlette", "uvicorn"),
     "e2e": ("dagster", "dagster_lakehouse", "pyspark", "obstore", "moto", "pymysql", "playwright"),
 }
-BY_DIRECTORY = {"interop": "interop", "spark": "spark", "dagster": "dagster", "e2e": "e2e"}
+BY_DIRECTORY = {"interop": "interop", "spark": "spark", "dagster": "dagster", "e2e": "e2e", "rest": "rest"}
 BY_FIXTURE = {
     "spark": "spark", "connect_server": "spark", "connect_spark": "spark", "any_spark": "spark",
     "s3_server": "s3", "s3_warehouse": "s3", "postgres_server": "postgres", "mariadb_server": "mysql",

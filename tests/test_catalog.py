@@ -10,9 +10,13 @@ from lakehouse.errors import (
     DatabaseExistsError,
     DatabaseNotEmptyError,
     DatabaseNotFoundError,
+    InvalidOptionError,
+    SchemaMismatchError,
     TableExistsError,
     TableNotFoundError,
+    UnsupportedFeatureError,
 )
+from lakehouse.types import DataField, parse_type
 
 from .conftest import ORDERS, orders
 
@@ -91,3 +95,51 @@ def test_warehouse_uri_with_file_scheme(tmp_path):
 def test_malformed_identifiers(catalog, identifier):
     with pytest.raises(ValueError):
         catalog.get_table(identifier)
+
+
+def test_rename_table_within_and_across_databases(catalog, warehouse):
+    table = catalog.create_table("db.orders", ORDERS, primary_keys=["order_id", "dt"])
+    table.write(orders(range(3)))
+    table.create_tag("first")
+    catalog.rename_table("db.orders", "db.sales")
+    assert catalog.list_tables("db") == ["sales"]
+    catalog.create_database("other")
+    catalog.rename_table("db.sales", "other.sales")
+    moved = Catalog(warehouse).load_table("other.sales")
+    assert moved.read().num_rows == 3 and moved.tags() == {"first": 1}
+    with pytest.raises(TableNotFoundError, match="nothing to rename"):
+        catalog.rename_table("db.sales", "db.x")
+    catalog.rename_table("db.sales", "db.x", ignore_if_not_exists=True)
+    with pytest.raises(DatabaseNotFoundError, match="'nowhere'"):
+        catalog.rename_table("other.sales", "nowhere.sales")
+    catalog.create_table("db.taken", ORDERS)
+    with pytest.raises(TableExistsError, match="already exists"):
+        catalog.rename_table("other.sales", "db.taken")
+    assert catalog.list_tables("other") == ["sales"]
+
+
+@pytest.mark.s3
+def test_rename_table_is_refused_on_an_object_store():
+    catalog = Catalog("s3://bucket/warehouse", options={"s3.endpoint": "http://127.0.0.1:1"})
+    with pytest.raises(UnsupportedFeatureError, match="cannot rename a directory"):  # before any request
+        catalog.rename_table("db.orders", "db.sales")
+
+
+def test_create_table_from_fields_keeps_their_ids_and_validates_as_create_table(catalog):
+    fields = [
+        DataField(3, "id", parse_type("BIGINT")),
+        DataField(7, "tags", parse_type({"type": "ROW", "fields": [{"id": 9, "name": "k", "type": "INT"}]})),
+    ]
+    table = catalog.create_table_from_fields("db.t", fields, primary_keys=["id"], options={"bucket": "2"})
+    assert [f.id for f in table.schema.fields] == [3, 7] and table.schema.highest_field_id == 9
+    assert not table.schema.field("id").type.nullable  # a primary key column is NOT NULL
+    with pytest.raises(TableExistsError):
+        catalog.create_table_from_fields("db.t", fields)
+    with pytest.raises(SchemaMismatchError, match="field ids"):
+        catalog.create_table_from_fields("db.u", [fields[0], DataField(3, "v", parse_type("INT"))])
+    with pytest.raises(SchemaMismatchError, match="primary key"):
+        catalog.create_table_from_fields("db.u", fields, primary_keys=["nope"])
+    with pytest.raises(InvalidOptionError, match="first-row"):  # the mechanisms' checks too
+        options = {"merge-engine": "first-row", "deletion-vectors.enabled": "true", "bucket": "1"}
+        catalog.create_table_from_fields("db.u", fields, primary_keys=["id"], options=options)
+    assert catalog.list_tables("db") == ["t"]

@@ -29,7 +29,7 @@ def run_without(blocked: list[str], code: str) -> subprocess.CompletedProcess[st
 
 def test_the_engine_imports_none_of_the_integrations():
     done = run_without(
-        ["pyspark", "dagster", "obstore", "pandas", "polars", "psycopg", "pymysql"],
+        ["pyspark", "dagster", "obstore", "pandas", "polars", "psycopg", "pymysql", "starlette", "uvicorn"],
         """
         import lakehouse, lakehouse.catalog, lakehouse.table.table
         print(sorted(m for m in sys.modules if m.split(".")[0] in ("pyspark", "dagster", "obstore")))
@@ -61,8 +61,14 @@ def test_a_local_warehouse_writes_and_reads_without_the_extras(tmp_path):
     [
         (["pyspark"], "import lakehouse.spark", "spark"),
         (["obstore"], "from lakehouse import Catalog; Catalog('s3://bucket/warehouse')", "s3"),
+        (
+            ["starlette", "uvicorn"],
+            "from lakehouse.rest.grants import Grants; from lakehouse.rest.server import create_app; "
+            "create_app('w', Grants.single('t'))",
+            "rest",
+        ),
     ],
-    ids=["spark", "s3"],
+    ids=["spark", "s3", "rest"],
 )
 def test_a_missing_extra_is_a_typed_error_naming_it(blocked, code, extra):
     done = run_without(

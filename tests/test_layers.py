@@ -38,6 +38,7 @@ LAYERS = (
     ("system tables", "system"),
     ("REST catalog client", "rest"),  # the catalog's requests when a server owns it
     ("catalog", "catalog __init__"),  # hands out tables and system tables
+    ("REST catalog server", "rest.server rest.service rest.requests rest.grants cli"),  # serves a catalog
     ("integrations", "spark"),
 )
 RANK = {part: rank for rank, (_, parts) in enumerate(LAYERS) for part in parts.split()}
@@ -77,7 +78,9 @@ def _owner(dotted: str) -> str | None:
 
 
 def layer(name: str) -> int:
-    part = name.split(".")[1] if "." in name else "__init__"
+    """The layer of a module: its own (``rest.server``) if listed, else its package's (``rest``)."""
+    parts = name.split(".")[1:] or ["__init__"]
+    part = next((p for p in (".".join(parts[:2]), parts[0]) if p in RANK), parts[0])
     assert part in RANK, f"{name} belongs to no layer; add its package to LAYERS in {__file__}"
     return RANK[part]
 

@@ -27,10 +27,12 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from lakehouse.errors import UnsafeCommitError
-from lakehouse.io.lock import LOCK_ENABLED, LOCK_URI, CatalogLock
+from lakehouse.io.lock import LOCK_ENABLED, LOCK_URI, CatalogLock, KeyLock
 from lakehouse.io.object_store import Bucket, S3Settings
+from lakehouse.options import HEADER_PREFIX, REST_CLIENT_OPTIONS
 
 S3_SCHEMES = ("s3", "s3a")
+REST_SCHEMES = ("http", "https")
 STORAGE_PREFIXES = ("s3.", "fs.s3.", "lock.", "lock-")
 
 
@@ -40,8 +42,13 @@ def storage_options(options: Mapping[str, str], uri: str | None = None) -> dict[
     warehouse's ``uri``, an S3 store's settings are resolved (the environment's included), so
     they reach Spark tasks running elsewhere."""
     found = {k: v for k, v in options.items() if k.startswith(STORAGE_PREFIXES)}
-    if uri is not None and uri.partition("://")[0] in S3_SCHEMES:
+    scheme = None if uri is None else uri.partition("://")[0]
+    if scheme in S3_SCHEMES:
         found.update(S3Settings.parse(options).to_options())
+    if scheme in REST_SCHEMES:  # a REST catalog server: its token and headers too
+        found.update(
+            {k: v for k, v in options.items() if k in REST_CLIENT_OPTIONS or k.startswith(HEADER_PREFIX)}
+        )
     return found
 
 
@@ -83,7 +90,7 @@ class FileIO:
         self,
         filesystem: pafs.FileSystem,
         bucket: Bucket | None = None,
-        lock: CatalogLock | None = None,
+        lock: KeyLock | None = None,
     ) -> None:
         self.fs = filesystem
         self.is_local = isinstance(filesystem, pafs.LocalFileSystem)

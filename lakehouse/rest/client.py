@@ -19,7 +19,9 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from lakehouse.errors import InvalidOptionError, ServiceError, UnsupportedFeatureError
-from lakehouse.options import TOKEN
+from lakehouse.io.fs import REST_SCHEMES
+from lakehouse.options import HEADER_PREFIX, TOKEN, TOKEN_PROVIDER
+from lakehouse.options import REST_PREFIX as PREFIX
 from lakehouse.rest.protocol import AUTHORIZATION, BEARER, CONFIG_PATH, ErrorResponse, Resources
 from lakehouse.schema import TableSchema
 from lakehouse.schema_change import SchemaChange, change_to_json
@@ -27,12 +29,8 @@ from lakehouse.snapshot import Snapshot
 
 URI = "uri"
 WAREHOUSE = "warehouse"
-TOKEN_PROVIDER = "token.provider"
-PREFIX = "prefix"
-HEADER_PREFIX = "header."
 METASTORE = "metastore"
 REST = "rest"
-SCHEMES = ("http", "https")
 TIMEOUT_S = 180  # a request's connect and read timeout, as Paimon's clients
 UNREACHABLE_RETRY_S = 60  # how long a commit keeps trying a server it cannot reach (a restart)
 PAGE = 1000
@@ -40,7 +38,7 @@ PAGE = 1000
 
 def is_rest(warehouse: str, options: Mapping[str, str]) -> bool:
     """Whether a catalog of ``warehouse`` and ``options`` is a REST catalog's client."""
-    return options.get(METASTORE) == REST or urlsplit(warehouse).scheme in SCHEMES
+    return options.get(METASTORE) == REST or urlsplit(warehouse).scheme in REST_SCHEMES
 
 
 @dataclass(frozen=True)
@@ -88,7 +86,7 @@ def connect(warehouse: str, options: Mapping[str, str]) -> tuple[Endpoint, dict[
     """The endpoint a catalog's options name, after asking the server for its configuration
     (``GET /v1/config``); also the merged options (server defaults < the client's < overrides)."""
     uri = options.get(URI) or warehouse
-    if urlsplit(uri).scheme not in SCHEMES:
+    if urlsplit(uri).scheme not in REST_SCHEMES:
         raise InvalidOptionError(f"REST catalog: uri {uri!r} must be an http:// or https:// URL", URI)
     provider = options.get(TOKEN_PROVIDER, "bear")
     if provider != "bear":

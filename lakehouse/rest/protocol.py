@@ -88,6 +88,7 @@ _STATUS: list[tuple[type[errors.LakehouseError], int, ResourceType | None]] = [
     (errors.DatabaseNotFoundError, 404, ResourceType.DATABASE),
     (errors.BranchNotFoundError, 404, ResourceType.BRANCH),
     (errors.TableNotFoundError, 404, ResourceType.TABLE),
+    (errors.TagNotFoundError, 404, ResourceType.TAG),
     (errors.SnapshotNotFoundError, 404, ResourceType.SNAPSHOT),
     (errors.DatabaseExistsError, 409, ResourceType.DATABASE),
     (errors.TableExistsError, 409, ResourceType.TABLE),
@@ -149,8 +150,6 @@ class ErrorResponse:
         for kind, code, resource in _STATUS:
             if code == self.code and (resource is None or resource == self.resource_type):
                 raise kind(message)
-        if self.code == 404 and self.resource_type is ResourceType.TAG:
-            raise errors.SnapshotNotFoundError(message)
         if self.code == 404:
             raise errors.TableNotFoundError(message)
         if 400 <= self.code < 500:

@@ -110,7 +110,7 @@ class PushdownReader(PaimonReader):
 def read_system_table(options: Mapping[str, str]) -> pa.Table:
     """The system table a read names (``db.t$snapshots``, ``sys.all_table_options``...) as the
     engine's catalog serves it, with the read's options (``scan.snapshot-id``, ``scan.tag-name``)."""
-    storage = storage_options(options)
+    storage = storage_options(options, options.get("warehouse"))
     scan = {k: v for k, v in options.items() if k not in ("path", "warehouse") and k not in storage}
     return Catalog(options["warehouse"], options=storage).get_table(options["path"], options=scan).read()
 

@@ -76,8 +76,9 @@ def open_table(options: Mapping[str, str]) -> Table:
             'name the table: load("db.table") / save("db.table") with option("warehouse", ...), '
             "or the table's path"
         )
-    warehouse, storage = options.get("warehouse"), storage_options(options)
-    dynamic = {k: v for k, v in options.items() if k not in SPARK_OPTIONS}
+    warehouse = options.get("warehouse")
+    storage = storage_options(options, warehouse)
+    dynamic = {k: v for k, v in options.items() if k not in SPARK_OPTIONS and k not in storage}
     if not warehouse:
         return table_at(path, options={**storage, **dynamic})
     if is_system_name(path):

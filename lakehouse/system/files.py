@@ -159,7 +159,7 @@ BUCKETS = schema_of(
 )
 
 
-def _group(entries: list[ManifestEntry], key) -> dict:
+def group_files(entries: list[ManifestEntry], key) -> dict:
     """Per group: record count, bytes, files, newest creation time, total buckets."""
     out: dict = {}
     for e in entries:
@@ -189,13 +189,14 @@ def partitions(table: TableStore, options: Mapping[str, str]) -> pa.Table:
             done=False,
             deleted_record_count=None,
         )
-        for p, (n, size, count, last, buckets) in _group(entries, lambda e: e.partition).items()
+        for p, (n, size, count, last, buckets) in group_files(entries, lambda e: e.partition).items()
     ]
     return table_of(PARTITIONS, sorted(rows, key=lambda r: r["partition"] or ""))
 
 
 def buckets(table: TableStore, options: Mapping[str, str]) -> pa.Table:
     table, entries = _entries(table, options)
+    groups = group_files(entries, lambda e: (e.partition, e.bucket))
     rows = [
         dict(
             partition=partition_string(table, p),
@@ -205,7 +206,7 @@ def buckets(table: TableStore, options: Mapping[str, str]) -> pa.Table:
             file_count=count,
             last_update_time=last,
         )
-        for (p, b), (n, size, count, last, _) in _group(entries, lambda e: (e.partition, e.bucket)).items()
+        for (p, b), (n, size, count, last, _) in groups.items()
     ]
     return table_of(BUCKETS, sorted(rows, key=lambda r: (r["partition"] or "", r["bucket"])))
 

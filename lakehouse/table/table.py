@@ -757,16 +757,17 @@ class Table:
         """Apply ``changes`` (:mod:`lakehouse.schema_change`) in one new schema version, through the
         catalog server if the table has one; nothing changes if one of them cannot apply."""
         changes = list(changes)
-        if self.store.metastore is not None:
-            self.store.metastore.alter_table(self.name, changes)
-            self.store.refresh()
-            return
         has_data = self.latest_snapshot_id() is not None
 
         def build(latest: TableSchema) -> TableSchema:
             changed = apply_changes(latest, self.name, changes, has_data)
             return check_mechanisms(schemas.next_version(latest, changed, self.name), self.name)
 
+        if self.store.metastore is not None:
+            build(self.store.refresh().schema)  # the errors a catalog without a server raises, first
+            self.store.metastore.alter_table(self.name, changes)
+            self.store.refresh()
+            return
         self.store.adopt(self.schema_manager.commit_change(build))
 
     def set_options(self, options: Mapping[str, Any]) -> None:

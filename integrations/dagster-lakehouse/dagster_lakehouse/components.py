@@ -42,6 +42,7 @@ from dagster_lakehouse.resources import (
     LakehouseResource,
     SparkResource,
     default_master,
+    default_token,
     default_warehouse,
 )
 from dagster_lakehouse.spec import PARTITION_COLUMN, Inputs, TableSpec
@@ -341,6 +342,8 @@ class LakehouseResourcesComponent(Component, Resolvable, Model):
                 master=spark.master, spark_config={**spark.spark_config, **self.spark_config}
             )
         lakehouse = LakehouseResource(
-            warehouse=self.warehouse or default_warehouse(), catalog_options=dict(self.catalog_options)
+            warehouse=self.warehouse or default_warehouse(),
+            catalog_options=dict(self.catalog_options),
+            token=default_token(),
         )
         return Definitions(resources={"lakehouse": lakehouse, "spark": spark}, executor=in_process_executor)

@@ -7,13 +7,15 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from dagster import ConfigurableResource, InitResourceContext
+from dagster import ConfigurableResource, EnvVar, InitResourceContext
 from dagster_pyspark import PySparkResource
 from pydantic import Field
 
 from dagster_lakehouse.spark_logs import WORKER_LOGGING
-from lakehouse import Catalog, Table, storage_options
+from lakehouse import TOKEN, Catalog, Table, storage_options
 from lakehouse.spark import CONNECT, SPARK_ENV, session
+
+TOKEN_ENV = "LAKEHOUSE_CATALOG_TOKEN"
 
 
 def default_warehouse() -> str:
@@ -21,19 +23,32 @@ def default_warehouse() -> str:
     return os.environ.get("LAKEHOUSE_WAREHOUSE", "./warehouse")
 
 
+def default_token() -> EnvVar | None:
+    """``$LAKEHOUSE_CATALOG_TOKEN`` (a REST catalog's bearer token) where it is set, as an
+    ``EnvVar``: resolved when runs start, never shown in the UI."""
+    return EnvVar(TOKEN_ENV) if os.environ.get(TOKEN_ENV) else None
+
+
 class LakehouseResource(ConfigurableResource):
-    """A warehouse of Paimon tables (local path or ``file://``, ``s3://``, ``hdfs://`` URI)."""
+    """A warehouse of Paimon tables: a local path, a ``file://``, ``s3://``, ``hdfs://`` URI, or the
+    ``http://`` URL of a REST catalog server with its bearer ``token``."""
 
     warehouse: str = default_warehouse()
     catalog_options: dict[str, str] = Field(default_factory=dict)
+    token: str | None = Field(default=None, description="a REST catalog's bearer token (give an EnvVar)")
+
+    def options(self) -> dict[str, str]:
+        """The catalog options, the token among them."""
+        return {**self.catalog_options, **({TOKEN: self.token} if self.token else {})}
 
     def catalog(self) -> Catalog:
-        return Catalog(self.warehouse, options=self.catalog_options or None)
+        return Catalog(self.warehouse, options=self.options() or None)
 
     def storage(self) -> dict[str, str]:
         """The catalog options that reach the warehouse's store (``s3.*`` - from the environment
-        too - and ``lock.*``): Spark reads, writes and maintenance jobs carry them to their tasks."""
-        return storage_options(self.catalog_options, self.warehouse)
+        too - and ``lock.*``; a REST catalog's token): Spark reads, writes and maintenance jobs
+        carry them to their tasks."""
+        return storage_options(self.options(), self.warehouse)
 
     def table(self, identifier: str) -> Table:
         return self.catalog().load_table(identifier)
