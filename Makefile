@@ -39,11 +39,15 @@ cluster-demo: $(STAMP)
 	$(PY) -m assets.cluster_demo
 
 # The Dagster UI and daemon, with a Spark Connect server on loopback that every run connects to
-# (unless $$LAKEHOUSE_SPARK names one: sc://host:port, spark://host:port or local[n]); Ctrl-C stops both.
+# (unless $$LAKEHOUSE_SPARK names one: sc://host:port, spark://host:port or local[n]), and the
+# warehouse served by a REST catalog server on loopback (port $(REST_PORT)), which the runs commit
+# through with the token it makes; Ctrl-C stops all three.
+REST_PORT ?= 8181
 dev: $(STAMP)
 	mkdir -p $(DAGSTER_HOME)
 	test -f $(DAGSTER_HOME)/dagster.yaml || cp dagster.yaml $(DAGSTER_HOME)/
-	$(PY) -m lakehouse.spark.connect -- $(VENV)/bin/dagster dev -w workspace.yaml
+	$(VENV)/bin/lakehouse rest-catalog --warehouse $(LAKEHOUSE_WAREHOUSE) --port $(REST_PORT) -- \
+		$(PY) -m lakehouse.spark.connect -- $(VENV)/bin/dagster dev -w workspace.yaml
 
 test: $(STAMP)
 	$(PY) -m pytest

@@ -38,6 +38,8 @@ from lakehouse.ops.orphans import OrphanFiles
 from lakehouse.ops.partition_expire import PartitionExpiration
 from lakehouse.ops.rollback import Rollback
 from lakehouse.options import TOKEN as TOKEN
+from lakehouse.options import TOKEN_ENV as TOKEN_ENV
+from lakehouse.options import WAREHOUSE_ENV as WAREHOUSE_ENV
 from lakehouse.options import (
     ChangelogProducerKind,
     IcebergStorage,
@@ -107,6 +109,8 @@ from lakehouse.write.router import RowRouter
 from lakehouse.write.table_write import TableWrite
 
 __all__ = [
+    "TOKEN_ENV",
+    "WAREHOUSE_ENV",
     "UpdateColumnType",
     "SetOption",
     "SchemaChange",

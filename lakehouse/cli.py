@@ -1,15 +1,20 @@
 """The ``lakehouse`` command: ``lakehouse rest-catalog --warehouse W`` serves a warehouse as a Paimon
-REST catalog (``python -m lakehouse.cli rest-catalog ...`` too)."""
+REST catalog (``python -m lakehouse.cli rest-catalog ...`` too); ``... -- COMMAND`` runs a command
+against it (``make dev``: the Dagster UI), pointed at it by ``$LAKEHOUSE_WAREHOUSE`` and
+``$LAKEHOUSE_CATALOG_TOKEN``."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import secrets
+import subprocess
 import sys
 from collections.abc import Sequence
 
 from lakehouse.errors import LakehouseError
+from lakehouse.options import TOKEN_ENV, WAREHOUSE_ENV
 from lakehouse.rest.grants import Grants
 from lakehouse.rest.protocol import DEFAULT_PORT, LOCALHOST
 
@@ -35,6 +40,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     rest.add_argument("--token-file", help="without --grants: also write the new token to this file")
     rest.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        help=f"after --: a command to run while serving, with ${WAREHOUSE_ENV} set to the server's URL and "
+        f"(without --grants) ${TOKEN_ENV} to the token; the server stops when it exits",
+    )
+    rest.add_argument(
         "--option",
         action="append",
         default=[],
@@ -50,9 +61,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _rest_catalog(args: argparse.Namespace) -> int:
-    from lakehouse.rest.server import DEFAULT_NAME, create_app, serve
+    from lakehouse.rest.server import DEFAULT_NAME, Serving, create_app, serve
 
     options = dict(_option(text) for text in args.option)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    token = None
     if args.grants is not None:
         grants = Grants.load(args.grants)
     else:
@@ -62,16 +75,26 @@ def _rest_catalog(args: argparse.Namespace) -> int:
             descriptor = os.open(args.token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(descriptor, "w") as out:
                 out.write(token + "\n")
-        print(f"token (writes everything; shown once): {token}", file=sys.stderr)
+        if not command:
+            print(f"token (writes everything; shown once): {token}", file=sys.stderr)
     name = args.name or DEFAULT_NAME
     app = create_app(args.warehouse, grants, name=name, options=options)
+    url = f"http://{args.host}:{args.port}"
     print(
-        f"serving {args.warehouse} as catalog {name!r} at http://{args.host}:{args.port} "
-        f"(clients: uri=http://{args.host}:{args.port}, warehouse={name}, token.provider=bear, token=...)",
+        f"serving {args.warehouse} as catalog {name!r} at {url} "
+        f"(clients: uri={url}, warehouse={name}, token.provider=bear, token=...)",
         file=sys.stderr,
     )
-    serve(app, host=args.host, port=args.port)
-    return 0
+    if not command:
+        serve(app, host=args.host, port=args.port)
+        return 0
+    env = {**os.environ, WAREHOUSE_ENV: url, **({TOKEN_ENV: token} if token else {})}
+    with (
+        Serving(app, host=args.host, port=args.port, log_level="warning"),
+        contextlib.suppress(KeyboardInterrupt),
+    ):
+        return subprocess.call(command, env=env)
+    return 130  # interrupted
 
 
 def _option(text: str) -> tuple[str, str]:

@@ -103,6 +103,9 @@ TOKEN_PROVIDER = "token.provider"
 REST_PREFIX = "prefix"
 HEADER_PREFIX = "header."
 REST_CLIENT_OPTIONS = (TOKEN, TOKEN_PROVIDER, REST_PREFIX)
+# Where the example and ``lakehouse rest-catalog -- COMMAND`` say the warehouse is, and its token
+WAREHOUSE_ENV = "LAKEHOUSE_WAREHOUSE"
+TOKEN_ENV = "LAKEHOUSE_CATALOG_TOKEN"
 S3_SECRET_KEY = "s3.secret-key"
 LOCK_PASSWORD = "lock.password"
 SECRET_CATALOG_OPTIONS = (TOKEN, S3_SECRET_KEY, LOCK_PASSWORD)

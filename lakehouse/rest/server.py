@@ -23,13 +23,15 @@ import json
 import logging
 import re
 import sys
+import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote_plus
 
 from lakehouse.catalog import Catalog
-from lakehouse.errors import InvalidArgumentError, LakehouseError, MissingExtraError
+from lakehouse.errors import InvalidArgumentError, LakehouseError, MissingExtraError, ServiceError
 from lakehouse.io.fs import REST_SCHEMES
 from lakehouse.io.lock import ProcessLock
 from lakehouse.rest.grants import Grants
@@ -38,6 +40,7 @@ from lakehouse.rest.requests import Call
 from lakehouse.rest.service import CatalogService
 
 if TYPE_CHECKING:
+    import uvicorn
     from starlette.applications import Starlette
 
 log = logging.getLogger(__name__)
@@ -233,6 +236,35 @@ def create_app(
 
 def serve(app: Starlette, *, host: str = LOCALHOST, port: int = DEFAULT_PORT) -> None:
     """Serve ``app`` until interrupted (uvicorn)."""
+    _uvicorn(app, host, port, "info").run()
+
+
+class Serving:
+    """``app`` served by uvicorn in a thread of this process while the ``with`` block runs (for a
+    command run beside it, or a test)."""
+
+    def __init__(
+        self, app: Starlette, *, host: str = LOCALHOST, port: int = DEFAULT_PORT, log_level: str = "info"
+    ) -> None:
+        self.server = _uvicorn(app, host, port, log_level)
+        self.thread = threading.Thread(target=self.server.run, name="rest-catalog", daemon=True)
+        self.url = f"http://{host}:{port}"
+
+    def __enter__(self) -> Serving:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise ServiceError(f"the REST catalog server did not start at {self.url}; see its log above")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+
+def _uvicorn(app: Starlette, host: str, port: int, log_level: str) -> uvicorn.Server:
     try:
         import uvicorn
     except ImportError as e:
@@ -243,4 +275,4 @@ def serve(app: Starlette, *, host: str = LOCALHOST, port: int = DEFAULT_PORT) ->
             f"proxy in front of this server",
             file=sys.stderr,
         )
-    uvicorn.run(app, host=host, port=port, log_level="info")
+    return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level))

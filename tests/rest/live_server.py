@@ -6,40 +6,24 @@ from __future__ import annotations
 
 import http.client
 import json
-import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-import uvicorn
-
+from lakehouse.rest.server import Serving
 from lakehouse.spark.loopback import LOOPBACK, free_port
 
 
-class LiveServer:
-    """``app`` served on loopback while the ``with`` block runs."""
+class LiveServer(Serving):
+    """``app`` served on a free loopback port while the ``with`` block runs."""
 
     def __init__(self, app: Any) -> None:
         self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(app, host=LOOPBACK, port=self.port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        super().__init__(app, host=LOOPBACK, port=self.port, log_level="warning")
 
     @property
     def uri(self) -> str:
-        return f"http://{LOOPBACK}:{self.port}"
-
-    def __enter__(self) -> LiveServer:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            assert self.thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
+        return self.url
 
 
 @dataclass(frozen=True)

@@ -12,15 +12,13 @@ from dagster_pyspark import PySparkResource
 from pydantic import Field
 
 from dagster_lakehouse.spark_logs import WORKER_LOGGING
-from lakehouse import TOKEN, Catalog, Table, storage_options
+from lakehouse import TOKEN, TOKEN_ENV, WAREHOUSE_ENV, Catalog, Table, storage_options
 from lakehouse.spark import CONNECT, SPARK_ENV, session
-
-TOKEN_ENV = "LAKEHOUSE_CATALOG_TOKEN"
 
 
 def default_warehouse() -> str:
     """``$LAKEHOUSE_WAREHOUSE``, else ``./warehouse`` (the embedded local warehouse)."""
-    return os.environ.get("LAKEHOUSE_WAREHOUSE", "./warehouse")
+    return os.environ.get(WAREHOUSE_ENV, "./warehouse")
 
 
 def default_token() -> EnvVar | None:
