@@ -19,14 +19,19 @@ SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("dt", pa.string(
 
 
 @pytest.fixture
-def pypaimon_catalog(warehouse):
-    """pypaimon's REST catalog on a server of ``warehouse`` (pypaimon is imported here: this module
-    collects where it is not installed)."""
+def server(warehouse):
+    with LiveServer(create_app(warehouse, Grants.single(TOKEN), name="wh")) as server:
+        yield server
+
+
+@pytest.fixture
+def pypaimon_catalog(server):
+    """pypaimon's REST catalog on the server (pypaimon is imported here: this module collects
+    where it is not installed)."""
     from pypaimon import CatalogFactory
 
-    with LiveServer(create_app(warehouse, Grants.single(TOKEN), name="wh")) as server:
-        options = {"metastore": "rest", "uri": server.uri, "warehouse": "wh", "token.provider": "bear"}
-        yield CatalogFactory.create({**options, "token": TOKEN})
+    options = {"metastore": "rest", "uri": server.uri, "warehouse": "wh", "token.provider": "bear"}
+    return CatalogFactory.create({**options, "token": TOKEN})
 
 
 def write(table, data: pa.Table) -> None:
@@ -95,3 +100,21 @@ def test_pypaimon_alters_the_table_and_both_see_it(pypaimon_catalog, warehouse):
     assert Catalog(warehouse).list_tables("db") == ["u"]
     pypaimon_catalog.drop_table("db.u", False)
     assert Catalog(warehouse).list_tables("db") == []
+
+
+def test_both_engines_share_a_table_through_the_server(pypaimon_catalog, server):
+    """Our engine and pypaimon, both clients of the server, commit in turn to one table and read
+    the same rows."""
+    from pypaimon import Schema
+
+    pypaimon_catalog.create_database("db", False)
+    pypaimon_catalog.create_table("db.t", Schema.from_pyarrow_schema(SCHEMA), False)
+    ours = Catalog(server.uri, options={"warehouse": "wh", "token": TOKEN}).load_table("db.t")
+    write(pypaimon_catalog.get_table("db.t"), batch([1], "d"))
+    ours.write(batch([2], "d"))
+    write(pypaimon_catalog.get_table("db.t"), batch([3], "d"))
+    ours.write(batch([4], "d"))
+    expected = batch([1, 2, 3, 4], "d")
+    assert read(pypaimon_catalog.get_table("db.t")).equals(expected)
+    assert ours.read().sort_by("id").cast(SCHEMA).equals(expected)
+    assert [s.commit_kind for s in ours.list_snapshots()] == ["APPEND"] * 4
