@@ -41,6 +41,10 @@ def is_rest(warehouse: str, options: Mapping[str, str]) -> bool:
     return options.get(METASTORE) == REST or urlsplit(warehouse).scheme in REST_SCHEMES
 
 
+class Unreachable(ServiceError):
+    """The server could not be reached: no answer, which a request may retry (a restart)."""
+
+
 @dataclass(frozen=True)
 class Endpoint:
     """A server and how to talk to it: picklable, so tables carry it into Spark tasks."""
@@ -137,7 +141,7 @@ class RestMetastore:
             try:
                 answer = self.endpoint.request("POST", path, body)
                 return bool(answer and answer.get("success"))
-            except ServiceError:
+            except Unreachable:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
@@ -200,5 +204,5 @@ def _exchange(
             connection.close()
             del _CONNECTIONS.open[uri]
             if fresh or attempt:
-                raise ServiceError(f"{what}: the server cannot be reached ({e}); is it running?") from None
+                raise Unreachable(f"{what}: the server cannot be reached ({e}); is it running?") from None
     raise AssertionError("unreachable")
