@@ -41,12 +41,14 @@ cluster-demo: $(STAMP)
 # The Dagster UI and daemon, with a Spark Connect server on loopback that every run connects to
 # (unless $$LAKEHOUSE_SPARK names one: sc://host:port, spark://host:port or local[n]), and the
 # warehouse served by a REST catalog server on loopback (port $(REST_PORT)), which the runs commit
-# through with the token it makes; Ctrl-C stops all three.
+# through with the token it makes (also in $(DAGSTER_HOME)/rest-catalog.token, for other clients);
+# Ctrl-C stops all three.
 REST_PORT ?= 8181
 dev: $(STAMP)
 	mkdir -p $(DAGSTER_HOME)
 	test -f $(DAGSTER_HOME)/dagster.yaml || cp dagster.yaml $(DAGSTER_HOME)/
-	$(VENV)/bin/lakehouse rest-catalog --warehouse $(LAKEHOUSE_WAREHOUSE) --port $(REST_PORT) -- \
+	$(VENV)/bin/lakehouse rest-catalog --warehouse $(LAKEHOUSE_WAREHOUSE) --port $(REST_PORT) \
+		--token-file $(DAGSTER_HOME)/rest-catalog.token -- \
 		$(PY) -m lakehouse.spark.connect -- $(VENV)/bin/dagster dev -w workspace.yaml
 
 test: $(STAMP)
