@@ -69,7 +69,9 @@ def test_writes_reads_and_maintenance_of_a_primary_key_table(server, catalog):
     assert sorted(table.read(filter=col("price") > 5)["id"].to_pylist()) == [2, 4]
     assert table.read().num_rows == 5
     table.create_tag("first", snapshot_id=first)
+    assert table.plan(filter=col("dt") == "2024-01-02").stats["files_selected"] == 1
     table.compact(full=True)
+    table.rewrite_file_index()
     assert table.verify_file_indexes().ok
     assert table.read(tag="first").num_rows == 3
     changes = table.read_changes(first, table.latest_snapshot_id())
