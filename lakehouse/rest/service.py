@@ -33,6 +33,7 @@ from lakehouse.errors import (
 )
 from lakehouse.io.fs import join
 from lakehouse.io.lock import ProcessLock
+from lakehouse.manifest.entries import FileKind
 from lakehouse.options import PARTITION_DEFAULT_NAME
 from lakehouse.paths import MAIN_BRANCH, checked_name, partition_path, partition_string
 from lakehouse.rest import requests
@@ -355,21 +356,55 @@ class CatalogService:
             yield
 
     def _stats_of(self, table: Table, snapshot: Snapshot) -> dict[bytes, FileStats]:
-        """The file statistics of each partition of ``snapshot`` (cached: they read manifests)."""
-        key = (table.paths.root, table.branch, snapshot.id, snapshot.time_millis, snapshot.uuid)
+        """The file statistics of each partition of ``snapshot`` (cached: its parent's and its
+        delta give them where the parent's are cached, else every live file)."""
+        key = _stats_key(table, snapshot)
         with self._stats_guard:
             found = self._stats.get(key)
             if found is not None:
                 self._stats.move_to_end(key)
                 return found
-        groups = group_files(table.live_entries(snapshot), lambda e: e.partition)
-        found = {p: FileStats(n, size, count, last or 0, buckets)
-                 for p, (n, size, count, last, buckets) in groups.items()}  # fmt: skip
+        found = self._from_parent(table, snapshot)
+        if found is None:
+            groups = group_files(table.live_entries(snapshot), lambda e: e.partition)
+            found = {p: FileStats(n, size, count, last or 0, buckets)
+                     for p, (n, size, count, last, buckets) in groups.items()}  # fmt: skip
         with self._stats_guard:
             self._stats[key] = found
             while len(self._stats) > STATS_CACHED:
                 self._stats.popitem(last=False)
         return found
+
+    def _from_parent(self, table: Table, snapshot: Snapshot) -> dict[bytes, FileStats] | None:
+        """The statistics of ``snapshot`` as its parent's (``id - 1``) plus what it adds and less
+        what it removes; None where the parent's are not cached, or where a removed file was the
+        newest of its partition (which file is newest now, only a full count tells)."""
+        try:
+            parent = table.snapshots.snapshot(snapshot.id - 1)
+        except SnapshotNotFoundError:
+            return None
+        with self._stats_guard:
+            base = self._stats.get(_stats_key(table, parent))
+        if base is None:
+            return None
+        sums = {p: [s.record_count, s.file_size_in_bytes, s.file_count, s.last_file_creation_time,
+                    s.total_buckets] for p, s in base.items()}  # fmt: skip
+        delta = sorted(table.delta_entries(snapshot), key=lambda e: e.kind != FileKind.ADD)  # adds first
+        for entry in delta:
+            created = entry.file.creation_time or 0
+            group = sums.setdefault(entry.partition, [0, 0, 0, 0, entry.total_buckets])
+            if entry.kind == FileKind.ADD:
+                group[0] += entry.file.row_count
+                group[1] += entry.file.file_size
+                group[2] += 1
+                group[3] = max(group[3], created)
+            elif created >= group[3]:
+                return None
+            else:
+                group[0] -= entry.file.row_count
+                group[1] -= entry.file.file_size
+                group[2] -= 1
+        return {p: FileStats(*g) for p, g in sums.items() if g[2] > 0}
 
     def _totals(self, table: Table, snapshot: Snapshot) -> FileStats:
         parts = self._stats_of(table, snapshot).values()
@@ -380,6 +415,11 @@ class CatalogService:
             max((s.last_file_creation_time for s in parts), default=0),
             max((s.total_buckets for s in parts), default=0),
         )
+
+
+def _stats_key(table: Table, snapshot: Snapshot) -> tuple[Any, ...]:
+    """What tells a snapshot of a table from any other, a rolled-back one of the same id included."""
+    return (table.paths.root, table.branch, snapshot.id, snapshot.time_millis, snapshot.uuid)
 
 
 def table_id(table: Table) -> str:

@@ -365,3 +365,25 @@ def test_tokens_on_catalog_endpoints(client, table, warehouse):
         assert c.get(f"{P}/databases", headers=auth("t")).json()["databases"] == ["ods"]
         error(c.get(T, headers=auth("t")), 403)
     assert client.post(f"{P}/databases", json={"name": "new"}, headers=auth(ODS)).status_code == 403
+
+
+def test_snapshot_statistics_follow_each_commit_as_a_full_count_does(client, table, warehouse):
+    """Statistics carried from each snapshot to the next (appends, an overwrite, a compaction, a
+    rollback) are what a server that counts every live file answers."""
+    steps = [
+        lambda: table.write(rows([1, 2])),
+        lambda: table.write(rows([3], dt="2024-01-02")),
+        lambda: table.write(rows([4, 5])),
+        lambda: table.compact(full=True),
+        lambda: table.write(rows([6], dt="2024-01-02"), overwrite={"dt": "2024-01-02"}),
+        lambda: table.rollback_to(snapshot_id=2),
+        lambda: table.write(rows([7])),
+    ]
+    for step in steps:
+        step()
+        carried = client.get(f"{T}/snapshot").json()["snapshot"]
+        partitions = client.get(f"{T}/partitions").json()["partitions"]
+        with LiveServer(create_app(warehouse, GRANTS, name="wh")) as fresh:
+            counted = Client(fresh.port, auth(ADMIN))
+            assert carried == counted.get(f"{T}/snapshot").json()["snapshot"]
+            assert partitions == counted.get(f"{T}/partitions").json()["partitions"]
