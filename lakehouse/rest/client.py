@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from lakehouse.errors import InvalidOptionError, ServiceError, UnsupportedFeatureError
+from lakehouse.errors import InvalidOptionError, ServiceError, TableNotFoundError, UnsupportedFeatureError
 from lakehouse.io.fs import REST_SCHEMES
 from lakehouse.options import HEADER_PREFIX, TOKEN, TOKEN_PROVIDER
 from lakehouse.options import REST_PREFIX as PREFIX
@@ -106,8 +106,12 @@ def connect(warehouse: str, options: Mapping[str, str]) -> tuple[Endpoint, dict[
             TOKEN,
         )
     bare = Endpoint(uri.rstrip("/"), token)
-    name = options.get(WAREHOUSE) or ""
-    config = bare.request("GET", CONFIG_PATH, query={WAREHOUSE: name} if name else None)
+    # the server's catalog: Paimon's warehouse option, or the warehouse a catalog names beside a uri
+    name = options.get(WAREHOUSE) or (warehouse if warehouse != uri else "")
+    try:
+        config = bare.request("GET", CONFIG_PATH, query={WAREHOUSE: name} if name else None)
+    except TableNotFoundError as e:  # a 404: the server serves another catalog
+        raise InvalidOptionError(f"REST catalog at {uri}: {e}", WAREHOUSE) from None
     if not isinstance(config, dict) or not isinstance(config.get("defaults"), dict):
         raise ServiceError(f"REST catalog at {uri}: its configuration is no Paimon config response: {config}")
     merged = {**config["defaults"], **options, **(config.get("overrides") or {})}

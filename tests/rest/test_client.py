@@ -134,6 +134,14 @@ def test_a_read_token_reads_but_cannot_change_anything(server, catalog):
     assert catalog.list_tables("shop") == ["orders"] and catalog.list_databases() == ["shop"]
 
 
+def test_the_server_named_by_paimons_options(server, catalog):
+    """``metastore=rest`` and ``uri``, the catalog's name as its warehouse (Paimon's options)."""
+    named = Catalog("lakehouse", options={"metastore": "rest", "uri": server.uri, "token": server.admin})
+    assert named.list_databases() == ["shop"]
+    with pytest.raises(InvalidOptionError, match="warehouse"):
+        Catalog("elsewhere", options={"metastore": "rest", "uri": server.uri, "token": server.admin})
+
+
 def test_no_token_or_a_wrong_one_is_refused(server):
     with pytest.raises(InvalidOptionError, match="token"):
         Catalog(server.uri)
