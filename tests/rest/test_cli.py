@@ -37,3 +37,24 @@ def test_bad_grants_are_refused_before_serving(tmp_path):
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 2 and "'read' or 'write'" in done.stderr
+
+
+def test_a_command_runs_against_the_server_with_its_url_and_token(tmp_path):
+    """``lakehouse rest-catalog ... -- COMMAND`` (``make dev``): the command finds the server at
+    ``$LAKEHOUSE_WAREHOUSE`` with ``$LAKEHOUSE_CATALOG_TOKEN``; its exit status is the command's,
+    and the server stops with it."""
+    client = (
+        "import os, sys; from lakehouse import Catalog; "
+        "token = os.environ['LAKEHOUSE_CATALOG_TOKEN']; "
+        "Catalog(os.environ['LAKEHOUSE_WAREHOUSE'], options={'token': token}).create_database('made'); "
+        "sys.exit(7)"
+    )
+    port = free_port()
+    done = subprocess.run(
+        [sys.executable, "-m", "lakehouse.cli", "rest-catalog", "--warehouse", str(tmp_path / "wh"), "--port",
+         str(port), "--", sys.executable, "-c", client],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 7, done.stderr
+    assert (tmp_path / "wh" / "made.db").is_dir()
+    assert not accepts(port)
