@@ -59,7 +59,7 @@ class Catalog:
 
     def _db_path(self, database: str) -> str:
         _check_name(database, "database")
-        return join(self.root, database + DB_SUFFIX) if self._rest is None else ""
+        return join(self.root, database + DB_SUFFIX)
 
     def list_databases(self) -> list[str]:
         if self._rest is not None:
@@ -113,9 +113,16 @@ class Catalog:
 
     # ---- tables --------------------------------------------------------------------------
 
-    def _table_path(self, identifier: str) -> tuple[str, str, str]:
+    def _names(self, identifier: str) -> tuple[str, str]:
+        """The database and table ``identifier`` names, both checked."""
         database, table = _split(identifier)
+        _check_name(database, "database")
         _check_name(table, "table")
+        return database, table
+
+    def _table_path(self, identifier: str) -> tuple[str, str, str]:
+        """Database, table and directory of a table of a filesystem catalog."""
+        database, table = self._names(identifier)
         return database, table, join(self._db_path(database), table)
 
     def list_tables(self, database: str) -> list[str]:
@@ -131,9 +138,10 @@ class Catalog:
         )
 
     def table_exists(self, identifier: str) -> bool:
-        _, _, path = self._table_path(identifier)
         if self._rest is not None:
+            self._names(identifier)
             return self._rest.table_exists(identifier)
+        _, _, path = self._table_path(identifier)
         return bool(SchemaManager(self.io, TablePaths(path), identifier).schema_ids())
 
     def create_table(
@@ -189,7 +197,7 @@ class Catalog:
 
     def _create(self, identifier: str, ignore_if_exists: bool, define: Callable[[], TableSchema]) -> Table:
         """Create the table whose schema ``define()`` builds and validates (once nothing is in the way)."""
-        database, _, path = self._table_path(identifier)
+        database, _ = self._names(identifier)
         if not self.database_exists(database):
             raise DatabaseNotFoundError(
                 f"database {database!r} does not exist in {self.warehouse}; create it with "
@@ -207,6 +215,7 @@ class Catalog:
             if self._rest is not None:
                 self._rest.create_table(identifier, table_schema)
                 return self.load_table(identifier)
+            _, _, path = self._table_path(identifier)
             SchemaManager(self.io, TablePaths(path), identifier).create(table_schema)
         except TableExistsError:
             if ignore_if_exists:
@@ -249,10 +258,11 @@ class Catalog:
         )
         dynamic = _dynamic(options, self.warehouse)
         branch = _one_branch(identifier, named, branch, (options or {}).get(BRANCH_OPTION))
-        database, _, path = self._table_path(base)
         if self._rest is not None:
+            self._names(base)
             table = self._rest.load_table(base, branch)
             return table.copy(dynamic) if dynamic else table
+        database, _, path = self._table_path(base)
         latest = SchemaManager(self.io, TablePaths(path), base).latest()
         if latest is None:
             if not self.database_exists(database):
@@ -284,13 +294,15 @@ class Catalog:
 
         Local filesystems and HDFS rename a directory at once; object stores have no such rename,
         so there it is refused rather than made of copies a crash could leave half done."""
-        _, _, source_path = self._table_path(source)
-        database, _, target_path = self._table_path(destination)
         if self._rest is not None:
+            self._names(source)
+            self._names(destination)
             if ignore_if_not_exists and not self.table_exists(source):
                 return
             self._rest.rename_table(source, destination)
             return
+        _, _, source_path = self._table_path(source)
+        database, _, target_path = self._table_path(destination)
         if not (self.io.is_local or self.io.is_hdfs):
             raise UnsupportedFeatureError(
                 f"cannot rename table {source} to {destination}: {self.warehouse} is on an object store, "

@@ -116,7 +116,7 @@ def connect(warehouse: str, options: Mapping[str, str]) -> tuple[Endpoint, dict[
         raise ServiceError(f"REST catalog at {uri}: its configuration is no Paimon config response: {config}")
     merged = {**config["defaults"], **options, **(config.get("overrides") or {})}
     headers = tuple(
-        (k[len(HEADER_PREFIX) :], str(v)) for k, v in merged.items() if k.startswith(HEADER_PREFIX)
+        (k.removeprefix(HEADER_PREFIX), str(v)) for k, v in merged.items() if k.startswith(HEADER_PREFIX)
     )
     return Endpoint(bare.uri, token, str(merged.get(PREFIX) or ""), headers), merged
 
