@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from core import DAYS, REGIONS, STATUSES, WORDS
+from core import DAYS, REGIONS, STATUSES, WORDS, pick
 
 from lakehouse import Catalog
 
@@ -47,18 +47,17 @@ def batches(rows: int, seed: int, key_space: int) -> Iterator[pa.RecordBatch]:
     base = np.datetime64("2024-01-01T00:00:00", "us")
     for start in range(0, rows, BATCH):
         n = min(BATCH, rows - start)
-        comment = pc.binary_join_element_wise(
-            *[pa.array(WORDS[rng.integers(0, len(WORDS), n)]) for _ in range(3)], " "
-        )
+        words = [pick(WORDS, rng.integers(0, len(WORDS), n)) for _ in range(3)]
+        comment = pc.binary_join_element_wise(*words, " ")
         yield pa.RecordBatch.from_pydict(
             {
                 "order_id": pa.array(rng.integers(0, key_space, n, dtype=np.int64)),
                 "user_id": pa.array(rng.integers(0, 100_000, n, dtype=np.int64)),
-                "status": pa.array(np.array(STATUSES)[rng.integers(0, len(STATUSES), n)]),
-                "region": pa.array(np.array(REGIONS)[rng.integers(0, len(REGIONS), n)]),
+                "status": pick(STATUSES, rng.integers(0, len(STATUSES), n)),
+                "region": pick(REGIONS, rng.integers(0, len(REGIONS), n)),
                 "price": pa.array(np.round(rng.uniform(1, 1000, n), 2)),
                 "ts": pa.array(base + rng.integers(0, 4 * 86_400_000_000, n).astype("timedelta64[us]")),
-                "dt": pa.array(np.array(DAYS)[rng.integers(0, len(DAYS), n)]),
+                "dt": pick(DAYS, rng.integers(0, len(DAYS), n)),
                 "comment": comment,
             },
             schema=SCHEMA,

@@ -50,10 +50,11 @@ import pyarrow.parquet as pq
 
 # the engine of this checkout, also under an interpreter it is not installed in
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from core import pick  # noqa: E402  (after the checkout is on the path)
 
 BATCH = 1_000_000
-DAYS = np.array(["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"])
-WORDS = np.array(["fast", "gift", "fragile", "express", "bulk", "return", "priority", "note"])
+DAYS = ["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"]
+WORDS = ["fast", "gift", "fragile", "express", "bulk", "return", "priority", "note"]
 SCHEMA = pa.schema(
     [
         pa.field("id", pa.int64(), nullable=False),
@@ -79,8 +80,8 @@ def batch(ids: np.ndarray, seed: int) -> pa.RecordBatch:
             pa.array(ids),
             pa.array(rng.integers(0, 2**40, n)),
             pa.array(rng.uniform(0, 1000, n)),
-            pa.array(WORDS[rng.integers(0, len(WORDS), n)]),
-            pa.array(DAYS[ids % len(DAYS)]),
+            pick(WORDS, rng.integers(0, len(WORDS), n)),
+            pick(DAYS, ids % len(DAYS)),
         ],
         schema=SCHEMA,
     )
