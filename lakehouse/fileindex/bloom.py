@@ -74,14 +74,11 @@ HASHES_AT_ONCE = 1 << 20  # bounds the (hashes x k) position matrix of a build
 
 def _set_bits(bits: np.ndarray, hashes: np.ndarray, k: int) -> None:
     """Set the bits ``hashes`` probe in the packed bit set ``bits`` (uint8, bit ``i`` in byte
-    ``i >> 3``), a bounded block of hashes at a time: each block's positions sorted, and the bits
-    of one byte or-ed together before they meet the set."""
+    ``i >> 3``), a bounded block of hashes at a time: an unbuffered or (``ufunc.at``) of each
+    position's bit into its byte, which needs no sort of the positions."""
     for start in range(0, len(hashes), HASHES_AT_ONCE):
-        pos = np.sort(_positions(hashes[start : start + HASHES_AT_ONCE], k, len(bits) * 8).ravel())
-        byte = pos >> 3
-        first = np.flatnonzero(np.diff(byte, prepend=-1))
-        values = np.left_shift(np.uint8(1), (pos & 7).astype(np.uint8))
-        bits[byte[first]] |= np.bitwise_or.reduceat(values, first)
+        pos = _positions(hashes[start : start + HASHES_AT_ONCE], k, len(bits) * 8).ravel()
+        np.bitwise_or.at(bits, pos >> 3, np.left_shift(np.uint8(1), (pos & 7).astype(np.uint8)))
 
 
 @dataclass(frozen=True)
