@@ -54,7 +54,7 @@ class KeyGroups:
             columns = keys
             for c in order:
                 columns = columns.append_column(c, table.column(c))
-            idx = nulls_first.sort_indices(columns, key + order).to_numpy()
+            idx = _merge_order(columns, key, order)
         sorted_keys = [keys.column(k) if idx is None else keys.column(k).take(idx) for k in key]
         ends = np.flatnonzero(run_ends(sorted_keys)).astype(np.int64) + 1
         starts = np.concatenate([[0], ends[:-1]]).astype(np.int64) if len(ends) else ends
@@ -103,6 +103,31 @@ class KeyGroups:
         everything before it), or at its first row - whichever is latest."""
         begin = np.maximum(np.maximum(self.last_where(deletes) + 1, self.last_where(complete)), self.starts)
         return np.repeat(begin, self.ends - self.starts)
+
+
+def _merge_order(columns: pa.Table, key: list[str], order: list[str]) -> np.ndarray:
+    """The positions of ``columns`` sorted by ``key`` then ``order`` (nulls first, stable).
+
+    A single integer key without nulls (integral and floating-point keys compare as integers) is
+    sorted by numpy's stable sort, which merges the presorted runs that a merge concatenates in
+    about linear time; only the rows of keys with several versions, few in a merge, are then put
+    in ``order`` by Arrow's sort. Other keys are sorted by Arrow whole."""
+    column = columns.column(key[0])
+    if len(key) != 1 or column.null_count or not pa.types.is_integer(column.type):
+        return nulls_first.sort_indices(columns, key + order).to_numpy()
+    values = column.to_numpy()
+    idx = np.argsort(values, kind="stable")
+    repeated = values[idx[1:]] == values[idx[:-1]]
+    if not order or not repeated.any():
+        return idx
+    shared = np.zeros(len(idx), bool)
+    shared[:-1] |= repeated
+    shared[1:] |= repeated
+    positions = np.flatnonzero(shared)  # whole runs of equal keys, in key order
+    versions = idx[positions]
+    ordered = nulls_first.sort_indices(columns.take(pa.array(versions)), key + order).to_numpy()
+    idx[positions] = versions[ordered]
+    return idx
 
 
 def positions_of(owners: np.ndarray, count: int) -> np.ndarray:

@@ -63,7 +63,12 @@ def key_at(table: pa.Table, key: list[str], row: int) -> tuple:
 
 def count_at_most(table: pa.Table, key: list[str], bound: tuple) -> int:
     """How many leading rows of key-sorted ``table`` have a key <= ``bound`` (lexicographic, as
-    keys compare: ``bound`` from :func:`last_key`)."""
+    keys compare: ``bound`` from :func:`last_key`). A single integral key without nulls is
+    found by binary search; other keys are compared column by column."""
+    if len(key) == 1:
+        column = comparable(table.column(key[0]))
+        if pa.types.is_integer(column.type) and not column.null_count:
+            return int(np.searchsorted(column.to_numpy(), bound[0], side="right"))
     below = np.zeros(table.num_rows, bool)
     equal = np.ones(table.num_rows, bool)
     for name, value in zip(key, bound, strict=True):

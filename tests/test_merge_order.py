@@ -1,0 +1,66 @@
+"""The merge order of versions and the streaming merge's step bounds: the fast paths for a single
+integral key (numpy's stable sort over concatenated runs, binary search in a sorted run) agree
+with Arrow's sort and a row-by-row comparison, over random runs with repeated keys, null
+sequence fields and composite keys."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lakehouse import nulls_first
+from lakehouse.mergetree.groups import KeyGroups
+from lakehouse.mergetree.keyorder import comparable_keys
+from lakehouse.mergetree.stream import count_at_most
+
+runs = st.lists(
+    st.lists(st.integers(-5, 30), min_size=0, max_size=25).map(sorted), min_size=1, max_size=4
+).filter(lambda rs: sum(map(len, rs)) > 0)
+
+
+def versions(keys: list[list[int]], seq: list[int | None], key_type: pa.DataType) -> pa.Table:
+    """Runs concatenated as a merge step holds them: key, a nullable sequence field ``s``, the
+    sequence number (random: a later run may hold older versions) and the run's ordinal."""
+    flat = [k for run in keys for k in run]
+    n = len(flat)
+    ordinal = [i for i, run in enumerate(keys) for _ in run]
+    return pa.table(
+        {
+            "k": pa.array(flat, key_type),
+            "k2": pa.array([k % 3 for k in flat], pa.int32()),
+            "s": pa.array((seq * n)[:n], pa.int64()),
+            "_SEQUENCE_NUMBER": pa.array(np.random.default_rng(n).permutation(n), pa.int64()),
+            "_FILE_ORDINAL": pa.array(ordinal, pa.int32()),
+            "_VALUE_KIND": pa.array([0] * n, pa.int8()),
+        }
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    runs,
+    st.lists(st.one_of(st.none(), st.integers(0, 3)), min_size=1, max_size=5),
+    st.sampled_from([pa.int64(), pa.int32(), pa.float64()]),
+    st.sampled_from([["k"], ["k", "k2"]]),
+    st.sampled_from([[], ["s"]]),
+)
+def test_the_merge_order_is_arrows_sort_of_key_then_order(keys, seq, key_type, key, fields):
+    table = versions(keys, seq, key_type)
+    order = [*fields, "_SEQUENCE_NUMBER", "_FILE_ORDINAL"]
+    groups = KeyGroups.of(table, key, order, "_VALUE_KIND")
+    columns = comparable_keys(table, key)
+    for c in order:
+        columns = columns.append_column(c, table.column(c))
+    expected = nulls_first.sort_indices(columns, key + order).to_numpy()
+    assert groups.positions(np.arange(table.num_rows)).tolist() == expected.tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(runs, st.integers(-7, 32), st.sampled_from([pa.int64(), pa.int16(), pa.float32()]))
+def test_a_step_bound_counts_the_keys_at_most_it(keys, bound, key_type):
+    run = pa.table({"k": pa.array(keys[0], key_type)})
+    image = comparable_keys(pa.table({"k": pa.array([bound], key_type)}), ["k"]).column("k")[0].as_py()
+    expected = sum(1 for k in comparable_keys(run, ["k"]).column("k").to_pylist() if k <= image)
+    assert count_at_most(run, ["k"], (image,)) == expected
