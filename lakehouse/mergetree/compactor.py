@@ -29,6 +29,7 @@ import pyarrow as pa
 
 from lakehouse.deletionvectors.maintainer import BucketDeletionVectors
 from lakehouse.format import parquet
+from lakehouse.io.read_ahead import read_ahead
 from lakehouse.manifest.entries import DataFileMeta, FileSource
 from lakehouse.mergetree.changelog import ChangelogProducer, changelog_layout
 from lakehouse.mergetree.engine import MergeEngine
@@ -134,10 +135,10 @@ class BucketCompactor(BucketFiles):
 
     def job_bytes(self) -> int:
         """What a compaction of this bucket holds at most (measured): its merge (the runs'
-        batches, ``sort-spill-buffer-size`` in all, and the steps merged from them) and the row
-        groups being gathered and encoded; a bucket whose files decode to less holds
-        ``DATA_COPIES`` times their data. Reads the files' footers."""
-        most = 3 * self.merge_bytes + 2 * min(ROW_GROUP_BYTES, self.layout.target_size)
+        batches, ``sort-spill-buffer-size`` in all, as much again read ahead, and the steps
+        merged from them) and the row groups being gathered and encoded; a bucket whose files
+        decode to less holds ``DATA_COPIES`` times their data. Reads the files' footers."""
+        most = 4 * self.merge_bytes + 2 * min(ROW_GROUP_BYTES, self.layout.target_size)
         return min(most, DATA_COPIES * decoded_bytes(self.table, self.bucket_path, self.files))
 
     # ---- compaction ----------------------------------------------------------------------
@@ -335,7 +336,7 @@ class CompactTask:
         side), without deletes when they go to the top level."""
         for section in candidate:
             budget = self.bucket.merge_bytes // len(section)  # per run: sort-spill-buffer-size in all
-            runs = [(batch for f in run.files for batch in self._read(f, levels, budget)) for run in section]
+            runs = [read_ahead(b for f in r.files for b in self._read(f, levels, budget)) for r in section]
             for versions in merge_steps(runs, self.bucket.engine.key):
                 merged, changes = self.step.merge(versions, changelog)
                 self._write_changelog(changes)

@@ -22,6 +22,7 @@ from lakehouse.errors import SchemaMismatchError
 from lakehouse.format import parquet
 from lakehouse.io.memory import JobMemory
 from lakehouse.io.pool import map_parallel
+from lakehouse.io.read_ahead import map_ahead, read_ahead
 from lakehouse.mergetree.compactor import BATCH_ROWS
 from lakehouse.mergetree.engine import ORDINAL, MergeEngine
 from lakehouse.mergetree.groups import drop_retracts
@@ -48,10 +49,11 @@ READ_BATCH_ROWS = 1 << 20  # rows of a batch read straight from a file (fewer: s
 
 def split_memory(table: TableStore, beside_buffer: bool = False) -> JobMemory:
     """What reading one split of ``table`` holds beside the rows it returns: a batch per sorted
-    run (``sort-spill-buffer-size`` in all) and the steps merged from them, or one batch of a
-    file; ``beside_buffer``: the reads run beside a write buffer (see ``CoreOptions.jobs_budget``)."""
+    run (``sort-spill-buffer-size`` in all), as much again read ahead, and the two steps being
+    merged from them, or one batch of a file; ``beside_buffer``: the reads run beside a write
+    buffer (see ``CoreOptions.jobs_budget``)."""
     options = table.schema.core_options
-    return JobMemory(2 * options.memory(SORT_SPILL_BUFFER_SIZE), options.jobs_budget(beside_buffer))
+    return JobMemory(4 * options.memory(SORT_SPILL_BUFFER_SIZE), options.jobs_budget(beside_buffer))
 
 
 class TableRead:
@@ -170,11 +172,10 @@ class TableRead:
         for section in sections(list(split.files), self.key_ranges):
             budget = self.merge_bytes // len(section)
             runs: list[Iterator[pa.Table]] = [
-                (b for meta in run.files for b in self._file_batches(split, position[id(meta)], budget))
+                read_ahead(b for m in run.files for b in self._file_batches(split, position[id(m)], budget))
                 for run in section
             ]
-            for versions in merge_steps(runs, self.key):
-                yield self._merge(versions)
+            yield from map_ahead(self._merge, merge_steps(runs, self.key))
 
     def _merged_whole(self, split: Split) -> Iterator[pa.Table]:
         """The bucket's rows merged per key in one merge of all its versions."""
@@ -190,6 +191,9 @@ class TableRead:
         if self.lookup_merge:
             versions = versions.filter(pa.array(KeyLevels.of(versions, self.key).lookup_rows()))
             versions = versions.drop_columns([LEVEL])
+        if self.engine.keeps_versions:  # the winners' columns but sequence numbers and file positions
+            read = [*(f.name for f in self.read_fields), parquet.VALUE_KIND]
+            return drop_retracts(versions.select(read).take(self.engine.winners(versions)))
         return drop_retracts(self.engine.merge(versions))
 
     def _file_batches(self, split: Split, i: int, batch_bytes: int | None = None) -> Iterator[pa.Table]:

@@ -1,0 +1,88 @@
+"""Read-ahead: the next item of an iterator (or the next step of a computation over one)
+produced on another thread while the caller uses the current one.
+
+A merge reads each sorted run a batch at a time and merges the batches it has; decoding a
+Parquet batch (Arrow, which releases the GIL) and merging the previous ones (Arrow and numpy
+kernels) can then run on two cores instead of taking turns on one. Each wrapped iterator has
+exactly one item in flight beyond the one its caller holds, so what it adds to a merge's memory
+is one more batch per run: bounded by the merge's buffer, never by the data. The producing
+threads belong to a pool of their own whose tasks never wait on anything, so a caller that is
+itself a task of another pool cannot deadlock it. On a single core there is nothing to overlap:
+the iterator is used as it is.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
+
+from lakehouse.io.cores import usable_cores
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+_END = object()
+_pools: dict[int, ThreadPoolExecutor] = {}
+_lock = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The process's read-ahead threads, one per usable core (a forked child gets its own)."""
+    pid = os.getpid()
+    pool = _pools.get(pid)
+    if pool is None:
+        with _lock:
+            pool = _pools.get(pid) or ThreadPoolExecutor(usable_cores(), thread_name_prefix="lakehouse-ahead")
+            _pools.clear()
+            _pools[pid] = pool
+    return pool
+
+
+def map_ahead(fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+    """``fn(x)`` for each of ``items``, in order, each call made on a read-ahead thread while
+    the caller waits for the previous one's result: independent steps (the merges of a split's
+    consecutive keys) run two at a time. The caller's thread pulls ``items``; at most two calls
+    are in flight, whatever the number of cores. A caller that stops early waits for them."""
+    if usable_cores() <= 1:
+        yield from map(fn, items)
+        return
+    pending: deque[Future] = deque()
+    try:
+        for item in items:
+            pending.append(_pool().submit(fn, item))
+            if len(pending) > 1:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for future in pending:
+            if not future.cancel():
+                future.exception()
+
+
+def read_ahead(items: Iterable[T]) -> Iterator[T]:
+    """The items of ``items`` in order, each next one produced on a read-ahead thread while the
+    caller holds the current one. Errors are raised where the caller asks for the item that
+    failed; a caller that stops early waits for the item in flight, and ``items`` is closed."""
+    it = iter(items)
+    if usable_cores() <= 1:
+        yield from it
+        return
+    pending: Future = _pool().submit(next, it, _END)
+    try:
+        while True:
+            item = pending.result()
+            if item is _END:
+                return
+            pending = _pool().submit(next, it, _END)
+            yield item
+    finally:
+        if not pending.cancel():
+            pending.exception()  # wait for it: the iterator is not to be closed while it runs
+        close = getattr(it, "close", None)
+        if close is not None:
+            close()

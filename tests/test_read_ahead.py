@@ -1,0 +1,137 @@
+"""Read-ahead: items and steps produced on other threads arrive in order, errors where they
+happened, at most two steps in flight, and a caller that stops early leaves nothing running."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pyarrow as pa
+import pytest
+
+from lakehouse.io.cores import THREADS_ENV, usable_cores
+from lakehouse.io.read_ahead import map_ahead, read_ahead
+
+
+@pytest.fixture
+def cores(monkeypatch):
+    """The engine believes it has 4 cores: read-ahead is on (this machine may have fewer)."""
+    monkeypatch.setenv(THREADS_ENV, "4")
+    usable_cores.cache_clear()
+    yield
+    usable_cores.cache_clear()
+
+
+def test_read_ahead_produces_the_items_in_order_on_another_thread(cores):
+    threads = set()
+
+    def source():
+        for i in range(50):
+            threads.add(threading.current_thread().name)
+            yield i
+
+    assert list(read_ahead(source())) == list(range(50))
+    assert threading.current_thread().name not in threads
+
+
+def test_read_ahead_raises_where_the_source_failed(cores):
+    def source():
+        yield from range(3)
+        raise ValueError("broken file")
+
+    got = []
+    with pytest.raises(ValueError, match="broken file"):
+        for item in read_ahead(source()):
+            got.append(item)
+    assert got == [0, 1, 2]
+
+
+def test_a_caller_that_stops_early_closes_the_source(cores):
+    produced, closed = [], threading.Event()
+
+    def source():
+        try:
+            for i in range(1000):
+                produced.append(i)
+                yield i
+        finally:
+            closed.set()
+
+    items = read_ahead(source())
+    assert [next(items) for _ in range(3)] == [0, 1, 2]
+    items.close()
+    assert closed.is_set()
+    assert len(produced) <= 4  # one item ahead, never the whole source
+
+
+def test_on_one_core_the_source_is_used_as_it_is(monkeypatch):
+    monkeypatch.setenv(THREADS_ENV, "1")
+    usable_cores.cache_clear()
+    try:
+        threads = set()
+
+        def source():
+            for i in range(5):
+                threads.add(threading.current_thread().name)
+                yield i
+
+        assert list(read_ahead(source())) == list(range(5))
+        assert list(map_ahead(lambda x: x * 2, range(5))) == [0, 2, 4, 6, 8]
+        assert threads == {threading.current_thread().name}
+    finally:
+        usable_cores.cache_clear()
+
+
+def test_map_ahead_keeps_the_order_and_at_most_two_steps_in_flight(cores):
+    lock, running, most = threading.Lock(), [0], [0]
+    second_started, overlapped = threading.Event(), []
+
+    def step(i: int) -> pa.Table:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        if i == 1:
+            second_started.set()
+        if i == 0:  # the first step lasts until the second has started beside it
+            overlapped.append(second_started.wait(10))
+        time.sleep(0.002 * (i % 3))  # later steps may finish first
+        with lock:
+            running[0] -= 1
+        return pa.table({"i": [i]})
+
+    got = [t.column("i")[0].as_py() for t in map_ahead(step, range(40))]
+    assert got == list(range(40))
+    assert overlapped == [True]
+    assert most[0] == 2  # two at once, never more, whatever the cores
+
+
+def test_map_ahead_raises_the_failed_step_and_stops(cores):
+    called = []
+
+    def step(i: int) -> int:
+        called.append(i)
+        if i == 5:
+            raise ValueError("step 5")
+        return i
+
+    got = []
+    with pytest.raises(ValueError, match="step 5"):
+        for x in map_ahead(step, range(100)):
+            got.append(x)
+    assert got == [0, 1, 2, 3, 4]
+    assert max(called) <= 6
+
+
+def test_map_ahead_closed_early_waits_for_the_steps_in_flight(cores):
+    started, finished = [], []
+
+    def step(i: int) -> int:
+        started.append(i)
+        time.sleep(0.01)
+        finished.append(i)
+        return i
+
+    results = map_ahead(step, range(100))
+    assert next(results) == 0
+    results.close()
+    assert sorted(started) == sorted(finished)  # nothing still runs once it has returned
