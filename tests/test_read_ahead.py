@@ -11,6 +11,7 @@ import pytest
 
 from lakehouse.io.cores import THREADS_ENV, usable_cores
 from lakehouse.io.read_ahead import map_ahead, read_ahead
+from lakehouse.mergetree.compactor import BATCH_ROWS
 
 
 @pytest.fixture
@@ -82,6 +83,22 @@ def test_on_one_core_the_source_is_used_as_it_is(monkeypatch):
         usable_cores.cache_clear()
 
 
+def test_work_too_small_to_overlap_stays_on_the_callers_thread(cores):
+    threads = set()
+
+    def source():
+        for i in range(5):
+            threads.add(threading.current_thread().name)
+            yield i
+
+    def double(x: int) -> int:
+        threads.add(threading.current_thread().name)
+        return x * 2
+
+    assert list(map_ahead(double, read_ahead(source(), ahead=False), ahead=False)) == [0, 2, 4, 6, 8]
+    assert threads == {threading.current_thread().name}
+
+
 def test_map_ahead_keeps_the_order_and_at_most_two_steps_in_flight(cores):
     lock, running, most = threading.Lock(), [0], [0]
     second_started, overlapped = threading.Event(), []
@@ -135,3 +152,27 @@ def test_map_ahead_closed_early_waits_for_the_steps_in_flight(cores):
     assert next(results) == 0
     results.close()
     assert sorted(started) == sorted(finished)  # nothing still runs once it has returned
+
+
+def test_a_merged_read_with_and_without_read_ahead_gives_the_same_rows(cores, catalog):
+    """A bucket of several sorted runs, more rows than a merge batch: merged on read-ahead
+    threads or on the caller's, the rows are the same and in key order."""
+    n = BATCH_ROWS + 5_000
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.int64())])
+    table = catalog.create_table(
+        "db.t", schema, primary_keys=["k"], options={"bucket": "1", "write-only": "true"}
+    )
+    table.write(pa.table({"k": pa.array(range(n)), "v": pa.array([0] * n)}, schema))
+    for round_ in (1, 2):
+        keys = list(range(round_, n, 7 * round_))
+        table.write(pa.table({"k": pa.array(keys), "v": pa.array([round_] * len(keys))}, schema))
+    split = table.plan().splits[0]
+    read = table.new_read()
+    ahead, plain = read.read_split(split), read.read_split(split, read_ahead=False)
+    assert ahead.equals(plain)
+    expected = [0] * n
+    for round_ in (1, 2):
+        for k in range(round_, n, 7 * round_):
+            expected[k] = round_
+    assert ahead.column("k").to_pylist() == list(range(n))
+    assert ahead.column("v").to_pylist() == expected

@@ -42,12 +42,13 @@ def _pool() -> ThreadPoolExecutor:
     return pool
 
 
-def map_ahead(fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+def map_ahead(fn: Callable[[T], R], items: Iterable[T], ahead: bool = True) -> Iterator[R]:
     """``fn(x)`` for each of ``items``, in order, each call made on a read-ahead thread while
     the caller waits for the previous one's result: independent steps (the merges of a split's
     consecutive keys) run two at a time. The caller's thread pulls ``items``; at most two calls
-    are in flight, whatever the number of cores. A caller that stops early waits for them."""
-    if usable_cores() <= 1:
+    are in flight, whatever the number of cores. A caller that stops early waits for them.
+    ``ahead=False`` (work too small to gain from another thread): ``map(fn, items)``."""
+    if not ahead or usable_cores() <= 1:
         yield from map(fn, items)
         return
     pending: deque[Future] = deque()
@@ -64,12 +65,13 @@ def map_ahead(fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
                 future.exception()
 
 
-def read_ahead(items: Iterable[T]) -> Iterator[T]:
+def read_ahead(items: Iterable[T], ahead: bool = True) -> Iterator[T]:
     """The items of ``items`` in order, each next one produced on a read-ahead thread while the
     caller holds the current one. Errors are raised where the caller asks for the item that
-    failed; a caller that stops early waits for the item in flight, and ``items`` is closed."""
+    failed; a caller that stops early waits for the item in flight, and ``items`` is closed.
+    ``ahead=False``: the items as they come."""
     it = iter(items)
-    if usable_cores() <= 1:
+    if not ahead or usable_cores() <= 1:
         yield from it
         return
     pending: Future = _pool().submit(next, it, _END)

@@ -336,7 +336,11 @@ class CompactTask:
         side), without deletes when they go to the top level."""
         for section in candidate:
             budget = self.bucket.merge_bytes // len(section)  # per run: sort-spill-buffer-size in all
-            runs = [read_ahead(b for f in r.files for b in self._read(f, levels, budget)) for r in section]
+            ahead = several_steps(section)
+            runs = [
+                read_ahead((b for f in r.files for b in self._read(f, levels, budget)), ahead)
+                for r in section
+            ]
             for versions in merge_steps(runs, self.bucket.engine.key):
                 merged, changes = self.step.merge(versions, changelog)
                 self._write_changelog(changes)
@@ -372,6 +376,12 @@ class CompactTask:
             bucket.table, bucket.bucket_path, f, fields, system, BATCH_ROWS, deletion, batch_bytes=batch_bytes
         ):
             yield with_level(batch, f.level) if level else batch
+
+
+def several_steps(section: list[SortedRun]) -> bool:
+    """Whether ``section`` holds more rows than a batch: a smaller merge is a single step, which
+    reading ahead would only hand to another thread, with nothing to overlap."""
+    return sum(f.row_count for run in section for f in run.files) > BATCH_ROWS
 
 
 def gathered(pieces: Iterator[pa.Table], size: int) -> Iterator[pa.Table]:

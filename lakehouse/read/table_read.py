@@ -20,10 +20,11 @@ from pyroaring import BitMap
 
 from lakehouse.errors import SchemaMismatchError
 from lakehouse.format import parquet
+from lakehouse.io import read_ahead as ahead
+from lakehouse.io.cores import usable_cores
 from lakehouse.io.memory import JobMemory
 from lakehouse.io.pool import map_parallel
-from lakehouse.io.read_ahead import map_ahead, read_ahead
-from lakehouse.mergetree.compactor import BATCH_ROWS
+from lakehouse.mergetree.compactor import BATCH_ROWS, several_steps
 from lakehouse.mergetree.engine import ORDINAL, MergeEngine
 from lakehouse.mergetree.groups import drop_retracts
 from lakehouse.mergetree.keyorder import float_width
@@ -102,7 +103,8 @@ class TableRead:
         """All rows of ``splits`` in one table (splits read in parallel)."""
         if not splits:
             return self.output_schema.empty_table()
-        parts = map_parallel(self.read_split, splits, split_memory(self.table))
+        overlap = len(splits) < usable_cores()  # else the splits read in parallel keep the cores busy
+        parts = map_parallel(lambda s: self.read_split(s, overlap), splits, split_memory(self.table))
         return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
     def to_arrow_batch_reader(self, splits: list[Split]) -> pa.RecordBatchReader:
@@ -119,26 +121,29 @@ class TableRead:
         """The positions of the rows of a raw file that its deletion vector deletes."""
         return deleted_rows(self.table, file)
 
-    def read_split(self, split: Split) -> pa.Table:
+    def read_split(self, split: Split, read_ahead: bool = True) -> pa.Table:
         """All rows of one split in one table (see :meth:`batches`)."""
-        parts = list(self.batches(split))
+        parts = list(self.batches(split, read_ahead))
         if not parts:
             return self.output_schema.empty_table()
         return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
-    def batches(self, split: Split) -> Iterator[pa.Table]:
+    def batches(self, split: Split, read_ahead: bool = True) -> Iterator[pa.Table]:
         """The rows of one split a batch at a time, in bounded memory whatever the split's size:
         files are read a batch at a time, and a primary-key bucket's sorted runs are merged step
         by step in key order (:func:`merge_steps`), holding about one batch per run of a
         section (``sort-spill-buffer-size`` in all, as compaction's merges). Buckets keyed by
         floating-point columns are merged whole: a file another writer sorted may not follow
-        this engine's order of NaN and signed zeros, which a streaming merge relies on."""
+        this engine's order of NaN and signed zeros, which a streaming merge relies on.
+        ``read_ahead``: a merge decodes the next batches and merges the next step on other
+        threads while the caller uses the current one (:mod:`lakehouse.io.read_ahead`); pass
+        False where other splits are read in parallel and already keep the cores busy."""
         if self.changes:
             versions = iter([read_changed(self.table, split)])
         elif not self.key or split.raw_convertible:
             versions = self._raw(split)
         elif self.streams_merge:
-            versions = self._merged(split)
+            versions = self._merged(split, read_ahead)
         else:
             versions = self._merged_whole(split)
         for data in versions:
@@ -164,18 +169,22 @@ class TableRead:
             for batch in self._file_batches(split, i):
                 yield drop_retracts(batch) if retracts else batch
 
-    def _merged(self, split: Split) -> Iterator[pa.Table]:
+    def _merged(self, split: Split, read_ahead: bool) -> Iterator[pa.Table]:
         """The bucket's rows merged per key, a step at a time: each section of files with
         overlapping keys (``IntervalPartition``) is merged as sorted runs; a version's file
         position breaks sequence ties (later files win)."""
         position = {id(meta): i for i, meta in enumerate(split.files)}
         for section in sections(list(split.files), self.key_ranges):
             budget = self.merge_bytes // len(section)
+            overlap = read_ahead and several_steps(section)
             runs: list[Iterator[pa.Table]] = [
-                read_ahead(b for m in run.files for b in self._file_batches(split, position[id(m)], budget))
+                ahead.read_ahead(
+                    (b for m in run.files for b in self._file_batches(split, position[id(m)], budget)),
+                    overlap,
+                )
                 for run in section
             ]
-            yield from map_ahead(self._merge, merge_steps(runs, self.key))
+            yield from ahead.map_ahead(self._merge, merge_steps(runs, self.key), overlap)
 
     def _merged_whole(self, split: Split) -> Iterator[pa.Table]:
         """The bucket's rows merged per key in one merge of all its versions."""
