@@ -14,24 +14,30 @@ from lakehouse.io.read_ahead import map_ahead, read_ahead
 from lakehouse.mergetree.compactor import BATCH_ROWS
 
 
+def believe_cores(monkeypatch, count: int) -> None:
+    """The engine believes it has ``count`` cores (whatever this machine has)."""
+    monkeypatch.setenv(THREADS_ENV, str(count))
+    usable_cores.cache_clear()
+
+
 @pytest.fixture
 def cores(monkeypatch):
-    """The engine believes it has 4 cores: read-ahead is on (this machine may have fewer)."""
-    monkeypatch.setenv(THREADS_ENV, "4")
-    usable_cores.cache_clear()
+    """Four cores: read-ahead is on (this machine may have fewer)."""
+    believe_cores(monkeypatch, 4)
     yield
     usable_cores.cache_clear()
 
 
+def counted(n: int, threads: set[str]):
+    """0..n-1, noting the thread that produced each."""
+    for i in range(n):
+        threads.add(threading.current_thread().name)
+        yield i
+
+
 def test_read_ahead_produces_the_items_in_order_on_another_thread(cores):
-    threads = set()
-
-    def source():
-        for i in range(50):
-            threads.add(threading.current_thread().name)
-            yield i
-
-    assert list(read_ahead(source())) == list(range(50))
+    threads: set[str] = set()
+    assert list(read_ahead(counted(50, threads))) == list(range(50))
     assert threading.current_thread().name not in threads
 
 
@@ -66,17 +72,10 @@ def test_a_caller_that_stops_early_closes_the_source(cores):
 
 
 def test_on_one_core_the_source_is_used_as_it_is(monkeypatch):
-    monkeypatch.setenv(THREADS_ENV, "1")
-    usable_cores.cache_clear()
+    believe_cores(monkeypatch, 1)
     try:
-        threads = set()
-
-        def source():
-            for i in range(5):
-                threads.add(threading.current_thread().name)
-                yield i
-
-        assert list(read_ahead(source())) == list(range(5))
+        threads: set[str] = set()
+        assert list(read_ahead(counted(5, threads))) == list(range(5))
         assert list(map_ahead(lambda x: x * 2, range(5))) == [0, 2, 4, 6, 8]
         assert threads == {threading.current_thread().name}
     finally:
@@ -84,18 +83,19 @@ def test_on_one_core_the_source_is_used_as_it_is(monkeypatch):
 
 
 def test_work_too_small_to_overlap_stays_on_the_callers_thread(cores):
-    threads = set()
-
-    def source():
-        for i in range(5):
-            threads.add(threading.current_thread().name)
-            yield i
+    threads: set[str] = set()
 
     def double(x: int) -> int:
         threads.add(threading.current_thread().name)
         return x * 2
 
-    assert list(map_ahead(double, read_ahead(source(), ahead=False), ahead=False)) == [0, 2, 4, 6, 8]
+    assert list(map_ahead(double, read_ahead(counted(5, threads), ahead=False), ahead=False)) == [
+        0,
+        2,
+        4,
+        6,
+        8,
+    ]
     assert threads == {threading.current_thread().name}
 
 

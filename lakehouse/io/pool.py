@@ -32,19 +32,27 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 IO_THREADS = 16
-_pools: dict[int, ThreadPoolExecutor] = {}
+_pools: dict[str, tuple[int, ThreadPoolExecutor]] = {}
 _lock = threading.Lock()
 
 
-def _pool() -> ThreadPoolExecutor:
+def process_pool(name: str, threads: int) -> ThreadPoolExecutor:
+    """The long-lived pool ``name`` of this process, started with ``threads`` threads on first
+    use; a forked child (a Spark Python worker) starts its own, as its parent's threads did not
+    survive the fork."""
     pid = os.getpid()
-    pool = _pools.get(pid)
-    if pool is None:
+    found = _pools.get(name)
+    if found is None or found[0] != pid:
         with _lock:
-            pool = _pools.get(pid) or ThreadPoolExecutor(IO_THREADS, thread_name_prefix="lakehouse-io")
-            _pools.clear()  # a parent's pool is unusable in this process
-            _pools[pid] = pool
-    return pool
+            found = _pools.get(name)
+            if found is None or found[0] != pid:
+                found = pid, ThreadPoolExecutor(threads, thread_name_prefix=name)
+                _pools[name] = found
+    return found[1]
+
+
+def _pool() -> ThreadPoolExecutor:
+    return process_pool("lakehouse-io", IO_THREADS)
 
 
 def map_reads(fn: Callable[[T], R], items: Iterable[T], parallel: bool = True) -> list[R]:

@@ -13,33 +13,29 @@ the iterator is used as it is.
 
 from __future__ import annotations
 
-import os
-import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
 from lakehouse.io.cores import usable_cores
+from lakehouse.io.pool import process_pool
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 _END = object()
-_pools: dict[int, ThreadPoolExecutor] = {}
-_lock = threading.Lock()
 
 
 def _pool() -> ThreadPoolExecutor:
-    """The process's read-ahead threads, one per usable core (a forked child gets its own)."""
-    pid = os.getpid()
-    pool = _pools.get(pid)
-    if pool is None:
-        with _lock:
-            pool = _pools.get(pid) or ThreadPoolExecutor(usable_cores(), thread_name_prefix="lakehouse-ahead")
-            _pools.clear()
-            _pools[pid] = pool
-    return pool
+    """The process's read-ahead threads, one per usable core."""
+    return process_pool("lakehouse-ahead", usable_cores())
+
+
+def _settle(future: Future) -> None:
+    """Cancel ``future``, or wait for it if it already runs (its error is the caller's no more)."""
+    if not future.cancel():
+        future.exception()
 
 
 def map_ahead(fn: Callable[[T], R], items: Iterable[T], ahead: bool = True) -> Iterator[R]:
@@ -61,8 +57,7 @@ def map_ahead(fn: Callable[[T], R], items: Iterable[T], ahead: bool = True) -> I
             yield pending.popleft().result()
     finally:
         for future in pending:
-            if not future.cancel():
-                future.exception()
+            _settle(future)
 
 
 def read_ahead(items: Iterable[T], ahead: bool = True) -> Iterator[T]:
@@ -83,8 +78,7 @@ def read_ahead(items: Iterable[T], ahead: bool = True) -> Iterator[T]:
             pending = _pool().submit(next, it, _END)
             yield item
     finally:
-        if not pending.cancel():
-            pending.exception()  # wait for it: the iterator is not to be closed while it runs
+        _settle(pending)  # the iterator is not to be closed while it runs
         close = getattr(it, "close", None)
         if close is not None:
             close()

@@ -21,7 +21,8 @@ level; a file upgraded into the top level without a rewrite has its rows read fo
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -335,12 +336,8 @@ class CompactTask:
         """The merged rows of the candidate sections in key order (their changelog written on the
         side), without deletes when they go to the top level."""
         for section in candidate:
-            budget = self.bucket.merge_bytes // len(section)  # per run: sort-spill-buffer-size in all
-            ahead = several_steps(section)
-            runs = [
-                read_ahead((b for f in r.files for b in self._read(f, levels, budget)), ahead)
-                for r in section
-            ]
+            read = functools.partial(self._read, level=levels)
+            runs = read_runs(section, read, self.bucket.merge_bytes, several_steps(section))
             for versions in merge_steps(runs, self.bucket.engine.key):
                 merged, changes = self.step.merge(versions, changelog)
                 self._write_changelog(changes)
@@ -382,6 +379,20 @@ def several_steps(section: list[SortedRun]) -> bool:
     """Whether ``section`` holds more rows than a batch: a smaller merge is a single step, which
     reading ahead would only hand to another thread, with nothing to overlap."""
     return sum(f.row_count for run in section for f in run.files) > BATCH_ROWS
+
+
+def read_runs(
+    section: list[SortedRun],
+    read: Callable[..., Iterator[pa.Table]],
+    merge_bytes: int,
+    ahead: bool,
+) -> list[Iterator[pa.Table]]:
+    """Each sorted run of ``section`` as the batches of its files in turn, ``read(file,
+    batch_bytes=...)`` with each run's share of the merge's ``merge_bytes``
+    (``sort-spill-buffer-size`` in all), the next batch decoded on a read-ahead thread if
+    ``ahead`` (see :func:`several_steps`)."""
+    budget = merge_bytes // len(section)
+    return [read_ahead((b for f in run.files for b in read(f, batch_bytes=budget)), ahead) for run in section]
 
 
 def gathered(pieces: Iterator[pa.Table], size: int) -> Iterator[pa.Table]:

@@ -117,7 +117,8 @@ def _merge_order(columns: pa.Table, key: list[str], order: list[str]) -> np.ndar
         return nulls_first.sort_indices(columns, key + order).to_numpy()
     values = column.to_numpy()
     idx = np.argsort(values, kind="stable")
-    repeated = values[idx[1:]] == values[idx[:-1]]
+    ordered = values[idx]
+    repeated = ordered[1:] == ordered[:-1]
     if not order or not repeated.any():
         return idx
     shared = np.zeros(len(idx), bool)

@@ -20,11 +20,12 @@ from pyroaring import BitMap
 
 from lakehouse.errors import SchemaMismatchError
 from lakehouse.format import parquet
-from lakehouse.io import read_ahead as ahead
 from lakehouse.io.cores import usable_cores
 from lakehouse.io.memory import JobMemory
 from lakehouse.io.pool import map_parallel
-from lakehouse.mergetree.compactor import BATCH_ROWS, several_steps
+from lakehouse.io.read_ahead import map_ahead
+from lakehouse.manifest.entries import DataFileMeta
+from lakehouse.mergetree.compactor import BATCH_ROWS, read_runs, several_steps
 from lakehouse.mergetree.engine import ORDINAL, MergeEngine
 from lakehouse.mergetree.groups import drop_retracts
 from lakehouse.mergetree.keyorder import float_width
@@ -174,17 +175,14 @@ class TableRead:
         overlapping keys (``IntervalPartition``) is merged as sorted runs; a version's file
         position breaks sequence ties (later files win)."""
         position = {id(meta): i for i, meta in enumerate(split.files)}
+
+        def read(meta: DataFileMeta, batch_bytes: int) -> Iterator[pa.Table]:
+            return self._file_batches(split, position[id(meta)], batch_bytes)
+
         for section in sections(list(split.files), self.key_ranges):
-            budget = self.merge_bytes // len(section)
             overlap = read_ahead and several_steps(section)
-            runs: list[Iterator[pa.Table]] = [
-                ahead.read_ahead(
-                    (b for m in run.files for b in self._file_batches(split, position[id(m)], budget)),
-                    overlap,
-                )
-                for run in section
-            ]
-            yield from ahead.map_ahead(self._merge, merge_steps(runs, self.key), overlap)
+            runs = read_runs(section, read, self.merge_bytes, overlap)
+            yield from map_ahead(self._merge, merge_steps(runs, self.key), overlap)
 
     def _merged_whole(self, split: Split) -> Iterator[pa.Table]:
         """The bucket's rows merged per key in one merge of all its versions."""
