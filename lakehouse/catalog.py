@@ -21,6 +21,7 @@ from lakehouse.errors import (
     TableNotFoundError,
     UnsupportedFeatureError,
 )
+from lakehouse.iceberg.metadata import delete_iceberg_metadata, try_sync_iceberg
 from lakehouse.io.fs import FileIO, join, storage_options
 from lakehouse.paths import MAIN_BRANCH, TablePaths, normalize_branch
 from lakehouse.rest.catalog import RestCatalog
@@ -285,12 +286,14 @@ class Catalog:
             self._rest.drop_table(identifier)
             return
         _, _, path = self._table_path(identifier)
+        delete_iceberg_metadata(self.load_table(identifier).store)
         self.io.delete_dir(path)
 
     def rename_table(self, source: str, destination: str, *, ignore_if_not_exists: bool = False) -> None:
         """Rename table ``source`` to ``destination`` (``db.t``, in the same database or another):
         its directory moves, with its branches, tags and files (``FileSystemCatalog.renameTable``).
-        Handles opened under the old name lose the table.
+        Handles opened under the old name lose the table. Iceberg metadata, which names files by
+        absolute path, is written anew for the new location.
 
         Local filesystems and HDFS rename a directory at once; object stores have no such rename,
         so there it is refused rather than made of copies a crash could leave half done."""
@@ -323,7 +326,10 @@ class Catalog:
                 f"cannot rename table {source} to {destination}: {target_path} already exists; choose "
                 f"another name or drop {destination} first"
             )
+        delete_iceberg_metadata(self.load_table(source).store)
         self.io.fs.move(source_path, target_path)
+        # the Iceberg metadata names files by absolute path: describe them where they are now
+        try_sync_iceberg(self.load_table(destination).store, f"renaming {source} to {destination}")
 
 
 def define_table(

@@ -79,7 +79,7 @@ def assert_history(t, compare=None) -> None:
     exists, and pyiceberg reads each snapshot (those ``compare`` accepts) as we read it."""
     from lakehouse.iceberg.metadata import orphan_metadata_files
 
-    table = iceberg(t.paths.root)
+    table = iceberg(t.iceberg_metadata_location())
     ids = [s.snapshot_id for s in table.metadata.snapshots]
     assert ids == list(range(t.earliest_snapshot_id(), t.latest_snapshot_id() + 1))
     assert {name: ref.snapshot_id for name, ref in table.metadata.refs.items()} == {
@@ -571,6 +571,29 @@ def test_a_copy_of_the_table_never_deletes_the_originals_metadata(catalog, tmp_p
     copy.write(rows(range(10, 20), "x"))
     same_rows(t.read(), iceberg(t.paths.root).scan().to_arrow())
     same_rows(copy.read(), iceberg(copy.paths.root).scan().to_arrow())
+
+
+@pytest.mark.parametrize("storage", ["table-location", "hadoop-catalog"])
+def test_a_renamed_table_is_described_where_its_files_now_are_and_a_dropped_one_not_at_all(
+    catalog, tmp_path, storage
+):
+    options = {"metadata.iceberg.storage": storage, "metadata.iceberg.previous-versions-max": "5"}
+    t = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], options=options)
+    t.write(rows(range(0, 10), "x"))
+    t.write(rows(range(10, 20), "y"))
+    t.create_tag("first", snapshot_id=1)
+    catalog.create_database("other")
+    catalog.rename_table("db.t", "other.moved")
+    moved = catalog.get_table("other.moved")
+    catalog_home = str(tmp_path / "warehouse" / "iceberg" / "other")
+    home = moved.paths.root if storage == "table-location" else catalog_home
+    assert moved.iceberg_metadata_location().startswith(home)
+    assert not (tmp_path / "warehouse" / "iceberg" / "db" / "t").exists()  # nothing left under the old name
+    assert_history(moved)  # every snapshot, every tag, every file where it now is
+    metadata = Path(moved.iceberg_metadata_location()).parent
+    assert [p.name for p in metadata.glob("v*.metadata.json")] == ["v2.metadata.json"]  # none names old paths
+    catalog.drop_table("other.moved")
+    assert not (tmp_path / "warehouse" / "iceberg" / "other" / "moved").exists()
 
 
 def test_polars_and_duckdb_read_the_table_through_its_iceberg_metadata(catalog):

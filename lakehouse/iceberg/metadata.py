@@ -71,6 +71,20 @@ def metadata_dir(table: TableStore, settings: IcebergSettings) -> str:
     return f"{warehouse}/iceberg/{database[: -len('.db')]}/{name}/metadata"
 
 
+def delete_iceberg_metadata(table: TableStore) -> None:
+    """Delete the table's Iceberg metadata, before the table is dropped or moves: readers must
+    not find metadata naming files that are gone, and the metadata names them by absolute path.
+    In a Hadoop catalog the catalog's directory of the table goes too. The next sync writes the
+    metadata from scratch."""
+    settings = table.schema.core_options.iceberg
+    if not settings.enabled:
+        return
+    directory = metadata_dir(table, settings)
+    if settings.location == IcebergLocation.CATALOG_LOCATION:
+        directory = directory.rsplit("/", 1)[0]  # <warehouse>/iceberg/<db>/<table>
+    table.io.delete_dir(directory)
+
+
 @dataclass(frozen=True)
 class IcebergSync:
     """What a sync wrote: the metadata file of snapshot ``snapshot_id`` (as readers reach it)."""
