@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lakehouse.errors import CorruptFileError
-from lakehouse.format.parquet import ParquetFileWriter, ParquetOptions, iter_batches
+from lakehouse.format.parquet import ParquetFileWriter, ParquetOptions, decoded_bytes, iter_batches
 from lakehouse.io.fs import FileIO
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
@@ -43,6 +43,32 @@ def test_a_writer_that_cannot_open_publishes_nothing(tmp_path):
     with pytest.raises(Exception, match="zip9"):
         ParquetFileWriter(io, f"{root}/data-1.parquet", SCHEMA, ParquetOptions(compression="zip9"))
     assert os.listdir(tmp_path) == []  # neither a 0-byte file under its name nor a temporary one
+
+
+def test_the_decoded_size_of_a_file_is_its_arrow_size_not_its_pages(tmp_path):
+    """Budgets size batches and jobs by what files take decoded: dictionary-encoded pages hold
+    a repeated value once, Arrow once per row, so the pages undercount many times over."""
+    n = 50_000
+    rng = np.random.default_rng(7)
+    table = pa.table(
+        {
+            "id": pa.array(np.arange(n)),
+            "price": pa.array(rng.uniform(0, 1, n)),
+            "flag": pa.array(rng.integers(0, 2, n).astype(bool)),
+            "day": pa.array(np.full(n, 19_000, np.int32), pa.date32()),
+            "status": pa.array(["shipped", "cancelled", "paid", "created"] * (n // 4)),
+            "region": pa.array(["north-east", "south-west"] * (n // 2)),
+            "text": pa.array([f"comment number {i}" for i in range(n)]),
+            "blob": pa.array([bytes(i % 7) for i in range(n)], pa.binary()),
+        }
+    )
+    path = str(tmp_path / "f.parquet")
+    pq.write_table(table, path, row_group_size=20_000)
+    meta = pq.ParquetFile(path).metadata
+    arrow = pq.read_table(path).nbytes
+    pages = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    assert pages < 0.75 * arrow  # what the estimate used to be
+    assert arrow <= decoded_bytes(meta) <= 1.3 * arrow
 
 
 def test_rows_past_the_end_of_a_file_are_corrupt(tmp_path):

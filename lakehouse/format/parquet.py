@@ -199,9 +199,41 @@ def read_columns(io: FileIO, path: str, columns: list[str]) -> pa.Table:
     return pf.read(columns=[c for c in columns if c in present], use_threads=True)
 
 
-def uncompressed_bytes(meta: pq.FileMetaData) -> int:
-    """What a file's rows take decoded, as its row groups record it."""
-    return sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+_WIDTHS = {"BOOLEAN": 1, "INT32": 4, "INT64": 8, "INT96": 12, "FLOAT": 4, "DOUBLE": 8}
+_OFFSET = 4  # bytes of a string's or binary's offset in an Arrow array
+
+
+def decoded_bytes(meta: pq.FileMetaData) -> int:
+    """What a file's rows take decoded into Arrow arrays, estimated from its footer: memory
+    budgets size batches and jobs by it. Fixed-width values take their width; a string or
+    binary its offset and its average length (of its chunk's min and max), never less than its
+    uncompressed pages. The pages alone undercount: a dictionary-encoded page holds each
+    distinct value once, where the decoded array holds one per row (ten times the pages' size
+    and more for a status column)."""
+    total = 0
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        for c in range(group.num_columns):
+            chunk = group.column(c)
+            values = chunk.num_values
+            kind = chunk.physical_type
+            if kind == "FIXED_LEN_BYTE_ARRAY":
+                width = meta.schema.column(c).length
+            elif kind == "BYTE_ARRAY":
+                width = _OFFSET + _average_length(chunk)
+            else:
+                width = _WIDTHS.get(kind, 8)
+            total += max(chunk.total_uncompressed_size, values * width)
+    return total
+
+
+def _average_length(chunk: pq.ColumnChunkMetaData) -> int:
+    """The average length of a string or binary chunk's values: of its min and max, else of its
+    uncompressed pages per value."""
+    stats = chunk.statistics if chunk.is_stats_set else None
+    if stats is not None and stats.has_min_max:
+        return (len(stats.min) + len(stats.max) + 1) // 2
+    return chunk.total_uncompressed_size // max(1, chunk.num_values)
 
 
 def iter_batches(
@@ -213,7 +245,7 @@ def iter_batches(
     rows: np.ndarray | None = None,
 ) -> Iterator[pa.Table]:
     """The named columns (those present) of a data file, ``batch_rows`` rows at a time, fewer if
-    ``batch_bytes`` (uncompressed, as the file's row groups record it) holds fewer (at least
+    ``batch_bytes`` (decoded, as :func:`decoded_bytes` estimates) holds fewer (at least
     ``MIN_BATCH_ROWS``). ``rows``: sorted row positions to keep (indexes, deletion vectors):
     only the row groups holding them are decoded, and each batch keeps only them."""
     pf = open_file(io, path)
@@ -221,7 +253,7 @@ def iter_batches(
     names = [c for c in columns if c in present]
     meta = pf.metadata
     if batch_bytes is not None and meta.num_rows:
-        fit = batch_bytes * meta.num_rows // max(1, uncompressed_bytes(meta))
+        fit = batch_bytes * meta.num_rows // max(1, decoded_bytes(meta))
         batch_rows = min(batch_rows, max(MIN_BATCH_ROWS, fit))
     if rows is None:
         for batch in pf.iter_batches(batch_size=batch_rows, columns=names, use_threads=True):

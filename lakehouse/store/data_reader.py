@@ -81,7 +81,7 @@ def decoded_bytes(table: TableStore, bucket_path: str, files: list[DataFileMeta]
         path = table.paths.data_file(bucket_path, meta.file_name, meta.external_path)
         check_format(table.name, path)
         with _reading(table, path):
-            total += parquet.uncompressed_bytes(parquet.open_file(table.io, path).metadata)
+            total += parquet.decoded_bytes(parquet.open_file(table.io, path).metadata)
     return total
 
 
