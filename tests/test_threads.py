@@ -274,6 +274,43 @@ def test_writes_and_compactions_on_many_cores_keep_every_row(sixteen_cores, cata
     assert JOBS.held == 0
 
 
+@pytest.mark.parametrize("spill", [False, True])
+def test_a_flush_of_many_buckets_holds_a_file_writer_per_running_job_only(
+    sixteen_cores, catalog, monkeypatch, spill
+):
+    """Each bucket's job finishes its files when its run is written (a writer holds its output
+    buffer): a flush of 64 buckets, direct or merged from spilled runs, never holds 64 writers."""
+    from lakehouse.format.parquet import ParquetFileWriter
+
+    open_now, most = [0], [0]
+    lock = threading.Lock()
+    init, close = ParquetFileWriter.__init__, ParquetFileWriter.close
+
+    def opened(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        with lock:
+            open_now[0] += 1
+            most[0] = max(most[0], open_now[0])
+
+    def closed(self):
+        with lock:
+            open_now[0] -= 1
+        return close(self)
+
+    monkeypatch.setattr(ParquetFileWriter, "__init__", opened)
+    monkeypatch.setattr(ParquetFileWriter, "close", closed)
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
+    options = {"bucket": "64", "changelog-producer": "input"}  # a changelog writer per bucket too
+    if spill:
+        options.update({"write-buffer-size": "256 kb", "sort-spill-buffer-size": "64 kb"})
+    t = catalog.create_table("db.t", schema, primary_keys=["id"], options=options)
+    n = 20_000
+    t.write(pa.table({"id": pa.array(range(n), pa.int64()), "v": [f"v{i}" for i in range(n)]}))
+    assert len(t.live_entries()) == 64
+    assert most[0] <= 2 * 16  # a data and a changelog writer per job, 16 jobs at most
+    assert t.read().num_rows == n
+
+
 def _upserted_four_times(catalog, options: dict[str, str]):
     """A 4-bucket table holding an insert and three upserts: its next write triggers a compaction
     in every bucket (five sorted runs each)."""

@@ -18,12 +18,16 @@ whatever its size. Jobs must not start memory-bounded jobs of their own.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+
+import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -73,3 +77,26 @@ class JobBudget:
 JOBS = JobBudget()  # the process's
 if hasattr(os, "register_at_fork"):  # POSIX
     os.register_at_fork(after_in_child=JOBS.clear)
+
+
+def _malloc_trim() -> Callable[[], object] | None:
+    """glibc's ``malloc_trim(0)``, None where the C library has none (musl, macOS, Windows)."""
+    name = ctypes.util.find_library("c")
+    try:
+        trim = ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):
+        return None
+    return None if trim is None else lambda: trim(0)
+
+
+_TRIM = _malloc_trim()
+
+
+def release_freed() -> None:
+    """Hand what this process's allocators hold freed back to the system: Arrow's (mimalloc
+    keeps what a thread freed for that thread) and glibc's, whose per-thread arenas keep the
+    freed numpy arrays of merges and sorts (a 24M-row primary-key write on 16 threads peaked
+    0.1 GiB higher without it). Called when a job or a flush ends, before the next allocates."""
+    pa.default_memory_pool().release_unused()
+    if _TRIM is not None:
+        _TRIM()

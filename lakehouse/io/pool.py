@@ -23,10 +23,8 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
-import pyarrow as pa
-
 from lakehouse.io.cores import usable_cores
-from lakehouse.io.memory import JOBS, JobMemory
+from lakehouse.io.memory import JOBS, JobMemory, release_freed
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -108,8 +106,8 @@ def _reserving(fn: Callable[[T], R], memory: JobMemory) -> Callable[[T], R]:
             try:
                 return fn(item)
             finally:
-                # Arrow's allocator keeps what a thread freed for that thread: give it back
+                # the allocators keep what a thread freed for that thread: give it back
                 # before the next job, which may run on another thread, allocates its own
-                pa.default_memory_pool().release_unused()
+                release_freed()
 
     return job

@@ -82,6 +82,8 @@ class BucketWrite:
     writer: BucketWriter | None = None  # the run or files being written
     changelog_writer: BucketWriter | None = None
     closed: list[BucketWriter] = field(default_factory=list)  # finished writers
+    # files of finished writers not yet described: data, changelog
+    undescribed: tuple[list[WrittenFile], list[WrittenFile]] = field(default_factory=lambda: ([], []))
     new_files: list[DataFileMeta] = field(default_factory=list)
     new_changelog: list[DataFileMeta] = field(default_factory=list)
     spilled: list[SpilledRun] = field(default_factory=list)  # buffers spilled to local disk, oldest first
@@ -105,16 +107,26 @@ class BucketWrite:
             self.changelog_writer = BucketWriter(layout, self.partition, self.bucket, self.directory)
         return self.changelog_writer
 
-    def close_writers(self) -> tuple[list[WrittenFile], list[WrittenFile]]:
-        """Finish the open writers: their data files and changelog files (not yet described)."""
-        data: list[WrittenFile] = []
-        changelog: list[WrittenFile] = []
-        for writer, out in ((self.writer, data), (self.changelog_writer, changelog)):
+    def close_writers(self) -> None:
+        """Finish the files of the open writers, freeing what the writers hold (their output
+        buffers): a job closes its bucket's once its run is written, so that a flush of many
+        buckets never holds a writer per bucket. :meth:`take_undescribed` hands the files out."""
+        for writer, out in ((self.writer, self.undescribed[0]), (self.changelog_writer, self.undescribed[1])):
             if writer is not None:
                 out.extend(writer.close())
                 self.closed.append(writer)
         self.writer = self.changelog_writer = None
-        return data, changelog
+
+    def take_undescribed(self) -> tuple[list[WrittenFile], list[WrittenFile]]:
+        """Close the open writers: the data and changelog files finished since the last call."""
+        self.close_writers()
+        taken, self.undescribed = self.undescribed, ([], [])
+        return taken
+
+    @property
+    def writing(self) -> bool:
+        """Whether files of the bucket are still open or not yet described."""
+        return bool(self.writer or self.changelog_writer or self.undescribed[0] or self.undescribed[1])
 
     def abort(self) -> None:
         """Delete every file this bucket's writers and compactions produced."""
@@ -206,7 +218,7 @@ class Buckets:
     def finish_files(self, writes: list[BucketWrite]) -> list[tuple[BucketWrite, list[DataFileMeta]]]:
         """Close the writers of ``writes``: each bucket with its new data files (described in one
         pass over all of them); changelog files are added to the buckets directly."""
-        closed = [(w, *w.close_writers()) for w in writes]
+        closed = [(w, *w.take_undescribed()) for w in writes]
         data = [(w, f) for w, files, _ in closed for f in files]
         changelog = [(w, f) for w, _, files in closed for f in files]
         for (w, _), meta in zip(

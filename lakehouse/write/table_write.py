@@ -26,7 +26,7 @@ from lakehouse.bucket.channels import AssignerSplit
 from lakehouse.bucket.fixed import fixed_buckets
 from lakehouse.errors import ArgumentTypeError, InvalidOptionError, SchemaMismatchError
 from lakehouse.format import parquet
-from lakehouse.io.memory import JobMemory
+from lakehouse.io.memory import JobMemory, release_freed
 from lakehouse.io.pool import map_parallel
 from lakehouse.mergetree.changelog import input_rows
 from lakehouse.mergetree.compactor import BucketCompactor, gathered
@@ -195,15 +195,15 @@ class TableWrite:
         (``write-buffer-spill.max-disk-size``). A flush to files first spills the runs of the
         buckets that spilled before, releases the buffer, then merges each such bucket's spilled
         runs into its files: the merges never hold the buffer. What the flush freed goes back
-        to the system: Arrow's default allocator (mimalloc) would otherwise keep it, and the
-        next buffer fills fresh memory."""
+        to the system (:func:`~lakehouse.io.memory.release_freed`): the allocators would
+        otherwise keep it, and the next buffer fills fresh memory."""
         spilling = bool(self.primary_key) and not final and self.settings.spill.spillable
         if spilling and self._spill is not None and self._spill.bytes >= self.settings.spill.max_disk:
             spilling = False
         self._flush_buffer(spilling)
         if self.primary_key and not spilling:
             self._merge_spilled()
-        pa.default_memory_pool().release_unused()
+        release_freed()
 
     def _flush_buffer(self, spilling: bool) -> None:
         """Write the buffer's rows: append files, or one run per primary-key bucket, spilled if
@@ -274,6 +274,7 @@ class TableWrite:
         runs = [r.batches() for r in target.spilled]
         merged = merged_runs(self._key_engine(), runs, self.settings.spill.threshold, self._spill_dir)
         _write_run(target.data_writer(self.settings.layout), self.settings.layout, merged)
+        target.close_writers()
         for r in target.spilled:
             self._spill_dir().remove(r)
         target.spilled = []
@@ -281,8 +282,7 @@ class TableWrite:
     def _finish_runs(self) -> None:
         """A flush is one sorted run per bucket: finish its files (level 0) and hand them to the
         bucket's compactor; a bucket past ``num-sorted-run.stop-trigger`` compacts right away."""
-        open_writes = [w for w in self.buckets.writes.values() if w.writer or w.changelog_writer]
-        added = self.buckets.finish_files(open_writes)
+        added = self.buckets.finish_files([w for w in self.buckets.writes.values() if w.writing])
         for w, metas in added:
             _lsm(w).add(metas)
         if self.settings.write_only:
@@ -387,6 +387,7 @@ class TableWrite:
             _write_run(target.data_writer(self.settings.layout), self.settings.layout, run)
         if changelog is not None and inputs is not None:
             self._write_inputs(changelog, inputs, rows, base)
+        target.close_writers()
 
     def _write_inputs(
         self, changelog: BucketWriter, inputs: tuple[pa.Table, pa.Array], rows: np.ndarray, base: int
