@@ -60,10 +60,11 @@ def test_the_decoded_size_of_a_file_is_its_arrow_size_not_its_pages(tmp_path):
             "region": pa.array(["north-east", "south-west"] * (n // 2)),
             "text": pa.array([f"comment number {i}" for i in range(n)]),
             "blob": pa.array([bytes(i % 7) for i in range(n)], pa.binary()),
+            "amount": pa.array(np.arange(n), pa.int64()).cast(pa.decimal128(30, 2)),  # fixed-length bytes
         }
     )
     path = str(tmp_path / "f.parquet")
-    pq.write_table(table, path, row_group_size=20_000)
+    pq.write_table(table, path, row_group_size=20_000, store_decimal_as_integer=True)
     meta = pq.ParquetFile(path).metadata
     arrow = pq.read_table(path).nbytes
     pages = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))

@@ -201,6 +201,7 @@ def read_columns(io: FileIO, path: str, columns: list[str]) -> pa.Table:
 
 _WIDTHS = {"BOOLEAN": 1, "INT32": 4, "INT64": 8, "INT96": 12, "FLOAT": 4, "DOUBLE": 8}
 _OFFSET = 4  # bytes of a string's or binary's offset in an Arrow array
+_DECIMAL_WIDTH = 16  # decimal128, Paimon's decimals (precision <= 38)
 
 
 def decoded_bytes(meta: pq.FileMetaData) -> int:
@@ -217,8 +218,9 @@ def decoded_bytes(meta: pq.FileMetaData) -> int:
             chunk = group.column(c)
             values = chunk.num_values
             kind = chunk.physical_type
-            if kind == "FIXED_LEN_BYTE_ARRAY":
-                width = meta.schema.column(c).length
+            if kind == "FIXED_LEN_BYTE_ARRAY":  # Arrow holds a decimal in 16 bytes, whatever its precision
+                column = meta.schema.column(c)
+                width = _DECIMAL_WIDTH if column.logical_type.type == "DECIMAL" else column.length
             elif kind == "BYTE_ARRAY":
                 width = _OFFSET + _average_length(chunk)
             else:

@@ -79,14 +79,12 @@ if hasattr(os, "register_at_fork"):  # POSIX
     os.register_at_fork(after_in_child=JOBS.clear)
 
 
-def _malloc_trim() -> Callable[[], object] | None:
-    """glibc's ``malloc_trim(0)``, None where the C library has none (musl, macOS, Windows)."""
-    name = ctypes.util.find_library("c")
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, None where the C library has none (musl, macOS, Windows)."""
     try:
-        trim = ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):
+        return ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim
+    except (OSError, AttributeError, TypeError):
         return None
-    return None if trim is None else lambda: trim(0)
 
 
 _TRIM = _malloc_trim()
@@ -99,4 +97,4 @@ def release_freed() -> None:
     0.1 GiB higher without it). Called when a job or a flush ends, before the next allocates."""
     pa.default_memory_pool().release_unused()
     if _TRIM is not None:
-        _TRIM()
+        _TRIM(0)
