@@ -15,7 +15,7 @@ import pytest
 from lakehouse.errors import InvalidOptionError
 from lakehouse.io.cores import THREADS_ENV, cgroup_cpu_limit, count_cores, scheduler_cores, usable_cores
 from lakehouse.io.memory import JOBS, JobMemory
-from lakehouse.io.pool import map_parallel
+from lakehouse.io.pool import map_parallel, spare_core
 from lakehouse.mergetree.compactor import BucketCompactor
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -248,6 +248,25 @@ def test_a_failed_job_hands_its_share_back(sixteen_cores):
     with pytest.raises(RuntimeError, match="boom"):
         map_parallel(job, range(6), JobMemory(job=10, budget=30))
     assert JOBS.held == 0
+
+
+def test_helpers_run_only_while_the_jobs_leave_a_core(sixteen_cores):
+    """A job's helper threads (reading ahead, encoding in the background) only take turns with it
+    when the jobs running keep every core busy."""
+    started, looked = threading.Barrier(16, timeout=30), threading.Barrier(16, timeout=30)
+
+    def job(fill: int) -> bool:
+        if not fill:
+            return spare_core()
+        started.wait()  # all sixteen run at once
+        spare = spare_core()
+        looked.wait()  # and none ends before all have looked
+        return spare
+
+    assert spare_core()
+    assert map_parallel(job, [0]) == [True]  # one job: fifteen cores to help it
+    assert map_parallel(job, [1] * 16) == [False] * 16
+    assert spare_core()  # the jobs ended
 
 
 def test_threads_of_a_budget():

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from lakehouse.errors import CorruptFileError
 from lakehouse.io.fs import FileIO
-from lakehouse.io.pool import submit
+from lakehouse.io.pool import spare_core, submit
 from lakehouse.types import (
     ArrayType,
     DataField,
@@ -129,9 +129,10 @@ def dictionary_columns(schema: pa.Schema) -> list[str]:
 class ParquetFileWriter:
     """One Parquet file being written; visible under its name only after :meth:`close`.
 
-    Each :meth:`write` encodes in the background (Arrow releases the GIL while encoding), so
-    the caller can prepare the file's stats and indexes meanwhile; at most one write is in
-    flight and anything that needs its outcome waits for it.
+    Each :meth:`write` encodes in the background (Arrow releases the GIL while encoding) while
+    a core is spare (:func:`~lakehouse.io.pool.spare_core`), so the caller can prepare the
+    file's stats and indexes meanwhile; at most one write is in flight and anything that needs
+    its outcome waits for it.
     """
 
     def __init__(self, io: FileIO, path: str, schema: pa.Schema, options: ParquetOptions) -> None:
@@ -152,7 +153,10 @@ class ParquetFileWriter:
 
     def write(self, table: pa.Table) -> None:
         self._wait()
-        self._inflight = submit(self._writer.write_table, table)
+        if spare_core():
+            self._inflight = submit(self._writer.write_table, table)
+        else:  # the jobs keep the cores busy: another thread would only take turns with this one
+            self._writer.write_table(table)
         self.rows += table.num_rows
 
     def _wait(self) -> None:

@@ -12,7 +12,11 @@ on other tasks of the pool. Keyed by process id so a forked child (a Spark Pytho
 inherits a pool whose threads did not survive the fork. Bulk work over many files or buckets
 (:func:`map_parallel`), whose tasks may themselves use the leaf pool, gets threads of its own:
 one per core the process may use (:func:`lakehouse.io.cores.usable_cores`), fewer for jobs that
-hold memory than their budget affords (:mod:`lakehouse.io.memory`).
+hold memory than their budget affords (:mod:`lakehouse.io.memory`). Helper threads of a job
+(reading ahead, encoding in the background) pay only while a core is left beside the bulk jobs
+running (:func:`spare_core`): when the jobs keep every core busy, they only switch the cores
+between threads and contend for the GIL (a full compaction of 16 buckets on 2 cores: 6% faster
+without them).
 """
 
 from __future__ import annotations
@@ -51,6 +55,40 @@ def process_pool(name: str, threads: int) -> ThreadPoolExecutor:
 
 def _pool() -> ThreadPoolExecutor:
     return process_pool("lakehouse-io", IO_THREADS)
+
+
+class _Running:
+    """How many :func:`map_parallel` jobs of this process run now, in all its calls."""
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        """None: in a forked child, whose parent's jobs do not run there."""
+        self._lock = threading.Lock()
+        self.count = 0
+
+    def counting(self, fn: Callable[[T], R]) -> Callable[[T], R]:
+        def job(item: T) -> R:
+            with self._lock:
+                self.count += 1
+            try:
+                return fn(item)
+            finally:
+                with self._lock:
+                    self.count -= 1
+
+        return job
+
+
+_RUNNING = _Running()
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_RUNNING.clear)
+
+
+def spare_core() -> bool:
+    """Whether a core is left beside the bulk jobs running now (a job's helper threads gain only then)."""
+    return _RUNNING.count < usable_cores()
 
 
 def map_reads(fn: Callable[[T], R], items: Iterable[T], parallel: bool = True) -> list[R]:
@@ -94,6 +132,7 @@ def map_parallel(fn: Callable[[T], R], items: Iterable[T], memory: JobMemory | N
     if memory is not None:
         workers = min(workers, memory.threads(JOBS.held))
         fn = _reserving(fn, memory)
+    fn = _RUNNING.counting(fn)
     if workers <= 1:
         return [fn(x) for x in items]
     with ThreadPoolExecutor(workers) as pool:

@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from lakehouse.deletionvectors.maintainer import BucketDeletionVectors
 from lakehouse.format import parquet
+from lakehouse.io.pool import spare_core
 from lakehouse.io.read_ahead import read_ahead
 from lakehouse.manifest.entries import DataFileMeta, FileSource
 from lakehouse.mergetree.changelog import ChangelogProducer, changelog_layout
@@ -73,8 +74,9 @@ class BucketFiles:
     partition: bytes
     bucket: int
 
-    @property
+    @functools.cached_property
     def bucket_path(self) -> str:
+        """Decoded from the partition once: every file read and written names it."""
         return self.table.bucket_path(self.partition, self.bucket)
 
     @property
@@ -337,7 +339,7 @@ class CompactTask:
         side), without deletes when they go to the top level."""
         for section in candidate:
             read = functools.partial(self._read, level=levels)
-            runs = read_runs(section, read, self.bucket.merge_bytes, several_steps(section))
+            runs = read_runs(section, read, self.bucket.merge_bytes, several_steps(section) and spare_core())
             for versions in merge_steps(runs, self.bucket.engine.key):
                 merged, changes = self.step.merge(versions, changelog)
                 self._write_changelog(changes)

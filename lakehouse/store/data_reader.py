@@ -37,7 +37,9 @@ def read_data_file(
     path, old_by_id, wanted = _locate(table, bucket_path, meta, fields, system)
     with _reading(table, path):
         raw = parquet.read_columns(table.io, path, wanted)
-    return _evolve(raw, fields, old_by_id, list(system), f"table {table.name}: data file {path}")
+    return _Evolution(raw.schema, fields, old_by_id, system, f"table {table.name}: data file {path}").apply(
+        raw
+    )
 
 
 def iter_data_file(
@@ -62,9 +64,14 @@ def iter_data_file(
     path, old_by_id, wanted = _locate(table, bucket_path, meta, fields, system)
     deleted = None if deletion is None else deletion.deleted_mask(meta.row_count)
     start = 0
+    evolution = None
     with _reading(table, path):
         for raw in parquet.iter_batches(table.io, path, wanted, rows, batch_bytes, kept):
-            batch = _evolve(raw, fields, old_by_id, list(system), f"table {table.name}: data file {path}")
+            if evolution is None:  # every batch of a file has its schema
+                evolution = _Evolution(
+                    raw.schema, fields, old_by_id, system, f"table {table.name}: data file {path}"
+                )
+            batch = evolution.apply(raw)
             n = batch.num_rows
             if position is not None:
                 batch = batch.append_column(position, pa.array(np.arange(start, start + n, dtype=np.int64)))
@@ -129,30 +136,58 @@ def _reading(table: TableStore, path: str) -> Iterator[None]:
         ) from None
 
 
-def _evolve(
-    raw: pa.Table, fields: list[DataField], old_by_id: dict[int, DataField], system: list[str], where: str
-) -> pa.Table:
-    n = raw.num_rows
-    arrays, out_fields = [], []
-    for f in fields:
-        target = arrow_field(f.name, f.type)
-        old = old_by_id.get(f.id)
-        if old is None or old.name not in raw.column_names:
-            arrays.append(pa.nulls(n, target.type))
-        else:
-            col = raw.column(old.name)
-            if isinstance(f.type, NewerType) and not _same_layout(col.type, target.type):
-                raise UnsupportedFeatureError(
-                    f"{where} stores column {f.name!r} ({f.type}) as {col.type}, not as Paimon's plain "
-                    f"{target.type} (e.g. a shredded VARIANT), which this engine does not read; read "
-                    f"the other columns"
-                )
-            arrays.append(col if col.type == target.type else col.cast(target.type, safe=False))
-        out_fields.append(target)
-    for name in system:
-        arrays.append(raw.column(name))
-        out_fields.append(raw.schema.field(name))
-    return pa.Table.from_arrays(arrays, schema=pa.schema(out_fields))
+class _Evolution:
+    """How the columns of a file's batches (``stored``) become ``fields`` of the current schema
+    plus the ``system`` columns: planned once per file, applied to each batch."""
+
+    def __init__(
+        self,
+        stored: pa.Schema,
+        fields: list[DataField],
+        old_by_id: dict[int, DataField],
+        system: Sequence[str],
+        where: str,
+    ) -> None:
+        position = {name: i for i, name in enumerate(stored.names)}
+        self.sources: list[tuple[int | None, pa.DataType | None]] = []  # (stored column, cast to)
+        out = []
+        for f in fields:
+            target = arrow_field(f.name, f.type)
+            old = old_by_id.get(f.id)
+            i = None if old is None else position.get(old.name)
+            cast = None
+            if i is not None:
+                kept = stored.field(i).type
+                if isinstance(f.type, NewerType) and not _same_layout(kept, target.type):
+                    raise UnsupportedFeatureError(
+                        f"{where} stores column {f.name!r} ({f.type}) as {kept}, not as Paimon's plain "
+                        f"{target.type} (e.g. a shredded VARIANT), which this engine does not read; read "
+                        f"the other columns"
+                    )
+                cast = None if kept == target.type else target.type
+            self.sources.append((i, cast))
+            out.append(target)
+        for name in system:
+            self.sources.append((position[name], None))
+            out.append(stored.field(name))
+        self.schema = pa.schema(out)
+        self.unchanged = stored.equals(self.schema) and all(
+            i == j and cast is None for j, (i, cast) in enumerate(self.sources)
+        )
+
+    def apply(self, raw: pa.Table) -> pa.Table:
+        if self.unchanged:
+            return raw
+        n = raw.num_rows
+        arrays = [
+            pa.nulls(n, field.type)
+            if i is None
+            else raw.column(i)
+            if cast is None
+            else raw.column(i).cast(cast, safe=False)
+            for (i, cast), field in zip(self.sources, self.schema, strict=True)
+        ]
+        return pa.Table.from_arrays(arrays, schema=self.schema)
 
 
 def _same_layout(stored: pa.DataType, expected: pa.DataType) -> bool:
