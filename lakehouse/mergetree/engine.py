@@ -43,7 +43,7 @@ from lakehouse.options import (
     CoreOptions,
     MergeEngineKind,
 )
-from lakehouse.rowkind import RETRACT_KINDS, RowKind
+from lakehouse.rowkind import RowKind, is_retract
 
 ORDINAL = "_FILE_ORDINAL"  # optional tiebreak column: files read later win ties
 _SEQUENCE_GROUP = ".sequence-group"
@@ -156,7 +156,7 @@ class MergeEngine:
     def accept(self, data: pa.Table, kinds: pa.Array) -> tuple[pa.Table, pa.Array]:
         """The rows the table takes: deletes dropped under ``ignore-delete``; refuses (before
         anything is written) retracts the engine cannot apply."""
-        retract = np.isin(kinds.to_numpy(zero_copy_only=False), RETRACT_KINDS)
+        retract = is_retract(kinds.to_numpy(zero_copy_only=False))
         if retract.any():
             if self.ignore_delete:
                 keep = pa.array(~retract)
@@ -250,7 +250,7 @@ class MergeEngine:
 
     def _aggregation(self, g: KeyGroups) -> pa.Table:
         n = len(g.kinds)
-        retract = np.isin(g.kinds, RETRACT_KINDS)
+        retract = is_retract(g.kinds)
         rows = np.ones(n, bool)
         deleted = complete = np.zeros(g.count, bool)
         if self.remove_on_delete:
@@ -265,7 +265,7 @@ class MergeEngine:
     def _partial_update(self, g: KeyGroups) -> pa.Table:
         n = len(g.kinds)
         update_before = g.kinds == 1
-        retract = np.isin(g.kinds, RETRACT_KINDS)
+        retract = is_retract(g.kinds)
         if not self.groups:
             resets = g.kinds == RowKind.DELETE if self.remove_on_delete else np.zeros(n, bool)
             begin = g.history_starts(resets, g.kinds == COMPLETE)
@@ -308,7 +308,7 @@ class MergeEngine:
         removed = np.zeros(g.count, bool)
         removed[last >= 0] = g.kinds[last[last >= 0]] == RowKind.DELETE
         deleted = (last == g.ends - 1) & removed  # the last version removed the row
-        deleted |= g.last_where(np.isin(g.kinds, RETRACT_KINDS, invert=True)) < 0
+        deleted |= g.last_where(~is_retract(g.kinds)) < 0
         return _assemble(g.rows(g.ends - 1), columns, deleted, ~deleted & (last >= 0))
 
     def _last_base(self, g: KeyGroups) -> np.ndarray:
@@ -388,7 +388,7 @@ def _deduplicate(g: KeyGroups) -> np.ndarray:
 
 
 def _first_row(g: KeyGroups) -> np.ndarray:
-    first = g.first_where(~np.isin(g.kinds, RETRACT_KINDS))
+    first = g.first_where(~is_retract(g.kinds))
     return first[first >= 0]
 
 

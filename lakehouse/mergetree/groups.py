@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from lakehouse import nulls_first
 from lakehouse.format.parquet import VALUE_KIND
 from lakehouse.mergetree.keyorder import comparable_keys
-from lakehouse.rowkind import RETRACT_KINDS
+from lakehouse.rowkind import is_retract
 
 
 def run_ends(columns: list[pa.ChunkedArray | pa.Array]) -> np.ndarray:
@@ -149,5 +149,5 @@ def take_or_null(values: pa.ChunkedArray | pa.Array, indices: np.ndarray) -> pa.
 
 def drop_retracts(table: pa.Table) -> pa.Table:
     """Rows whose kind is not -U/-D: what a read shows of merged rows."""
-    keep = ~np.isin(table.column(VALUE_KIND).to_numpy(), RETRACT_KINDS)
+    keep = ~is_retract(table.column(VALUE_KIND).to_numpy())
     return table if keep.all() else table.filter(pa.array(keep))

@@ -24,7 +24,7 @@ from lakehouse.manifest import binary_row, stats
 from lakehouse.manifest.entries import EMPTY_ROW, EMPTY_STATS, DataFileMeta, FileSource
 from lakehouse.paths import FileNamer
 from lakehouse.predicate import ColumnStats
-from lakehouse.rowkind import RETRACT_KINDS
+from lakehouse.rowkind import is_retract
 from lakehouse.types import DataField
 
 
@@ -186,7 +186,7 @@ class _Accumulator:
         if self.first_key is None:
             self.first_key = _key_at(piece, layout.key_fields, 0)
         self.last_key = _key_at(piece, layout.key_fields, piece.num_rows - 1)
-        self.deletes += int(np.isin(np.asarray(kinds), RETRACT_KINDS).sum())
+        self.deletes += int(is_retract(np.asarray(kinds)).sum())
 
     def file_index(self) -> bytes | None:
         """The file-index container over every row of the file (None: no index configured)."""
