@@ -218,6 +218,7 @@ STREAMING_READ_OVERWRITE = "streaming-read-overwrite"  # changes of overwrites: 
 WRITE_BUFFER_SIZE = "write-buffer-size"
 WRITE_BUFFER_SPILLABLE = "write-buffer-spillable"
 WRITE_BUFFER_MAX_DISK_SIZE = "write-buffer-spill.max-disk-size"
+WRITE_MAX_WRITERS_TO_SPILL = "write-max-writers-to-spill"
 WRITE_HEARTBEAT_INTERVAL = "write.heartbeat-interval"
 WRITE_HEARTBEAT_TIMEOUT = "write.heartbeat-timeout"
 WRITE_ONLY = "write-only"
@@ -264,6 +265,7 @@ DEFAULTS: dict[str, str] = {
     ZORDER_VAR_LENGTH_CONTRIBUTION: "8",
     WRITE_ONLY: "false",
     WRITE_BUFFER_SPILLABLE: "true",
+    WRITE_MAX_WRITERS_TO_SPILL: "10",
     SORT_SPILL_BUFFER_SIZE: "64 mb",
     DELETION_VECTORS_ENABLED: "false",
     SNAPSHOT_NUM_RETAINED_MIN: "10",
@@ -405,7 +407,8 @@ VALUE_CHECKS: dict[str, Callable[[str, str], object]] = {
               MANIFEST_MERGE_MIN_COUNT, PARTITION_EXPIRATION_MAX_NUM,
               COMPACTION_MIN_FILE_NUM, ZORDER_VAR_LENGTH_CONTRIBUTION),
     **_counts(2, SORT_SPILL_THRESHOLD),
-    **_counts(0, COMMIT_MAX_RETRIES, COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT, COMPACTION_SIZE_RATIO),
+    **_counts(0, COMMIT_MAX_RETRIES, COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT, COMPACTION_SIZE_RATIO,
+              WRITE_MAX_WRITERS_TO_SPILL),
     **_counts(-1, BUCKET),
     **_counts(-131072, FILE_COMPRESSION_ZSTD_LEVEL),
     **_kind(parse_duration_ms, SNAPSHOT_TIME_RETAINED, CHANGELOG_TIME_RETAINED, COMMIT_TIMEOUT,

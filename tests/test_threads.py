@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from lakehouse.errors import InvalidOptionError
@@ -293,31 +294,37 @@ def test_writes_and_compactions_on_many_cores_keep_every_row(sixteen_cores, cata
     assert JOBS.held == 0
 
 
-@pytest.mark.parametrize("spill", [False, True])
-def test_a_flush_of_many_buckets_holds_a_file_writer_per_running_job_only(
-    sixteen_cores, catalog, monkeypatch, spill
-):
-    """Each bucket's job finishes its files when its run is written (a writer holds its output
-    buffer): a flush of 64 buckets, direct or merged from spilled runs, never holds 64 writers."""
+@pytest.fixture
+def open_writers(monkeypatch) -> list[int]:
+    """``[open now, most open at once]`` of Parquet file writers, counted as they open and close."""
     from lakehouse.format.parquet import ParquetFileWriter
 
-    open_now, most = [0], [0]
+    counts = [0, 0]
     lock = threading.Lock()
     init, close = ParquetFileWriter.__init__, ParquetFileWriter.close
 
     def opened(self, *args, **kwargs):
         init(self, *args, **kwargs)
         with lock:
-            open_now[0] += 1
-            most[0] = max(most[0], open_now[0])
+            counts[0] += 1
+            counts[1] = max(counts[1], counts[0])
 
     def closed(self):
         with lock:
-            open_now[0] -= 1
+            counts[0] -= 1
         return close(self)
 
     monkeypatch.setattr(ParquetFileWriter, "__init__", opened)
     monkeypatch.setattr(ParquetFileWriter, "close", closed)
+    return counts
+
+
+@pytest.mark.parametrize("spill", [False, True])
+def test_a_flush_of_many_buckets_holds_a_file_writer_per_running_job_only(
+    sixteen_cores, catalog, open_writers, spill
+):
+    """Each bucket's job finishes its files when its run is written (a writer holds its output
+    buffer): a flush of 64 buckets, direct or merged from spilled runs, never holds 64 writers."""
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
     options = {"bucket": "64", "changelog-producer": "input"}  # a changelog writer per bucket too
     if spill:
@@ -326,8 +333,51 @@ def test_a_flush_of_many_buckets_holds_a_file_writer_per_running_job_only(
     n = 20_000
     t.write(pa.table({"id": pa.array(range(n), pa.int64()), "v": [f"v{i}" for i in range(n)]}))
     assert len(t.live_entries()) == 64
-    assert most[0] <= 2 * 16  # a data and a changelog writer per job, 16 jobs at most
+    assert open_writers[1] <= 2 * 16  # a data and a changelog writer per job, 16 jobs at most
     assert t.read().num_rows == n
+
+
+def test_an_append_write_of_many_partitions_keeps_few_writers_open(sixteen_cores, catalog, open_writers):
+    """Rows of 40 partitions in many flushes: past ``write-max-writers-to-spill`` buckets the
+    rows are spilled, and written at the end, one file per partition; the writers open at once
+    stay within the running jobs, not one per partition."""
+    schema = pa.schema([("id", pa.int64()), ("p", pa.int64()), ("v", pa.string())])
+    options = {"write-buffer-size": "64 kb", "write-max-writers-to-spill": "4"}
+    t = catalog.create_table("db.t", schema, partition_keys=["p"], options=options)
+    n = 20_000
+    t.write(pa.table({"id": range(n), "p": [i % 40 for i in range(n)], "v": [f"v{i}" for i in range(n)]}))
+    assert open_writers[1] <= 16
+    assert len(t.live_entries()) == 40
+    assert t.read().sort_by("id").column("id").to_pylist() == list(range(n))
+
+
+def _in_arrival_order(t, n: int) -> None:
+    """Every row was written, each partition's in the order given (its files and their rows)."""
+    got = t.read()
+    assert sorted(got.column("id").to_pylist()) == list(range(n))
+    for p in set(got.column("p").to_pylist()):
+        ids = got.filter(pc.equal(got.column("p"), p)).column("id").to_pylist()
+        assert ids == sorted(ids)
+
+
+@pytest.mark.parametrize(
+    ("options", "one_file_each"),
+    [
+        ({}, True),  # spilled, then written after the files kept open
+        ({"write-buffer-spillable": "false"}, False),  # each flush finishes its files
+        ({"write-buffer-spill.max-disk-size": "1 kb"}, False),  # the disk allowed one spill
+    ],
+)
+def test_append_rows_past_the_open_writers_are_spilled_or_finished(catalog, options, one_file_each):
+    """A partition's rows, then those of three more, then the first's again, in flushes of 4 kb,
+    two writers kept open: spilled rows follow the rows of the files still open."""
+    schema = pa.schema([("id", pa.int64()), ("p", pa.int64())])
+    options = {"write-buffer-size": "4 kb", "write-max-writers-to-spill": "2", **options}
+    t = catalog.create_table("db.t", schema, partition_keys=["p"], options=options)
+    n = 5000
+    t.write(pa.table({"id": range(n), "p": [0 if i < 1000 or i >= 4000 else 1 + i % 3 for i in range(n)]}))
+    assert (len(t.live_entries()) == 4) == one_file_each
+    _in_arrival_order(t, n)
 
 
 def _upserted_four_times(catalog, options: dict[str, str]):

@@ -126,11 +126,11 @@ def bounded_runs(
     while len(runs) > threshold:
         take = min(threshold, len(runs) - threshold + 1)
         spilled = spill().write(merge(runs[:take]))
-        runs = ([] if spilled is None else [_consumed(spill(), spilled)]) + runs[take:]
+        runs = ([] if spilled is None else [consumed(spill(), spilled)]) + runs[take:]
     return runs
 
 
-def _consumed(spill: SpillDir, run: SpilledRun) -> Iterator[pa.Table]:
+def consumed(spill: SpillDir, run: SpilledRun) -> Iterator[pa.Table]:
     """The batches of a spilled run, deleted once read to its end."""
     yield from run.batches()
     spill.remove(run)

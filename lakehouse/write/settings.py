@@ -24,6 +24,7 @@ from lakehouse.options import (
     SORT_SPILL_BUFFER_SIZE,
     WRITE_BUFFER_MAX_DISK_SIZE,
     WRITE_BUFFER_SPILLABLE,
+    WRITE_MAX_WRITERS_TO_SPILL,
     WRITE_ONLY,
     ChangelogProducerKind,
     CoreOptions,
@@ -77,6 +78,7 @@ class WriteSettings:
     changelog_layout: FileLayout
     buffer_size: int
     spill: SpillSettings
+    max_open_writers: int  # append writers kept open between flushes (write-max-writers-to-spill)
     write_only: bool
     stop_trigger: int
     deletion_vectors: bool
@@ -127,6 +129,7 @@ class WriteSettings:
             changelog_layout=changelog_layout(layout, options),
             buffer_size=options.write_buffer_size,
             spill=SpillSettings.of(options),
+            max_open_writers=options.get_int(WRITE_MAX_WRITERS_TO_SPILL),
             write_only=options.get_bool(WRITE_ONLY),
             stop_trigger=options.stop_trigger,
             deletion_vectors=keyed and options.get_bool(DELETION_VECTORS_ENABLED),
