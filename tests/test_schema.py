@@ -197,6 +197,23 @@ def test_files_written_under_old_schemas_read_under_the_new_one(catalog):
     assert old.column_names == ORDERS.names and old.num_rows == 4
 
 
+def test_rows_read_from_a_file_carry_the_tables_fields_not_the_files(catalog):
+    """The Parquet field ids stored with a file's columns stay in the file: each batch of a file,
+    evolved or not, has the table's fields alone."""
+    from lakehouse.store.data_reader import iter_data_file, read_data_file
+
+    t = catalog.create_table("db.t", ORDERS, partition_keys=["dt"])
+    t.write(orders(range(4)))
+    [entry] = t.live_entries()
+    where = t.bucket_path(entry.partition, entry.bucket)
+    fields = list(t.schema.fields)
+    batches = [read_data_file(t.store, where, entry.file, fields)]
+    batches += list(iter_data_file(t.store, where, entry.file, fields, [], 3))
+    for batch in batches:
+        assert batch.column_names == ORDERS.names
+        assert all(f.metadata is None for f in batch.schema)
+
+
 def test_a_dropped_and_re_added_name_is_a_new_column(catalog):
     t = catalog.create_table("db.t", ORDERS)
     t.write(orders([1]))

@@ -170,14 +170,9 @@ class _Evolution:
         for name in system:
             self.sources.append((position[name], None))
             out.append(stored.field(name))
-        self.schema = pa.schema(out)
-        self.unchanged = stored.equals(self.schema) and all(
-            i == j and cast is None for j, (i, cast) in enumerate(self.sources)
-        )
+        self.schema = pa.schema(out)  # without the stored fields' metadata (Parquet field ids)
 
     def apply(self, raw: pa.Table) -> pa.Table:
-        if self.unchanged:
-            return raw
         n = raw.num_rows
         arrays = [
             pa.nulls(n, field.type)
