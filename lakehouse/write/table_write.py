@@ -57,6 +57,7 @@ SLICE_BYTES = 16 << 20  # buffered rows copied and merged at a time, and rows pe
 # from the buffer, its merge, the one in flight to the Parquet encoder, the encoder's buffers,
 # and what the job's thread freed and its allocator keeps
 SLICE_COPIES = 6
+SPILLED_APPEND_JOB = SLICE_COPIES * SLICE_BYTES  # spilled append rows gathered into slices, written
 
 
 class TableWrite:
@@ -244,12 +245,15 @@ class TableWrite:
             jobs = self._run_jobs(data, kinds, order, bounds, targets, inputs, spilling)
         else:
             jobs = self._append_jobs(data, order, bounds, targets, spilling, final)
-        map_parallel(lambda job: job(), jobs, self._flush_memory(data, np.diff(bounds), inputs is not None))
+        replays = not self.primary_key and any(w.spilled for w in targets)
+        memory = self._flush_memory(data, np.diff(bounds), inputs is not None, replays)
+        map_parallel(lambda job: job(), jobs, memory)
 
-    def _flush_memory(self, data: pa.Table, rows: np.ndarray, changelog: bool) -> JobMemory:
+    def _flush_memory(self, data: pa.Table, rows: np.ndarray, changelog: bool, replays: bool) -> JobMemory:
         """What the flush job of the largest of buckets of ``rows`` rows of ``data`` holds: its
-        slices, for a primary key the bucket's keys sorted and their order, and with ``changelog``
-        the slices of its rows as given; the jobs run beside the buffer."""
+        slices, for a primary key the bucket's keys sorted and their order, with ``changelog``
+        the slices of its rows as given, and when it ``replays`` an append bucket's spilled rows
+        the slices they are gathered in; the jobs run beside the buffer."""
         largest = int(rows.max())
         job = SLICE_COPIES * min(SLICE_BYTES, data.nbytes * largest // max(1, data.num_rows))
         if self.primary_key:
@@ -257,6 +261,8 @@ class TableWrite:
             job += largest * (2 * key_bytes + 16)
         if changelog:
             job *= 2
+        if replays:
+            job = max(job, SPILLED_APPEND_JOB)
         return JobMemory(job, self.schema.core_options.jobs_budget(beside_buffer=True))
 
     def _merge_spilled(self) -> None:
@@ -396,8 +402,7 @@ class TableWrite:
         """At the end of a write, the spilled rows of the append buckets its last flush did not
         write, into their files."""
         spilled = [w for w in self.buckets.writes.values() if w.spilled]
-        job = SLICE_COPIES * SLICE_BYTES  # a spilled batch, and the row group it is written as
-        memory = JobMemory(job, self.schema.core_options.jobs_budget())
+        memory = JobMemory(SPILLED_APPEND_JOB, self.schema.core_options.jobs_budget())
         map_parallel(lambda w: self._append_bucket(w, iter(()), False, False), spilled, memory)
 
     def _run_jobs(
