@@ -8,6 +8,8 @@ the seconds the write took; the parent prints them with the budget the engine ai
 
 - ``pk``: primary-key table, bucket B, one write (one commit) of N rows;
 - ``append``: append table, bucket-unaware, one write of N rows;
+- ``partitions``: the same into 2,000 partitions (``user_id`` modulo 2,000), which a write
+  cannot keep a file open for each (``write-max-writers-to-spill``);
 - ``compact``: the ``pk`` table after a second write of N/10 upserts, then ``compact(full=True)``
   (timed and measured alone: the child's peak after the writes is reset before it).
 
@@ -38,7 +40,8 @@ from lakehouse import Catalog
 
 BATCH = 64 * 1024
 BUFFER_MB = 256
-SCENARIOS = ["pk", "append", "compact"]
+SCENARIOS = ["pk", "append", "partitions", "compact"]
+PARTITIONS = 2_000
 
 
 def batches(rows: int, seed: int, key_space: int) -> Iterator[pa.RecordBatch]:
@@ -82,6 +85,20 @@ def reader(rows: int, seed: int, key_space: int) -> pa.RecordBatchReader:
     return pa.RecordBatchReader.from_batches(SCHEMA, batches(rows, seed, key_space))
 
 
+def partitioned(rows: int, seed: int) -> pa.RecordBatchReader:
+    """The orders with a partition column ``p``: their ``user_id`` modulo ``PARTITIONS``."""
+    schema = SCHEMA.append(pa.field("p", pa.int64(), nullable=False))
+    return pa.RecordBatchReader.from_batches(
+        schema,
+        (
+            pa.RecordBatch.from_arrays(
+                [*b.columns, pa.array(b.column("user_id").to_numpy() % PARTITIONS)], schema=schema
+            )
+            for b in batches(rows, seed, rows)
+        ),
+    )
+
+
 def peak_rss() -> int:
     """This process's peak resident set (VmHWM) in bytes."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -100,23 +117,24 @@ def child(scenario: str, rows: int, buckets: int, options: dict[str, str]) -> di
     with tempfile.TemporaryDirectory() as tmp:
         catalog = Catalog(tmp)
         catalog.create_database("m")
-        keyed = scenario != "append"
+        keyed = scenario in ("pk", "compact")
+        data = partitioned(rows, 1) if scenario == "partitions" else reader(rows, 1, rows)
         table = catalog.create_table(
             "m.t",
-            SCHEMA,
+            data.schema,
             primary_keys=["order_id", "dt"] if keyed else [],
-            partition_keys=["dt"],
+            partition_keys=["p"] if scenario == "partitions" else ["dt"],
             options={"bucket": str(buckets) if keyed else "-1", **options},
         )
         if scenario == "compact":
-            table.write(reader(rows, 1, rows))
+            table.write(data)
             table.write(reader(rows // 10, 2, rows))
             reset_peak()
         start = time.perf_counter()
         if scenario == "compact":
             table.compact(full=True)
         else:
-            table.write(reader(rows, 1, rows))
+            table.write(data)
         return {"seconds": time.perf_counter() - start, "peak": peak_rss()}
 
 
@@ -153,7 +171,7 @@ def main() -> None:
     print(f"{'scenario':<10}{'rows':>12}{'buckets':>9}{'seconds':>10}{'peak RSS MB':>13}  within budget")
     for scenario in args.only.split(","):
         for rows in map(count, args.rows.split(",")):
-            for buckets in [1] if scenario == "append" else map(int, args.buckets.split(",")):
+            for buckets in [1] if scenario in ("append", "partitions") else map(int, args.buckets.split(",")):
                 got = run(scenario, rows, buckets, options)
                 peak = got["peak"] / 2**20
                 print(

@@ -376,9 +376,11 @@ class TableWrite:
         else written after the bucket's spilled runs (oldest first: the rows keep their order),
         the files finished unless ``keep_open``."""
         if spill:
-            run = self._spill_dir().write(
-                part.append_column(parquet.SEQUENCE_NUMBER, seq) for part, seq in pieces
+            # a slice holds a few rows of each batch the buffer was given: one IPC batch, not hundreds
+            numbered = (
+                part.append_column(parquet.SEQUENCE_NUMBER, seq).combine_chunks() for part, seq in pieces
             )
+            run = self._spill_dir().write(numbered)
             if run is not None:
                 target.spilled.append(run)
             return
