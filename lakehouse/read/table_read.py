@@ -20,9 +20,8 @@ from pyroaring import BitMap
 
 from lakehouse.errors import SchemaMismatchError
 from lakehouse.format import parquet
-from lakehouse.io.cores import usable_cores
 from lakehouse.io.memory import JobMemory
-from lakehouse.io.pool import map_parallel
+from lakehouse.io.pool import map_parallel, spare_core
 from lakehouse.io.read_ahead import map_ahead
 from lakehouse.manifest.entries import DataFileMeta
 from lakehouse.mergetree.compactor import BATCH_ROWS, read_runs, several_steps
@@ -104,8 +103,7 @@ class TableRead:
         """All rows of ``splits`` in one table (splits read in parallel)."""
         if not splits:
             return self.output_schema.empty_table()
-        overlap = len(splits) < usable_cores()  # else the splits read in parallel keep the cores busy
-        parts = map_parallel(lambda s: self.read_split(s, overlap), splits, split_memory(self.table))
+        parts = map_parallel(self.read_split, splits, split_memory(self.table))
         return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
     def to_arrow_batch_reader(self, splits: list[Split]) -> pa.RecordBatchReader:
@@ -137,8 +135,9 @@ class TableRead:
         floating-point columns are merged whole: a file another writer sorted may not follow
         this engine's order of NaN and signed zeros, which a streaming merge relies on.
         ``read_ahead``: a merge decodes the next batches and merges the next step on other
-        threads while the caller uses the current one (:mod:`lakehouse.io.read_ahead`); pass
-        False where other splits are read in parallel and already keep the cores busy."""
+        threads while the caller uses the current one (:mod:`lakehouse.io.read_ahead`), as long
+        as a core is spare (:func:`~lakehouse.io.pool.spare_core`: splits read in parallel may
+        keep them all busy); False: on the caller's thread alone."""
         if self.changes:
             versions = iter([read_changed(self.table, split)])
         elif not self.key or split.raw_convertible:
@@ -180,7 +179,7 @@ class TableRead:
             return self._file_batches(split, position[id(meta)], batch_bytes)
 
         for section in sections(list(split.files), self.key_ranges):
-            overlap = read_ahead and several_steps(section)
+            overlap = read_ahead and several_steps(section) and spare_core()
             runs = read_runs(section, read, self.merge_bytes, overlap)
             yield from map_ahead(self._merge, merge_steps(runs, self.key), overlap)
 

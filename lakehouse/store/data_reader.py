@@ -170,7 +170,7 @@ class _Evolution:
         for name in system:
             self.sources.append((position[name], None))
             out.append(stored.field(name))
-        self.schema = pa.schema(out)  # without the stored fields' metadata (Parquet field ids)
+        self.schema = pa.schema(out)  # the table's fields, not the stored ones (Parquet field ids)
 
     def apply(self, raw: pa.Table) -> pa.Table:
         n = raw.num_rows

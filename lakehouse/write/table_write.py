@@ -365,38 +365,31 @@ class TableWrite:
         jobs: list[Callable[[], None]] = []
         for target, start, end in zip(targets, bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
             base = target.claim(end - start)
-            pieces = _numbered(data, None if end - start == len(order) else order[start:end], base, step)
-            jobs.append(partial(self._append_bucket, target, pieces, spilling and many, not (final or many)))
+            numbered = _numbered(data, None if end - start == len(order) else order[start:end], base, step)
+            jobs.append(
+                partial(self._append_bucket, target, numbered, spilling and many, not (final or many))
+            )
         return jobs
 
     def _append_bucket(
-        self, target: BucketWrite, pieces: Iterator[tuple[pa.Table, pa.Array]], spill: bool, keep_open: bool
+        self, target: BucketWrite, numbered: Iterator[pa.Table], spill: bool, keep_open: bool
     ) -> None:
         """One append bucket's rows with their sequence numbers: spilled as a run if ``spill``,
-        else written after the bucket's spilled runs (oldest first: the rows keep their order),
-        the files finished unless ``keep_open``."""
-        if spill:
-            # a slice holds a few rows of each batch the buffer was given: one IPC batch, not hundreds
-            numbered = (
-                part.append_column(parquet.SEQUENCE_NUMBER, seq).combine_chunks() for part, seq in pieces
-            )
-            run = self._spill_dir().write(numbered)
+        else written after the bucket's spilled runs (oldest first, so that the rows keep their
+        order; gathered with them into larger row groups), the files finished unless ``keep_open``."""
+        if spill:  # a slice holds a few rows of each batch the buffer was given: one IPC batch, not hundreds
+            run = self._spill_dir().write(rows.combine_chunks() for rows in numbered)
             if run is not None:
                 target.spilled.append(run)
             return
         writer = target.data_writer(self.settings.layout)
-        if target.spilled:  # its small spilled runs and these rows gathered into larger row groups
-            spilled, target.spilled = target.spilled, []
-            numbered = (part.append_column(parquet.SEQUENCE_NUMBER, seq) for part, seq in pieces)
-            for rows in gathered(
-                itertools.chain(*(consumed(self._spill_dir(), r) for r in spilled), numbered), SLICE_BYTES
-            ):
-                writer.write(
-                    rows.drop_columns([parquet.SEQUENCE_NUMBER]), rows.column(parquet.SEQUENCE_NUMBER), None
-                )
-        else:
-            for part, seq in pieces:
-                writer.write(part, seq, None)
+        spilled, target.spilled = target.spilled, []
+        if spilled:
+            runs = [consumed(self._spill_dir(), r) for r in spilled]
+            numbered = gathered(itertools.chain(*runs, numbered), SLICE_BYTES)
+        for rows in numbered:
+            seq = rows.column(parquet.SEQUENCE_NUMBER)
+            writer.write(rows.drop_columns([parquet.SEQUENCE_NUMBER]), seq, None)
         if not keep_open:
             target.close_writers()
 
@@ -476,17 +469,16 @@ def _lsm(write: BucketWrite) -> BucketCompactor:
     return compactor
 
 
-def _numbered(
-    data: pa.Table, rows: np.ndarray | None, base: int, step: int
-) -> Iterator[tuple[pa.Table, pa.Array]]:
-    """Rows ``rows`` of ``data`` (None: all) with their sequence numbers from ``base``, a slice of
-    ``step`` rows copied at a time."""
+def _numbered(data: pa.Table, rows: np.ndarray | None, base: int, step: int) -> Iterator[pa.Table]:
+    """Rows ``rows`` of ``data`` (None: all, at once) with their sequence numbers from ``base`` as a
+    last ``_SEQUENCE_NUMBER`` column, a slice of ``step`` rows copied at a time."""
     if rows is None:
-        yield data, pa.array(np.arange(base, base + data.num_rows))
+        yield data.append_column(parquet.SEQUENCE_NUMBER, pa.array(np.arange(base, base + data.num_rows)))
         return
     for start in range(0, len(rows), step):
         part = take_rows(data, rows[start : start + step])
-        yield part, pa.array(np.arange(base + start, base + start + part.num_rows))
+        seq = pa.array(np.arange(base + start, base + start + part.num_rows))
+        yield part.append_column(parquet.SEQUENCE_NUMBER, seq)
 
 
 def _write_run(writer: BucketWriter, layout: FileLayout, run: Iterator[pa.Table]) -> None:
