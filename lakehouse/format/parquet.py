@@ -272,7 +272,7 @@ def iter_batches(
             f"to an earlier snapshot"
         )
     starts = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
-    for group in np.unique(np.searchsorted(starts, rows, side="right") - 1).tolist():
+    for group in np.flatnonzero(np.diff(np.searchsorted(rows, starts))).tolist():  # groups holding rows
         position = int(starts[group])
         batches = pf.iter_batches(batch_size=batch_rows, row_groups=[group], columns=names, use_threads=True)
         for batch in batches:

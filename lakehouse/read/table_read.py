@@ -203,10 +203,11 @@ class TableRead:
         return drop_retracts(self.engine.merge(versions))
 
     def _file_batches(self, split: Split, i: int, batch_bytes: int | None = None) -> Iterator[pa.Table]:
-        """File ``i`` of ``split`` as current-schema columns (plus sequence and kind for primary
-        keys), a batch at a time. Rows the file indexes did not select, or its deletion vector
-        deletes, are left out (the filter still runs after). Batches of a merge carry the file's
-        position (``ORDINAL``) and, for lookup merges, its level."""
+        """File ``i`` of ``split`` as current-schema columns (plus, for primary keys, each row's
+        kind and, in a merge, its sequence number), a batch at a time. Rows the file indexes did
+        not select, or its deletion vector deletes, are left out (the filter still runs after).
+        Batches of a merge carry the file's position (``ORDINAL``) and, for lookup merges, its
+        level."""
         meta = split.files[i]
         selection = split.selections[i] if split.selections else None
         deletion = split.deletions[i] if split.deletions else None
@@ -214,8 +215,9 @@ class TableRead:
         if deletion is not None:
             kept = deletion.read(self.table.io).kept_rows(meta.row_count)
             rows = kept if rows is None else np.intersect1d(rows, kept, assume_unique=True)
-        system = _SYSTEM if self.key else []
         merging = batch_bytes is not None
+        # a merge orders versions by sequence number; rows read straight need only their kinds
+        system = (_SYSTEM if merging else [parquet.VALUE_KIND]) if self.key else []
         batch_rows = BATCH_ROWS if merging else READ_BATCH_ROWS
         batches = iter_data_file(
             self.table, split.bucket_path, meta, self.read_fields, system, batch_rows,
