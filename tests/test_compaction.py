@@ -10,11 +10,13 @@ import pyarrow as pa
 import pytest
 
 from lakehouse.errors import CommitConflictError
+from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import DataFileMeta, FileSource
 from lakehouse.mergetree import compactor as compact_module
-from lakehouse.mergetree.levels import SortedRun
+from lakehouse.mergetree.levels import KeyRanges, SortedRun, sections
 from lakehouse.mergetree.universal import UniversalCompaction, pick_full
 from lakehouse.snapshot import CommitKind
+from lakehouse.types import BIGINT
 from tests.conftest import ORDERS, orders, pk_orders_table, rows
 
 
@@ -27,6 +29,19 @@ def _pick(sizes_levels: list[tuple[int, int]], trigger: int = 5, amp: int = 200,
     runs = [_run(level, size) for size, level in sizes_levels]
     unit = UniversalCompaction(amp, ratio, trigger).pick(trigger + 1, runs)
     return None if unit is None else (unit.output_level, [f.file_size for f in unit.files])
+
+
+def test_a_sections_runs_stand_oldest_first():
+    """Runs packed by key order, listed by their newest rows: a merge concatenating them meets
+    each key's versions in sequence order (its fast path)."""
+
+    def file(name: str, low: int, high: int, newest: int) -> DataFileMeta:
+        key = [binary_row.serialize(binary_row.encode_row([k], [BIGINT]), 1) for k in (low, high)]
+        return DataFileMeta(name, 1, 1, *key, None, None, newest, newest, 0, 0)
+
+    files = [file("new-left", 0, 40, 9), file("old", 0, 100, 1), file("new-right", 50, 90, 7)]
+    (section,) = sections(files, KeyRanges([BIGINT], "t"))
+    assert [[f.file_name for f in run.files] for run in section] == [["old"], ["new-left", "new-right"]]
 
 
 def test_universal_pick():

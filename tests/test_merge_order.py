@@ -20,9 +20,10 @@ runs = st.lists(
 ).filter(lambda rs: sum(map(len, rs)) > 0)
 
 
-def versions(keys: list[list[int]], seq: list[int | None], key_type: pa.DataType) -> pa.Table:
+def versions(keys: list[list[int]], seq: list[int | None], key_type: pa.DataType, aged: bool) -> pa.Table:
     """Runs concatenated as a merge step holds them: key, a nullable sequence field ``s``, the
-    sequence number (random: a later run may hold older versions) and the run's ordinal."""
+    sequence number (``aged``: ascending with the runs, as runs oldest first hold them; else
+    random: a later run may hold older versions) and the run's ordinal."""
     flat = [k for run in keys for k in run]
     n = len(flat)
     ordinal = [i for i, run in enumerate(keys) for _ in run]
@@ -31,7 +32,7 @@ def versions(keys: list[list[int]], seq: list[int | None], key_type: pa.DataType
             "k": pa.array(flat, key_type),
             "k2": pa.array([k % 3 for k in flat], pa.int32()),
             "s": pa.array((seq * n)[:n], pa.int64()),
-            "_SEQUENCE_NUMBER": pa.array(np.random.default_rng(n).permutation(n), pa.int64()),
+            "_SEQUENCE_NUMBER": pa.array(np.arange(n) if aged else np.random.default_rng(n).permutation(n)),
             "_FILE_ORDINAL": pa.array(ordinal, pa.int32()),
             "_VALUE_KIND": pa.array([0] * n, pa.int8()),
         }
@@ -45,9 +46,10 @@ def versions(keys: list[list[int]], seq: list[int | None], key_type: pa.DataType
     st.sampled_from([pa.int64(), pa.int32(), pa.float64()]),
     st.sampled_from([["k"], ["k", "k2"]]),
     st.sampled_from([[], ["s"]]),
+    st.booleans(),
 )
-def test_the_merge_order_is_arrows_sort_of_key_then_order(keys, seq, key_type, key, fields):
-    table = versions(keys, seq, key_type)
+def test_the_merge_order_is_arrows_sort_of_key_then_order(keys, seq, key_type, key, fields, aged):
+    table = versions(keys, seq, key_type, aged)
     order = [*fields, "_SEQUENCE_NUMBER", "_FILE_ORDINAL"]
     groups = KeyGroups.of(table, key, order, "_VALUE_KIND")
     columns = comparable_keys(table, key)
@@ -55,6 +57,16 @@ def test_the_merge_order_is_arrows_sort_of_key_then_order(keys, seq, key_type, k
         columns = columns.append_column(c, table.column(c))
     expected = nulls_first.sort_indices(columns, key + order).to_numpy()
     assert groups.positions(np.arange(table.num_rows)).tolist() == expected.tolist()
+    sorted_keys = [
+        tuple(row) for row in zip(*(columns.column(k).take(expected).to_pylist() for k in key), strict=True)
+    ]
+    ends = [
+        i + 1
+        for i in range(len(sorted_keys))
+        if i + 1 == len(sorted_keys) or sorted_keys[i] != sorted_keys[i + 1]
+    ]
+    assert groups.ends.tolist() == ends
+    assert groups.starts.tolist() == [0, *ends[:-1]]
 
 
 @settings(max_examples=200, deadline=None)

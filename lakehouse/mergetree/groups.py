@@ -20,18 +20,16 @@ from lakehouse.mergetree.keyorder import comparable_keys
 from lakehouse.rowkind import is_retract
 
 
-def run_ends(columns: list[pa.ChunkedArray | pa.Array]) -> np.ndarray:
-    """Mask of rows that end a run of equal values across ``columns`` (rows already sorted)."""
-    n = len(columns[0])
-    if n == 0:
-        return np.zeros(0, dtype=bool)
-    change = np.zeros(n - 1, dtype=bool)
-    for col in columns:
-        if isinstance(col, pa.ChunkedArray):
-            col = col.combine_chunks()
-        if n > 1:
+def key_ends(keys: pa.Table, key: list[str], order: np.ndarray) -> np.ndarray:
+    """Where each key's rows end (exclusive, int64) once the rows of ``keys`` are put in ``order``
+    (a sort by ``key``)."""
+    n = len(order)
+    change = np.zeros(max(0, n - 1), dtype=bool)
+    if n > 1:
+        for k in key:
+            col = keys.column(k).take(order).combine_chunks()
             change |= np.asarray(pc.not_equal(col.slice(1), col.slice(0, n - 1)).fill_null(True))
-    return np.append(change, True)
+    return np.flatnonzero(np.append(change, n > 0)).astype(np.int64) + 1
 
 
 @dataclass
@@ -54,9 +52,9 @@ class KeyGroups:
             columns = keys
             for c in order:
                 columns = columns.append_column(c, table.column(c))
-            idx = _merge_order(columns, key, order)
-        sorted_keys = [keys.column(k) if idx is None else keys.column(k).take(idx) for k in key]
-        ends = np.flatnonzero(run_ends(sorted_keys)).astype(np.int64) + 1
+            idx, ends = _merge_order(columns, key, order)
+        else:
+            ends = np.arange(1, table.num_rows + 1, dtype=np.int64)
         starts = np.concatenate([[0], ends[:-1]]).astype(np.int64) if len(ends) else ends
         kinds = table.column(kind_column).to_numpy().astype(np.int8)
         return cls(table, idx, starts, ends, kinds if idx is None else kinds[idx])
@@ -105,22 +103,27 @@ class KeyGroups:
         return np.repeat(begin, self.ends - self.starts)
 
 
-def _merge_order(columns: pa.Table, key: list[str], order: list[str]) -> np.ndarray:
-    """The positions of ``columns`` sorted by ``key`` then ``order`` (nulls first, stable).
+def _merge_order(columns: pa.Table, key: list[str], order: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The positions of ``columns`` sorted by ``key`` then ``order`` (nulls first, stable), and
+    where each key's rows end in that order.
 
     A single integer key without nulls (integral and floating-point keys compare as integers) is
     sorted by numpy's stable sort, which merges the presorted runs that a merge concatenates in
-    about linear time; only the rows of keys with several versions, few in a merge, are then put
-    in ``order`` by Arrow's sort. Other keys are sorted by Arrow whole."""
+    about linear time. A key's versions then stand in the order their runs were concatenated,
+    which is mostly ``order`` already (older runs first): only when some are not are the rows of
+    keys with several versions put in ``order`` by Arrow's sort. Other keys are sorted by Arrow
+    whole."""
     column = columns.column(key[0])
     if len(key) != 1 or column.null_count or not pa.types.is_integer(column.type):
-        return nulls_first.sort_indices(columns, key + order).to_numpy()
+        idx = nulls_first.sort_indices(columns, key + order).to_numpy()
+        return idx, key_ends(columns, key, idx)
     values = column.to_numpy()
     idx = np.argsort(values, kind="stable")
     ordered = values[idx]
     repeated = ordered[1:] == ordered[:-1]
-    if not order or not repeated.any():
-        return idx
+    ends = np.append(np.flatnonzero(~repeated), len(idx) - 1).astype(np.int64) + 1
+    if not order or not repeated.any() or _in_order(columns, order, idx[:-1][repeated], idx[1:][repeated]):
+        return idx, ends
     shared = np.zeros(len(idx), bool)
     shared[:-1] |= repeated
     shared[1:] |= repeated
@@ -128,7 +131,23 @@ def _merge_order(columns: pa.Table, key: list[str], order: list[str]) -> np.ndar
     versions = idx[positions]
     ordered = nulls_first.sort_indices(columns.take(pa.array(versions)), key + order).to_numpy()
     idx[positions] = versions[ordered]
-    return idx
+    return idx, ends
+
+
+def _in_order(columns: pa.Table, order: list[str], first: np.ndarray, second: np.ndarray) -> bool:
+    """Whether each row ``first[i]`` comes before or ties with row ``second[i]`` by the ``order``
+    columns; False when one is not integral or holds nulls (Arrow's sort decides those)."""
+    before = np.zeros(len(first), bool)
+    tied = np.ones(len(first), bool)
+    for name in order:
+        column = columns.column(name)
+        if column.null_count or not pa.types.is_integer(column.type):
+            return False
+        values = column.to_numpy()
+        a, b = values[first], values[second]
+        before |= tied & (a < b)
+        tied &= a == b
+    return bool((before | tied).all())
 
 
 def positions_of(owners: np.ndarray, count: int) -> np.ndarray:

@@ -118,7 +118,9 @@ class Levels:
 
 def sections(files: list[DataFileMeta], ranges: KeyRanges) -> list[list[SortedRun]]:
     """Files grouped into sections of overlapping key ranges, in key order; each section's files
-    packed into as few sorted runs as possible (``IntervalPartition.partition``)."""
+    packed into as few sorted runs as possible (``IntervalPartition.partition``), the runs oldest
+    first (by their newest row): a merge that concatenates them meets each key's versions mostly in
+    sequence order already."""
     ordered = sorted(files, key=lambda f: (ranges.min(f), ranges.max(f)))
     out: list[list[SortedRun]] = []
     section: list[DataFileMeta] = []
@@ -144,4 +146,5 @@ def _pack_runs(files: list[DataFileMeta], ranges: KeyRanges) -> list[SortedRun]:
                 break
         else:
             runs.append([f])
+    runs.sort(key=lambda run: max(f.max_sequence_number for f in run))
     return [SortedRun(min(x.level for x in run), tuple(run)) for run in runs]

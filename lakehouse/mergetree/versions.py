@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakehouse.mergetree.groups import run_ends
+from lakehouse.mergetree.groups import key_ends
 from lakehouse.mergetree.keyorder import comparable_keys
 from lakehouse.options import DELETION_VECTORS_ENABLED, ChangelogProducerKind, MergeEngineKind
 
@@ -49,7 +49,7 @@ class KeyLevels:
             return cls(empty, empty, empty.astype(bool), empty, empty, levels)
         keys = comparable_keys(versions, key)
         order = pc.sort_indices(keys, sort_keys=[(k, "ascending") for k in key]).to_numpy()
-        ends = np.flatnonzero(run_ends([keys.column(k).take(order) for k in key])) + 1
+        ends = key_ends(keys, key, order)
         starts = np.concatenate([[0], ends[:-1]])
         count = ends - starts
         sorted_group = np.repeat(np.arange(len(starts)), count)

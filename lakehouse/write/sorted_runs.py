@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from lakehouse.format import parquet
 from lakehouse.mergetree.engine import MergeEngine
-from lakehouse.mergetree.groups import run_ends
+from lakehouse.mergetree.groups import key_ends
 from lakehouse.mergetree.keyorder import comparable_keys
 from lakehouse.mergetree.spill import SpillDir, bounded_runs
 from lakehouse.mergetree.stream import merge_steps
@@ -42,7 +42,7 @@ def buffered_run(
         return
     keys = comparable_keys(take_rows(data.select(engine.key), rows), engine.key)
     order = pc.sort_indices(keys, sort_keys=[(k, "ascending") for k in engine.key]).to_numpy()
-    ends = np.flatnonzero(run_ends([keys.column(k).take(order) for k in engine.key])) + 1
+    ends = key_ends(keys, engine.key, order)
     del keys
     start = 0
     while start < len(rows):
