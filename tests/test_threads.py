@@ -14,7 +14,6 @@ import pyarrow.compute as pc
 import pytest
 
 from lakehouse.errors import InvalidOptionError
-from lakehouse.io import pool
 from lakehouse.io.cores import THREADS_ENV, cgroup_cpu_limit, count_cores, scheduler_cores, usable_cores
 from lakehouse.io.memory import JOBS, JobMemory
 from lakehouse.io.pool import map_parallel, spare_core
@@ -239,15 +238,6 @@ def test_a_job_larger_than_the_budget_runs_alone(sixteen_cores):
     assert map_parallel(job, range(5), JobMemory(job=500, budget=100)) == list(range(5))
     assert work.high_water == 500  # one at a time
     assert JOBS.held == 0
-
-
-def test_a_thread_hands_freed_memory_back_once_its_jobs_run_out(sixteen_cores, monkeypatch):
-    """A thread runs its jobs back to back, each reusing what the one before freed (handing it
-    to the system after every job made the next fault it in again: 12% of a table read)."""
-    released: list[int] = []
-    monkeypatch.setattr(pool, "release_freed", lambda: released.append(1))
-    assert map_parallel(lambda i: i, range(12), JobMemory(job=30, budget=100)) == list(range(12))
-    assert len(released) == 3  # once per worker of the three the budget affords, not per job
 
 
 def test_a_failed_job_hands_its_share_back(sixteen_cores):

@@ -21,7 +21,6 @@ without them).
 
 from __future__ import annotations
 
-import itertools
 import os
 import threading
 from collections.abc import Callable, Iterable
@@ -121,66 +120,33 @@ def submit(fn: Callable[..., R], *args: object) -> Future:
 def map_parallel(fn: Callable[[T], R], items: Iterable[T], memory: JobMemory | None = None) -> list[R]:
     """``[fn(x) for x in items]`` on up to one thread per usable core, for work that spends its
     time in Arrow and numpy (which release the GIL); order kept. Its threads live for this call
-    only, so tasks may use the shared pool. When a call fails, no call starts after it and the
-    first failure (in item order) is raised once those running have ended.
+    only, so tasks may use the shared pool.
 
     ``memory``: what each call of ``fn`` holds and the budget of all such jobs of the process: as
     many threads as the budget affords beside the jobs running now, each call reserving its share
-    before it starts (waiting for other jobs to end if need be). A thread runs its calls back to
-    back, each reusing the memory the one before freed, and hands what it freed back to the system
-    when none is left for it or it must wait for memory (:func:`~lakehouse.io.memory.release_freed`):
-    a thread's allocators keep what it freed for that thread alone.
+    before it starts (waiting for other jobs to end if need be) and handing the memory its thread
+    freed back to the system when it ends.
     """
     items = list(items)
-    if not items:
-        return []
     workers = min(len(items), usable_cores())
     if memory is not None:
         workers = min(workers, memory.threads(JOBS.held))
         fn = _reserving(fn, memory)
-    calls = _Calls(_RUNNING.counting(fn), items, release=memory is not None)
+    fn = _RUNNING.counting(fn)
     if workers <= 1:
-        calls.work()
-    else:
-        with ThreadPoolExecutor(workers) as pool:
-            for thread in [pool.submit(calls.work) for _ in range(workers)]:
-                thread.result()
-    return calls.results()
-
-
-class _Calls:
-    """The calls of one :func:`map_parallel`, taken in item order by its threads."""
-
-    def __init__(self, fn: Callable[[T], R], items: list[T], release: bool) -> None:
-        self.fn, self.items, self.release = fn, items, release
-        self.out: list = [None] * len(items)
-        self.failed: dict[int, BaseException] = {}
-        self._next = itertools.count()  # next() is atomic: each item goes to one thread
-
-    def work(self) -> None:
-        """Run calls until none is left or one has failed."""
-        try:
-            while not self.failed:
-                i = next(self._next)
-                if i >= len(self.items):
-                    return
-                try:
-                    self.out[i] = self.fn(self.items[i])
-                except BaseException as e:  # noqa: BLE001 - raised by results()
-                    self.failed[i] = e
-        finally:
-            if self.release:
-                release_freed()
-
-    def results(self) -> list:
-        if self.failed:
-            raise self.failed[min(self.failed)]
-        return self.out
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(fn, items))
 
 
 def _reserving(fn: Callable[[T], R], memory: JobMemory) -> Callable[[T], R]:
     def job(item: T) -> R:
         with JOBS.reserve(memory.job, memory.budget):
-            return fn(item)
+            try:
+                return fn(item)
+            finally:
+                # the allocators keep what a thread freed for that thread: give it back
+                # before the next job, which may run on another thread, allocates its own
+                release_freed()
 
     return job
