@@ -22,7 +22,7 @@ from lakehouse.io.object_store import S3Settings
 from .conftest import ORDERS, orders, pk_orders_table, rows
 from .interop import oracle
 
-WRITERS, COMMITS = 4, 25
+WRITERS, COMMITS = 4, 6
 
 
 def test_snapshot_files_are_created_once_under_a_race(s3_warehouse):
@@ -77,7 +77,7 @@ def test_concurrent_commits_from_processes_land_exactly_once(s3_warehouse):
     catalog = Catalog(uri, options=s3)
     catalog.create_database("db")
     # 4 writers committing back to back: one may lose the race many times in a row
-    options = {"commit.min-retry-wait": "1 ms", "commit.max-retries": "100"}
+    options = {"commit.min-retry-wait": "1 ms", "commit.max-retry-wait": "20 ms", "commit.max-retries": "100"}
     catalog.create_table("db.t", ORDERS, options=options)
     with multiprocessing.get_context("spawn").Pool(WRITERS) as pool:
         pool.map(_commit_many, [(uri, s3, w) for w in range(WRITERS)])

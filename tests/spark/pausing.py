@@ -1,10 +1,11 @@
-"""A streaming query that stops inside the commit of one micro-batch, for the test to kill it there.
+"""Streaming queries that stop inside the commit of one micro-batch, for the test to kill them there.
 
-:func:`run` (in a process of its own) streams the Parquet files of a directory, one file per
-micro-batch, into a table through ``paimon_pausing``: the ``paimon`` data source whose commit of
-batch ``pause.batch`` writes the file ``pause.marker`` and waits - ``before`` committing (the
-batch's files are written, not committed) or ``after`` (committed, but Spark has not logged the
-batch as done) - until the test kills the query's processes.
+:func:`run` (in a process of its own) starts, side by side, one query per table: each streams the
+Parquet files of a directory, one file per micro-batch, into its table through ``paimon_pausing``:
+the ``paimon`` data source whose commit of batch ``pause.batch`` writes the file ``pause.marker``
+and waits - ``before`` committing (the batch's files are written, not committed) or ``after``
+(committed, but Spark has not logged the batch as done) - until the test kills the process and
+its JVM. One process for every query: a JVM is started once.
 """
 
 from __future__ import annotations
@@ -55,15 +56,21 @@ class PausingSource(PaimonDataSource):
         return PausingStreamWriter(open_table(self.options), schema, overwrite, dict(self.options))
 
 
-def run(warehouse: str, source: str, checkpoint: str, batch: str, at: str, marker: str) -> None:
-    """Stream ``source`` into ``db.t`` of ``warehouse``, pausing in the commit of ``batch``."""
+def run(warehouse: str, batch: str, *queries: str) -> None:
+    """Stream into tables of ``warehouse``, each query (``table,source,checkpoint,at,marker``)
+    pausing in the commit of ``batch``; returns when every query has ended."""
     from lakehouse.spark import session
 
     spark = session(conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(PausingSource)
-    stream = spark.readStream.schema(spark.read.parquet(source).schema).option("maxFilesPerTrigger", 1)
-    pause = {"pause.batch": batch, "pause.at": at, "pause.marker": marker}
-    sink = stream.parquet(source).writeStream.format("paimon_pausing").option("warehouse", warehouse)
-    query = sink.options(**pause).option("checkpointLocation", checkpoint).trigger(availableNow=True)
-    query.start("db.t").awaitTermination()
+    started = []
+    for query in queries:
+        table, source, checkpoint, at, marker = query.split(",")
+        stream = spark.readStream.schema(spark.read.parquet(source).schema).option("maxFilesPerTrigger", 1)
+        pause = {"pause.batch": batch, "pause.at": at, "pause.marker": marker}
+        sink = stream.parquet(source).writeStream.format("paimon_pausing").option("warehouse", warehouse)
+        sink = sink.options(**pause).option("checkpointLocation", checkpoint).trigger(availableNow=True)
+        started.append(sink.start(table))
+    for query in started:
+        query.awaitTermination()

@@ -195,42 +195,46 @@ def test_complete_output_mode_overwrites_the_table(spark, catalog, warehouse, tm
     assert rows(t.read(), "dt") == [{"dt": DAYS[0], "n": 4}, {"dt": DAYS[1], "n": 2}]
 
 
-@pytest.mark.parametrize("at", ["before", "after"])
-def test_a_query_killed_inside_a_commit_restarts_with_every_row_once(spark, catalog, warehouse, tmp_path, at):
-    """Killed ``before`` committing batch 1, the restarted query commits it; killed ``after``, it
-    finds batch 1 committed and commits only batch 2. Either way every row is in the table once
-    and no file the killed query left is referenced."""
-    t = catalog.create_table("db.t", ORDERS, partition_keys=["dt"])
-    source, checkpoint, marker = tmp_path / "in", tmp_path / "checkpoint", tmp_path / "paused"
+def test_queries_killed_inside_a_commit_restart_with_every_row_once(spark, catalog, warehouse, tmp_path):
+    """Two queries of one process, killed in the commit of batch 1: ``before`` committing it, the
+    restarted query commits it; ``after``, it finds batch 1 committed and commits only batch 2.
+    Either way every row is in the table once and no file the killed query left is referenced."""
+    ats = ("before", "after")
+    tables = {at: catalog.create_table(f"db.{at}", ORDERS, partition_keys=["dt"]) for at in ats}
+    source, checkpoint, marker = ({at: tmp_path / at / name for at in ats} for name in ("in", "cp", "paused"))
     batches = [orders(range(i * 10, i * 10 + 10), dt=DAYS[i % 2]) for i in range(3)]
-    feed(source, batches)
-    args = [warehouse, str(source), str(checkpoint), "1", at, str(marker)]
+    for at in ats:
+        (tmp_path / at).mkdir()
+        feed(source[at], batches)
+    queries = [f"db.{at},{source[at]},{checkpoint[at]},{at},{marker[at]}" for at in ats]
     code = "import sys; from tests.spark.pausing import run; run(*sys.argv[1:])"
     # a process of its own, not a client of this one's Spark (nor of a Connect server)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_CONNECT", "PYSPARK_GATEWAY"))}
     with open(tmp_path / "query.log", "wb") as log:
-        query = subprocess.Popen(
-            [sys.executable, "-c", code, *args], cwd=PROJECT_ROOT, env=env, stdout=log,
+        process = subprocess.Popen(
+            [sys.executable, "-c", code, warehouse, "1", *queries], cwd=PROJECT_ROOT, env=env, stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True,  # its process group: the JVM dies with it
         )  # fmt: skip
         try:
             deadline = time.monotonic() + 300
-            while not marker.exists() and query.poll() is None and time.monotonic() < deadline:
+            paused = lambda: all(m.exists() for m in marker.values())  # noqa: E731
+            while not paused() and process.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.2)
-            assert marker.exists(), (tmp_path / "query.log").read_text()[-3000:]
+            assert paused(), (tmp_path / "query.log").read_text()[-3000:]
         finally:
-            with contextlib.suppress(ProcessLookupError):  # what is left of the query's processes
-                os.killpg(query.pid, signal.SIGKILL)
-            query.wait()
-    killed = stamps(t)
-    assert [s[2] for s in killed] == ([0, 1] if at == "after" else [0])
-    orphans = data_files(t) - live_files(t)  # files of batch 1, written but not committed
-    assert bool(orphans) == (at == "before")
-    restarted = run(files_stream(spark, source).writeStream.format("paimon").option("warehouse", warehouse)
-                    .option("path", "db.t"), checkpoint)  # fmt: skip
-    user = killed[0][1]
-    assert restarted.id == user and stamps(t) == [(CommitKind.APPEND, user, i) for i in range(3)]
-    assert rows(t.read()) == rows(pa.concat_tables(batches))
-    assert data_files(t) - live_files(t) == orphans  # a replay of a committed batch deletes its files
-    t.remove_orphan_files(older_than_ms=int(time.time() * 1000) - 1)
-    assert data_files(t) == live_files(t) and rows(t.read()) == rows(pa.concat_tables(batches))
+            with contextlib.suppress(ProcessLookupError):  # what is left of the queries' processes
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    for at, t in tables.items():
+        killed = stamps(t)
+        assert [s[2] for s in killed] == ([0, 1] if at == "after" else [0])
+        orphans = data_files(t) - live_files(t)  # files of batch 1, written but not committed
+        assert bool(orphans) == (at == "before")
+        restarted = run(files_stream(spark, source[at]).writeStream.format("paimon")
+                        .option("warehouse", warehouse).option("path", f"db.{at}"), checkpoint[at])  # fmt: skip
+        user = killed[0][1]
+        assert restarted.id == user and stamps(t) == [(CommitKind.APPEND, user, i) for i in range(3)]
+        assert rows(t.read()) == rows(pa.concat_tables(batches))
+        assert data_files(t) - live_files(t) == orphans  # a replay of a committed batch deletes its files
+        t.remove_orphan_files(older_than_ms=int(time.time() * 1000) - 1)
+        assert data_files(t) == live_files(t) and rows(t.read()) == rows(pa.concat_tables(batches))

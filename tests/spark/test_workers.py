@@ -5,44 +5,44 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
 import venv
 
 import pytest
 
 pytestmark = pytest.mark.spark
 
-SESSION = """\
-import os
-os.environ["PYSPARK_PYTHON"] = {python!r}
+SESSIONS = """\
+import os, sys
 from pyspark.sql import SparkSession
-spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
-spark.sparkContext.setLogLevel("OFF")
 from lakehouse.errors import WorkerEnvironmentError
 from lakehouse.spark import register
-try:
-    register(spark)
-    print("registered")
-except WorkerEnvironmentError as e:
-    print("refused:", e)
+for python in sys.argv[1:]:  # one session after another in one JVM, each with workers of its python
+    os.environ["PYSPARK_PYTHON"] = python
+    spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+    spark.sparkContext.setLogLevel("OFF")
+    try:
+        register(spark)
+        print("registered")
+    except WorkerEnvironmentError as e:
+        print("refused:", str(e).replace(chr(10), " "))
+    spark.stop()
 """
 
 
-def registration(python: str) -> str:
-    """What registering the data source prints in a fresh local session whose workers run ``python``."""
-    script = textwrap.dedent(SESSION.format(python=python))
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+def registrations(*pythons: str) -> list[str]:
+    """What registering the data source prints in fresh local sessions whose workers run each of
+    ``pythons`` (one process: a JVM is started once)."""
+    done = subprocess.run(
+        [sys.executable, "-c", SESSIONS, *pythons], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+    return done.stdout.splitlines()
 
 
-def test_workers_without_the_engine_are_a_typed_error_that_says_what_to_set(tmp_path):
+def test_registration_refuses_workers_without_the_engine_saying_what_to_set(tmp_path):
     bare = tmp_path / "bare"
     venv.create(bare, with_pip=False)  # a Python without the engine, as the machine's python3 is
-    out = registration(str(bare / "bin" / "python"))
-    assert out.startswith("refused:"), out
-    assert "spark.pyspark.python" in out and "PYSPARK_PYTHON" in out and sys.executable in out
-
-
-def test_workers_with_the_engine_register(tmp_path):
-    assert registration(sys.executable).strip() == "registered"
+    refused, registered = registrations(str(bare / "bin" / "python"), sys.executable)
+    assert refused.startswith("refused:"), refused
+    assert "spark.pyspark.python" in refused and "PYSPARK_PYTHON" in refused and sys.executable in refused
+    assert registered == "registered"
