@@ -230,8 +230,8 @@ def test_queries_killed_inside_a_commit_restart_with_every_row_once(spark, catal
         assert [s[2] for s in killed] == ([0, 1] if at == "after" else [0])
         orphans = data_files(t) - live_files(t)  # files of batch 1, written but not committed
         assert bool(orphans) == (at == "before")
-        restarted = run(files_stream(spark, source[at]).writeStream.format("paimon")
-                        .option("warehouse", warehouse).option("path", f"db.{at}"), checkpoint[at])  # fmt: skip
+        sink = files_stream(spark, source[at]).writeStream.format("paimon").option("warehouse", warehouse)
+        restarted = run(sink.option("path", f"db.{at}"), checkpoint[at])
         user = killed[0][1]
         assert restarted.id == user and stamps(t) == [(CommitKind.APPEND, user, i) for i in range(3)]
         assert rows(t.read()) == rows(pa.concat_tables(batches))
