@@ -8,6 +8,7 @@ import multiprocessing
 import pickle
 import time
 from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.synchronize import Barrier
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -65,9 +66,9 @@ def test_a_pk_table_lives_its_whole_life_on_s3(s3_warehouse):
     assert rows(oracle.read(uri, "db.t", options)) == expected
 
 
-def _commit_many(args: tuple[str, dict, int]) -> None:
-    uri, options, writer = args
+def _commit_many(uri: str, options: dict, writer: int, start: Barrier) -> None:
     table = Catalog(uri, options=options).get_table("db.t")
+    start.wait(timeout=120)  # every writer's first commit at once: they race from the start
     for i in range(COMMITS):
         table.write(orders([writer * 1000 + i]))
 
@@ -76,11 +77,17 @@ def test_concurrent_commits_from_processes_land_exactly_once(s3_warehouse):
     uri, s3 = s3_warehouse
     catalog = Catalog(uri, options=s3)
     catalog.create_database("db")
-    # 4 writers committing back to back: one may lose the race many times in a row
+    # 4 writers committing back to back from one moment: one may lose the race many times in a row
     options = {"commit.min-retry-wait": "1 ms", "commit.max-retry-wait": "20 ms", "commit.max-retries": "100"}
     catalog.create_table("db.t", ORDERS, options=options)
-    with multiprocessing.get_context("spawn").Pool(WRITERS) as pool:
-        pool.map(_commit_many, [(uri, s3, w) for w in range(WRITERS)])
+    spawn = multiprocessing.get_context("spawn")
+    start = spawn.Barrier(WRITERS)
+    writers = [spawn.Process(target=_commit_many, args=(uri, s3, w, start)) for w in range(WRITERS)]
+    for process in writers:
+        process.start()
+    for process in writers:
+        process.join(300)
+    assert [process.exitcode for process in writers] == [0] * WRITERS
     t = catalog.get_table("db.t")
     assert t.snapshots.snapshot_ids() == list(range(1, WRITERS * COMMITS + 1))
     assert sorted(r["order_id"] for r in rows(t.read())) == [

@@ -37,7 +37,7 @@ FIRST_MTIME = 1_700_000_000  # the file source takes the oldest file first: one 
 
 def feed(source: Path, batches: list[pa.Table], first: int = 0) -> None:
     """Parquet files ``first``, ``first + 1``, ... in ``source``, in that order for the file source."""
-    source.mkdir(exist_ok=True)
+    source.mkdir(parents=True, exist_ok=True)
     for i, batch in enumerate(batches, first):
         path = source / f"part-{i}.parquet"
         pq.write_table(batch, path)
@@ -204,7 +204,6 @@ def test_queries_killed_inside_a_commit_restart_with_every_row_once(spark, catal
     source, checkpoint, marker = ({at: tmp_path / at / name for at in ats} for name in ("in", "cp", "paused"))
     batches = [orders(range(i * 10, i * 10 + 10), dt=DAYS[i % 2]) for i in range(3)]
     for at in ats:
-        (tmp_path / at).mkdir()
         feed(source[at], batches)
     queries = [f"db.{at},{source[at]},{checkpoint[at]},{at},{marker[at]}" for at in ats]
     code = "import sys; from tests.spark.pausing import run; run(*sys.argv[1:])"
@@ -215,9 +214,12 @@ def test_queries_killed_inside_a_commit_restart_with_every_row_once(spark, catal
             [sys.executable, "-c", code, warehouse, "1", *queries], cwd=PROJECT_ROOT, env=env, stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True,  # its process group: the JVM dies with it
         )  # fmt: skip
+
+        def paused() -> bool:
+            return all(m.exists() for m in marker.values())
+
         try:
             deadline = time.monotonic() + 300
-            paused = lambda: all(m.exists() for m in marker.values())  # noqa: E731
             while not paused() and process.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.2)
             assert paused(), (tmp_path / "query.log").read_text()[-3000:]
