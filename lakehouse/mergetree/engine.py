@@ -221,8 +221,7 @@ class MergeEngine:
         """
         groups = self._groups(table, arrival_order)
         kept = KEPT.get(self.kind)
-        merged = groups.rows(kept(groups)) if kept is not None else MERGES[self.kind](self, groups)
-        return merged.drop_columns([ORDINAL]) if ORDINAL in merged.column_names else merged
+        return groups.rows(kept(groups)) if kept is not None else MERGES[self.kind](self, groups)
 
     @property
     def keeps_versions(self) -> bool:
@@ -244,9 +243,9 @@ class MergeEngine:
 
     def _groups(self, table: pa.Table, arrival_order: bool) -> KeyGroups:
         order = [*self.sequence_fields] if arrival_order else [*self.sequence_fields, SEQUENCE_NUMBER]
-        if ORDINAL in table.column_names:
-            order.append(ORDINAL)
-        return KeyGroups.of(table, self.key, order, VALUE_KIND)
+        if ORDINAL not in table.column_names:
+            return KeyGroups.of(table, self.key, order, VALUE_KIND)
+        return KeyGroups.of(table, self.key, [*order, ORDINAL], VALUE_KIND, sort_only=ORDINAL)
 
     def _aggregation(self, g: KeyGroups) -> pa.Table:
         n = len(g.kinds)

@@ -43,9 +43,12 @@ class KeyGroups:
     kinds: np.ndarray  # int8 row kind per sorted position
 
     @classmethod
-    def of(cls, table: pa.Table, key: list[str], order: list[str], kind_column: str) -> KeyGroups:
+    def of(
+        cls, table: pa.Table, key: list[str], order: list[str], kind_column: str, sort_only: str | None = None
+    ) -> KeyGroups:
         """Sort ``table`` by ``key`` (as keys compare) then ``order`` (nulls first, as Paimon's
-        sequence comparators)."""
+        sequence comparators). ``sort_only``: a column of ``order`` (a tiebreak) that rows taken
+        from the groups leave out: a take copies every column it is given."""
         idx = None
         keys = comparable_keys(table, key)
         if table.num_rows > 1:
@@ -57,6 +60,8 @@ class KeyGroups:
             ends = np.arange(1, table.num_rows + 1, dtype=np.int64)
         starts = np.concatenate([[0], ends[:-1]]).astype(np.int64) if len(ends) else ends
         kinds = table.column(kind_column).to_numpy().astype(np.int8)
+        if sort_only is not None:
+            table = table.drop_columns([sort_only])
         return cls(table, idx, starts, ends, kinds if idx is None else kinds[idx])
 
     def column(self, name: str) -> pa.Array:
@@ -120,9 +125,12 @@ def _merge_order(columns: pa.Table, key: list[str], order: list[str]) -> tuple[n
     values = column.to_numpy()
     idx = np.argsort(values, kind="stable")
     ordered = values[idx]
-    repeated = ordered[1:] == ordered[:-1]
-    ends = np.append(np.flatnonzero(~repeated), len(idx) - 1).astype(np.int64) + 1
-    if not order or not repeated.any() or _in_order(columns, order, idx[:-1][repeated], idx[1:][repeated]):
+    last = np.empty(len(idx), bool)  # whether a sorted row is its key's last
+    np.not_equal(ordered[1:], ordered[:-1], out=last[:-1])
+    last[-1:] = True
+    ends = (np.flatnonzero(last) + 1).astype(np.int64, copy=False)
+    repeated = ~last[:-1]  # a sorted row and the next share their key
+    if not order or len(ends) == len(idx) or _in_order(columns, order, idx, repeated):
         return idx, ends
     shared = np.zeros(len(idx), bool)
     shared[:-1] |= repeated
@@ -134,20 +142,22 @@ def _merge_order(columns: pa.Table, key: list[str], order: list[str]) -> tuple[n
     return idx, ends
 
 
-def _in_order(columns: pa.Table, order: list[str], first: np.ndarray, second: np.ndarray) -> bool:
-    """Whether each row ``first[i]`` comes before or ties with row ``second[i]`` by the ``order``
-    columns; False when one is not integral or holds nulls (Arrow's sort decides those)."""
-    before = np.zeros(len(first), bool)
-    tied = np.ones(len(first), bool)
+def _in_order(columns: pa.Table, order: list[str], idx: np.ndarray, repeated: np.ndarray) -> bool:
+    """Whether, in the order ``idx``, each row that shares its key with the next (``repeated``)
+    comes before or ties with it by the ``order`` columns; False when one is not integral or
+    holds nulls (Arrow's sort decides those). Compares every neighbour pair, which costs less
+    than picking out the repeated ones first."""
+    before = np.zeros(len(repeated), bool)
+    tied = np.ones(len(repeated), bool)
     for name in order:
         column = columns.column(name)
         if column.null_count or not pa.types.is_integer(column.type):
             return False
-        values = column.to_numpy()
-        a, b = values[first], values[second]
+        values = column.to_numpy()[idx]
+        a, b = values[:-1], values[1:]
         before |= tied & (a < b)
         tied &= a == b
-    return bool((before | tied).all())
+    return bool((before | tied | ~repeated).all())
 
 
 def positions_of(owners: np.ndarray, count: int) -> np.ndarray:
