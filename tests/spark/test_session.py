@@ -138,3 +138,15 @@ def test_python_workers_start_with_the_engine_imported(any_spark):
 
     rows = any_spark.range(2, numPartitions=2).mapInArrow(loaded, "loaded boolean").collect()
     assert [r.loaded for r in rows] == [True, True]
+
+
+def test_the_daemon_imports_the_worker_module_before_it_forks():
+    """lakehouse.spark.daemon imports the module its workers run (``pyspark.worker``) once, before
+    forking them: imported from Spark's pyspark.zip, it would be compiled again in every fork."""
+    probe = (
+        "import sys; from lakehouse.spark.daemon import preload; before = 'pyspark.worker' in sys.modules; "
+        "preload(['daemon.py', 'not.a.pyspark.module']); preload(['daemon.py', 'pyspark.worker']); "
+        "print(before, 'pyspark.worker' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
