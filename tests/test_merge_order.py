@@ -51,7 +51,7 @@ def versions(keys: list[list[int]], seq: list[int | None], key_type: pa.DataType
 def test_the_merge_order_is_arrows_sort_of_key_then_order(keys, seq, key_type, key, fields, aged):
     table = versions(keys, seq, key_type, aged)
     order = [*fields, "_SEQUENCE_NUMBER", "_FILE_ORDINAL"]
-    groups = KeyGroups.of(table, key, order, "_VALUE_KIND", sort_only="_FILE_ORDINAL")
+    groups = KeyGroups.of(table, key, order[:-1], "_VALUE_KIND", tiebreak="_FILE_ORDINAL")
     assert "_FILE_ORDINAL" not in groups.rows(np.arange(table.num_rows)).column_names  # sorted by, not taken
     columns = comparable_keys(table, key)
     for c in order:

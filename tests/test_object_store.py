@@ -85,8 +85,13 @@ def test_concurrent_commits_from_processes_land_exactly_once(s3_warehouse):
     writers = [spawn.Process(target=_commit_many, args=(uri, s3, w, start)) for w in range(WRITERS)]
     for process in writers:
         process.start()
-    for process in writers:
-        process.join(300)
+    try:
+        for process in writers:
+            process.join(300)
+    finally:
+        for process in writers:
+            if process.is_alive():  # hung: it must not outlive the test (and hold up pytest's exit)
+                process.kill()
     assert [process.exitcode for process in writers] == [0] * WRITERS
     t = catalog.get_table("db.t")
     assert t.snapshots.snapshot_ids() == list(range(1, WRITERS * COMMITS + 1))

@@ -243,9 +243,8 @@ class MergeEngine:
 
     def _groups(self, table: pa.Table, arrival_order: bool) -> KeyGroups:
         order = [*self.sequence_fields] if arrival_order else [*self.sequence_fields, SEQUENCE_NUMBER]
-        if ORDINAL not in table.column_names:
-            return KeyGroups.of(table, self.key, order, VALUE_KIND)
-        return KeyGroups.of(table, self.key, [*order, ORDINAL], VALUE_KIND, sort_only=ORDINAL)
+        tiebreak = ORDINAL if ORDINAL in table.column_names else None
+        return KeyGroups.of(table, self.key, order, VALUE_KIND, tiebreak=tiebreak)
 
     def _aggregation(self, g: KeyGroups) -> pa.Table:
         n = len(g.kinds)

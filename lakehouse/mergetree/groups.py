@@ -44,13 +44,15 @@ class KeyGroups:
 
     @classmethod
     def of(
-        cls, table: pa.Table, key: list[str], order: list[str], kind_column: str, sort_only: str | None = None
+        cls, table: pa.Table, key: list[str], order: list[str], kind_column: str, tiebreak: str | None = None
     ) -> KeyGroups:
         """Sort ``table`` by ``key`` (as keys compare) then ``order`` (nulls first, as Paimon's
-        sequence comparators). ``sort_only``: a column of ``order`` (a tiebreak) that rows taken
-        from the groups leave out: a take copies every column it is given."""
+        sequence comparators), then the ``tiebreak`` column, which rows taken from the groups
+        leave out: a take copies every column it is given."""
         idx = None
         keys = comparable_keys(table, key)
+        if tiebreak is not None:
+            order = [*order, tiebreak]
         if table.num_rows > 1:
             columns = keys
             for c in order:
@@ -60,8 +62,8 @@ class KeyGroups:
             ends = np.arange(1, table.num_rows + 1, dtype=np.int64)
         starts = np.concatenate([[0], ends[:-1]]).astype(np.int64) if len(ends) else ends
         kinds = table.column(kind_column).to_numpy().astype(np.int8)
-        if sort_only is not None:
-            table = table.drop_columns([sort_only])
+        if tiebreak is not None:
+            table = table.drop_columns([tiebreak])
         return cls(table, idx, starts, ends, kinds if idx is None else kinds[idx])
 
     def column(self, name: str) -> pa.Array:
