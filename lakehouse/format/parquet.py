@@ -10,7 +10,7 @@ Java writes INT96 but reads both).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakehouse.errors import CorruptFileError
+from lakehouse.format.dictionaries import decoded
 from lakehouse.io.fs import FileIO
 from lakehouse.io.pool import spare_core, submit
 from lakehouse.types import (
@@ -249,18 +250,27 @@ def iter_batches(
     batch_rows: int,
     batch_bytes: int | None = None,
     rows: np.ndarray | None = None,
+    dictionaries: Collection[str] = (),
 ) -> Iterator[pa.Table]:
     """The named columns (those present) of a data file, ``batch_rows`` rows at a time, fewer if
     ``batch_bytes`` (decoded, as :func:`decoded_bytes` estimates) holds fewer (at least
     ``MIN_BATCH_ROWS``). ``rows``: sorted row positions to keep (indexes, deletion vectors):
-    only the row groups holding them are decoded, and each batch keeps only them."""
-    pf = open_file(io, path)
+    only the row groups holding them are decoded, and each batch keeps only them.
+    ``dictionaries``: columns the caller takes rows from before it decodes them
+    (:mod:`lakehouse.format.dictionaries`): those that :func:`repeating` in this file come as
+    dictionary arrays; every other column comes plain."""
+    source = io.open_input(path)
+    pf = pq.ParquetFile(source)
     present = set(pf.schema_arrow.names)
     names = [c for c in columns if c in present]
     meta = pf.metadata
     if batch_bytes is not None and meta.num_rows:
         fit = batch_bytes * meta.num_rows // max(1, decoded_bytes(meta))
         batch_rows = min(batch_rows, max(MIN_BATCH_ROWS, fit))
+    # rows kept of a file are taken here, so its repeating strings are read as dictionaries too
+    as_dictionaries = repeating(pf, names if rows is not None else [c for c in names if c in dictionaries])
+    if as_dictionaries:
+        pf = pq.ParquetFile(source, metadata=meta, read_dictionary=as_dictionaries)
     if rows is None:
         for batch in pf.iter_batches(batch_size=batch_rows, columns=names, use_threads=True):
             yield pa.Table.from_batches([batch])
@@ -279,5 +289,31 @@ def iter_batches(
             end = position + batch.num_rows
             local = rows[np.searchsorted(rows, position) : np.searchsorted(rows, end)] - position
             if len(local):
-                yield pa.Table.from_batches([batch]).take(pa.array(local))
+                yield decoded(pa.Table.from_batches([batch]).take(pa.array(local)), dictionaries)
             position = end
+
+
+def repeating(pf: pq.ParquetFile, names: Collection[str]) -> list[str]:
+    """Those of columns ``names`` that are top-level strings or binaries stored dictionary-encoded
+    in every row group of the file, in under half their plain size: values repeat (a dictionary
+    holds at most about a third of them), so reading them as Arrow dictionaries pays. Where values
+    are mostly distinct the writer fell back to plain pages (a dictionary read would hash every
+    value to build one), or the dictionary is about as large as the values."""
+    meta = pf.metadata
+    types = pf.schema_arrow
+    wanted = {name for name in names if types.field(name).type in (pa.string(), pa.binary())}
+    leaves = {}
+    for c in range(meta.num_columns):
+        column = meta.schema.column(c)
+        if column.name == column.path and column.name in wanted:
+            leaves[column.name] = c
+    found = []
+    for name, c in leaves.items():
+        chunks = [meta.row_group(g).column(c) for g in range(meta.num_row_groups)]
+        if chunks and all(
+            chunk.has_dictionary_page
+            and chunk.total_uncompressed_size * 2 <= chunk.num_values * (_OFFSET + _average_length(chunk))
+            for chunk in chunks
+        ):
+            found.append(name)
+    return found

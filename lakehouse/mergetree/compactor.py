@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from lakehouse.deletionvectors.maintainer import BucketDeletionVectors
 from lakehouse.format import parquet
+from lakehouse.format.dictionaries import decoded
 from lakehouse.io.pool import spare_core
 from lakehouse.io.read_ahead import read_ahead
 from lakehouse.manifest.entries import DataFileMeta, FileSource
@@ -118,6 +119,7 @@ class BucketCompactor(BucketFiles):
         self.changelog_layout = changelog_layout(layout, options)
         self.min_file_size = options.compaction_file_size(True)
         self.merge_bytes = options.memory(SORT_SPILL_BUFFER_SIZE)  # what a merge's reads hold
+        self.carried = engine.carried(f.name for f in table.schema.fields)  # read as dictionaries
         self.ranges = KeyRanges([f.type for f in layout.key_fields], table.name)
         self.before: list[DataFileMeta] = []  # committed files this compactor removed
         self.after: list[DataFileMeta] = []  # files it added that are still live
@@ -346,7 +348,7 @@ class CompactTask:
                 if self.drop_delete:
                     merged = drop_retracts(merged)
                 if merged.num_rows:
-                    yield merged
+                    yield decoded(merged)
 
     def _write_changelog(self, changes: pa.Table | None) -> None:
         if changes is None or not changes.num_rows:
@@ -371,9 +373,12 @@ class CompactTask:
         system = [parquet.SEQUENCE_NUMBER, parquet.VALUE_KIND]
         vectors = bucket.deletion_vectors
         deletion = None if vectors is None else vectors.get(f.file_name)
-        for batch in iter_data_file(
-            bucket.table, bucket.bucket_path, f, fields, system, BATCH_ROWS, deletion, batch_bytes=batch_bytes
-        ):
+        carried = () if level else bucket.carried  # steps that compare versions read them plain
+        batches = iter_data_file(
+            bucket.table, bucket.bucket_path, f, fields, system, BATCH_ROWS, deletion,
+            batch_bytes=batch_bytes, dictionaries=carried,
+        )  # fmt: skip
+        for batch in batches:
             yield with_level(batch, f.level) if level else batch
 
 

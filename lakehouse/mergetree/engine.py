@@ -21,7 +21,7 @@ exist below its output).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -233,6 +233,16 @@ class MergeEngine:
     def deciding_columns(self) -> list[str]:
         """The columns (besides sequence number and kind) that decide which version wins."""
         return [*self.key, *(f for f in self.sequence_fields if f not in self.key)]
+
+    def carried(self, names: Iterable[str]) -> list[str]:
+        """Those of columns ``names`` that a merge only carries along with the version it keeps
+        (engines that :attr:`keeps_versions`; none for the others): not the
+        :attr:`deciding_columns`. Merges read them as dictionaries where they repeat
+        (:mod:`lakehouse.format.dictionaries`)."""
+        if not self.keeps_versions:
+            return []
+        deciding = set(self.deciding_columns)
+        return [name for name in names if name not in deciding]
 
     def winners(self, table: pa.Table, arrival_order: bool = False) -> np.ndarray:
         """The positions in ``table`` of the versions a merge keeps, in key order, for engines

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakehouse.format.dictionaries import concat
 from lakehouse.mergetree.engine import ORDINAL
 from lakehouse.mergetree.keyorder import comparable
 
@@ -44,7 +45,7 @@ def merge_steps(runs: Sequence[Iterator[pa.Table]], key: list[str]) -> Iterator[
                     step = step.append_column(ORDINAL, pa.array(np.full(count, i, np.int32)))
                 taken.append(step)
                 buffers[i] = buffer.slice(count)
-        yield pa.concat_tables(taken) if len(taken) > 1 else taken[0]
+        yield concat(taken)
 
 
 def first_key(table: pa.Table, key: list[str]) -> tuple:

@@ -20,6 +20,7 @@ from pyroaring import BitMap
 
 from lakehouse.errors import SchemaMismatchError
 from lakehouse.format import parquet
+from lakehouse.format.dictionaries import concat, decoded
 from lakehouse.io.memory import JobMemory
 from lakehouse.io.pool import map_parallel, spare_core
 from lakehouse.io.read_ahead import map_ahead
@@ -94,6 +95,7 @@ class TableRead:
         if self.engine is not None:
             needed = self.engine.read_columns(needed)
         self.read_fields = [f for f in schema.fields if f.name in needed]
+        self.carried = self.engine.carried(f.name for f in self.read_fields) if self.engine else []
         self.columns_schema = pa.schema([arrow_field(n, schema.field(n).type) for n in columns])
         self.row_kinds = row_kinds
         self.changes = changes
@@ -188,7 +190,7 @@ class TableRead:
         files = range(len(split.files))
         batches = [b for i in files for b in self._file_batches(split, i, self.merge_bytes)]
         if batches:
-            yield self._merge(pa.concat_tables(batches))
+            yield self._merge(concat(batches))
 
     def _merge(self, versions: pa.Table) -> pa.Table:
         """One row per key of complete versions (their file positions, and levels for lookup
@@ -199,7 +201,7 @@ class TableRead:
             versions = versions.drop_columns([LEVEL])
         if self.engine.keeps_versions:  # the winners' columns but sequence numbers and file positions
             read = [*(f.name for f in self.read_fields), parquet.VALUE_KIND]
-            return drop_retracts(versions.select(read).take(self.engine.winners(versions)))
+            return decoded(drop_retracts(versions.select(read).take(self.engine.winners(versions))))
         return drop_retracts(self.engine.merge(versions))
 
     def _file_batches(self, split: Split, i: int, batch_bytes: int | None = None) -> Iterator[pa.Table]:
@@ -222,6 +224,7 @@ class TableRead:
         batches = iter_data_file(
             self.table, split.bucket_path, meta, self.read_fields, system, batch_rows,
             batch_bytes=batch_bytes or self.merge_bytes, kept=rows,
+            dictionaries=self.carried if merging else (),
         )  # fmt: skip
         for batch in batches:
             if merging:

@@ -8,7 +8,7 @@ widened ones are cast (``SchemaEvolutionUtil``). Missing or unreadable files are
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -53,20 +53,24 @@ def iter_data_file(
     position: str | None = None,
     batch_bytes: int | None = None,
     kept: np.ndarray | None = None,
+    dictionaries: Collection[str] = (),
 ) -> Iterator[pa.Table]:
     """:func:`read_data_file` in batches of ``rows`` rows, fewer if ``batch_bytes`` holds fewer
     (bounded memory for reads and compaction).
 
     ``deletion``: rows it marks are left out; ``position``: name of an added int64 column with
     each row's position in the file. ``kept`` (instead of both): the sorted positions of the
-    only rows to read; row groups without any are not decoded.
+    only rows to read; row groups without any are not decoded. ``dictionaries``: columns that
+    may come as dictionary arrays, for the caller to decode after it takes rows
+    (:mod:`lakehouse.format.dictionaries`).
     """
     path, old_by_id, wanted = _locate(table, bucket_path, meta, fields, system)
+    stored = {old_by_id[f.id].name for f in fields if f.name in dictionaries and f.id in old_by_id}
     deleted = None if deletion is None else deletion.deleted_mask(meta.row_count)
     start = 0
     evolution = None
     with _reading(table, path):
-        for raw in parquet.iter_batches(table.io, path, wanted, rows, batch_bytes, kept):
+        for raw in parquet.iter_batches(table.io, path, wanted, rows, batch_bytes, kept, stored):
             if evolution is None:  # every batch of a file has its schema
                 evolution = _Evolution(
                     raw.schema, fields, old_by_id, system, f"table {table.name}: data file {path}"
@@ -158,7 +162,9 @@ class _Evolution:
             cast = None
             if i is not None:
                 kept = stored.field(i).type
-                if isinstance(f.type, NewerType) and not _same_layout(kept, target.type):
+                if pa.types.is_dictionary(kept) and kept.value_type == target.type:
+                    target = target.with_type(kept)  # read so to be decoded after a take
+                elif isinstance(f.type, NewerType) and not _same_layout(kept, target.type):
                     raise UnsupportedFeatureError(
                         f"{where} stores column {f.name!r} ({f.type}) as {kept}, not as Paimon's plain "
                         f"{target.type} (e.g. a shredded VARIANT), which this engine does not read; read "
