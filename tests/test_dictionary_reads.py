@@ -41,13 +41,14 @@ def _columns() -> pa.Table:
 def test_only_top_level_repeating_strings_and_binaries_are_read_as_dictionaries(tmp_path):
     io, path = _file(tmp_path, _columns(), dictionary_pagesize_limit=16 * 1024)
     pf = pq.ParquetFile(io.open_input(path))
-    assert repeating(pf, pf.schema_arrow.names) == ["status", "raw"]
-    assert repeating(pf, ["uuid", "raw"]) == ["raw"]
+    assert repeating(pf.metadata, pf.schema_arrow, pf.schema_arrow.names) == ["status", "raw"]
+    assert repeating(pf.metadata, pf.schema_arrow, ["uuid", "raw"]) == ["raw"]
 
 
 def test_a_column_stored_plain_is_not_read_as_a_dictionary(tmp_path):
     io, path = _file(tmp_path, _columns(), use_dictionary=False)
-    assert repeating(pq.ParquetFile(io.open_input(path)), ["status", "raw"]) == []
+    pf = pq.ParquetFile(io.open_input(path))
+    assert repeating(pf.metadata, pf.schema_arrow, ["status", "raw"]) == []
 
 
 def test_a_column_whose_values_are_mostly_distinct_is_not_read_as_a_dictionary(tmp_path):
@@ -57,7 +58,7 @@ def test_a_column_whose_values_are_mostly_distinct_is_not_read_as_a_dictionary(t
     io, path = _file(tmp_path, table)
     pf = pq.ParquetFile(io.open_input(path))
     assert pf.metadata.row_group(0).column(0).has_dictionary_page
-    assert repeating(pf, ["half"]) == []
+    assert repeating(pf.metadata, pf.schema_arrow, ["half"]) == []
 
 
 def test_requested_columns_come_as_dictionaries_where_they_repeat(tmp_path):

@@ -261,14 +261,17 @@ def iter_batches(
     dictionary arrays; every other column comes plain."""
     source = io.open_input(path)
     pf = pq.ParquetFile(source)
-    present = set(pf.schema_arrow.names)
+    types = pf.schema_arrow
+    present = set(types.names)
     names = [c for c in columns if c in present]
     meta = pf.metadata
     if batch_bytes is not None and meta.num_rows:
         fit = batch_bytes * meta.num_rows // max(1, decoded_bytes(meta))
         batch_rows = min(batch_rows, max(MIN_BATCH_ROWS, fit))
     # rows kept of a file are taken here, so its repeating strings are read as dictionaries too
-    as_dictionaries = repeating(pf, names if rows is not None else [c for c in names if c in dictionaries])
+    as_dictionaries = repeating(
+        meta, types, names if rows is not None else [c for c in names if c in dictionaries]
+    )
     if as_dictionaries:
         pf = pq.ParquetFile(source, metadata=meta, read_dictionary=as_dictionaries)
     if rows is None:
@@ -293,14 +296,13 @@ def iter_batches(
             position = end
 
 
-def repeating(pf: pq.ParquetFile, names: Collection[str]) -> list[str]:
-    """Those of columns ``names`` that are top-level strings or binaries stored dictionary-encoded
-    in every row group of the file, in under half their plain size: values repeat (a dictionary
-    holds at most about a third of them), so reading them as Arrow dictionaries pays. Where values
-    are mostly distinct the writer fell back to plain pages (a dictionary read would hash every
-    value to build one), or the dictionary is about as large as the values."""
-    meta = pf.metadata
-    types = pf.schema_arrow
+def repeating(meta: pq.FileMetaData, types: pa.Schema, names: Collection[str]) -> list[str]:
+    """Those of columns ``names`` (of a file with footer ``meta`` and Arrow schema ``types``)
+    that are top-level strings or binaries stored dictionary-encoded in every row group, in
+    under half their plain size: values repeat (a dictionary holds at most about a third of
+    them), so reading them as Arrow dictionaries pays. Where values are mostly distinct the
+    writer fell back to plain pages (a dictionary read would hash every value to build one),
+    or the dictionary is about as large as the values."""
     wanted = {name for name in names if types.field(name).type in (pa.string(), pa.binary())}
     leaves = {}
     for c in range(meta.num_columns):
