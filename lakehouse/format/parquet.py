@@ -304,18 +304,16 @@ def repeating(meta: pq.FileMetaData, types: pa.Schema, names: Collection[str]) -
     writer fell back to plain pages (a dictionary read would hash every value to build one),
     or the dictionary is about as large as the values."""
     wanted = {name for name in names if types.field(name).type in (pa.string(), pa.binary())}
-    leaves = {}
+    found = []
     for c in range(meta.num_columns):
         column = meta.schema.column(c)
-        if column.name == column.path and column.name in wanted:
-            leaves[column.name] = c
-    found = []
-    for name, c in leaves.items():
+        if column.name != column.path or column.name not in wanted:  # nested, or not asked for
+            continue
         chunks = [meta.row_group(g).column(c) for g in range(meta.num_row_groups)]
         if chunks and all(
             chunk.has_dictionary_page
             and chunk.total_uncompressed_size * 2 <= chunk.num_values * (_OFFSET + _average_length(chunk))
             for chunk in chunks
         ):
-            found.append(name)
+            found.append(column.name)
     return found
