@@ -18,8 +18,11 @@ none; for expiration they exist, empty). A cold plan is the first of the table i
 (which has planned another table before, so that one-time imports are not counted).
 
 Every operation runs in a fresh Python process that reports its seconds and its own peak RSS
-(``ru_maxrss``), so one operation's peak cannot hide another's. Printed: a table per size, then
-each operation's growth ratio time(largest)/time(previous size) (linear: about 10 for 10x).
+(``ru_maxrss``), so one operation's peak cannot hide another's; before its clock starts, the
+process makes pyarrow import pandas (where installed), which pyarrow does on its first
+conversion of Python or numpy values (0.3 s, once per process, on one core). Printed: a table
+per size, then each operation's growth ratio time(largest)/time(previous size) (linear: about
+10 for 10x).
 ``--threads N`` makes the processes behave as on N cores: the engine's (``LAKEHOUSE_THREADS``)
 and Arrow's thread pools are sized for N, whatever this machine has. ``--threads 1,2,...`` runs
 everything at each count, every process also pinned to that many of the CPUs this one may use
@@ -412,6 +415,7 @@ def child(op: str, directory: str, size: int) -> None:
         from lakehouse.io.cores import usable_cores
 
         pa.set_cpu_count(usable_cores())
+    pa.array([0])  # pyarrow's one-time import of pandas (where installed) on its first conversion
     result = globals()[f"op_{op}"](Path(directory), size)
     result["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(json.dumps(result))
