@@ -22,30 +22,54 @@ from lakehouse.mergetree.keyorder import comparable
 def merge_steps(runs: Sequence[Iterator[pa.Table]], key: list[str]) -> Iterator[pa.Table]:
     """The complete versions of the next keys of sorted runs (each a batch iterator), step by
     step in key order, tagged with their run's ordinal unless the batches carry their own
-    (``ORDINAL``: later wins ties): each step is ready for one merge."""
+    (``ORDINAL``: later wins ties): each step is ready for one merge. A run whose batch a step
+    took whole is asked for its next one before the step is handed on: a run that ends there
+    no longer bounds the step, which then takes more of the others (runs of one batch each, a
+    small bucket's, merge in one step, not one per run)."""
     buffers: list[pa.Table | None] = [None] * len(runs)
     done = [False] * len(runs)
     while True:
         for i, run in enumerate(runs):
-            buffer = buffers[i]
-            while not done[i] and (buffer is None or buffer.num_rows == 0):
-                buffer = next(run, None)
-                done[i] = buffer is None
-            buffers[i] = buffer
-        live = [(i, buffer) for i, buffer in enumerate(buffers) if buffer is not None and buffer.num_rows]
-        if not live:
+            if not done[i] and (buffers[i] is None or buffers[i].num_rows == 0):
+                buffers[i] = _next_batch(run)
+                done[i] = buffers[i] is None
+        taken: list[pa.Table] = []
+        while True:
+            live = [(i, buffer) for i, buffer in enumerate(buffers) if buffer is not None and buffer.num_rows]
+            if not live:
+                break
+            bounds = [last_key(buffer, key) for i, buffer in live if not done[i]]
+            emptied = []
+            for i, buffer in live:
+                count = buffer.num_rows if not bounds else count_at_most(buffer, key, min(bounds))
+                if count:
+                    taken.append(_tagged(buffer.slice(0, count), i))
+                    buffers[i] = buffer.slice(count)
+                    if count == buffer.num_rows and not done[i]:
+                        emptied.append(i)
+            for i in emptied:
+                buffers[i] = _next_batch(runs[i])
+                done[i] = buffers[i] is None
+            if not emptied or not all(done[i] for i in emptied):
+                break  # a run has a new batch: the next step starts from it
+        if not taken:
             return
-        bounds = [last_key(buffer, key) for i, buffer in live if not done[i]]
-        taken = []
-        for i, buffer in live:
-            count = buffer.num_rows if not bounds else count_at_most(buffer, key, min(bounds))
-            if count:
-                step = buffer.slice(0, count)
-                if ORDINAL not in step.column_names:
-                    step = step.append_column(ORDINAL, pa.array(np.full(count, i, np.int32)))
-                taken.append(step)
-                buffers[i] = buffer.slice(count)
         yield concat(taken)
+
+
+def _next_batch(run: Iterator[pa.Table]) -> pa.Table | None:
+    """The run's next batch with rows, None once it has none left."""
+    for batch in run:
+        if batch.num_rows:
+            return batch
+    return None
+
+
+def _tagged(step: pa.Table, run: int) -> pa.Table:
+    """``step`` with each row's run ordinal, unless its rows carry their own."""
+    if ORDINAL in step.column_names:
+        return step
+    return step.append_column(ORDINAL, pa.array(np.full(step.num_rows, run, np.int32)))
 
 
 def first_key(table: pa.Table, key: list[str]) -> tuple:
