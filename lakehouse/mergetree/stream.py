@@ -30,7 +30,8 @@ def merge_steps(runs: Sequence[Iterator[pa.Table]], key: list[str]) -> Iterator[
     done = [False] * len(runs)
     while True:
         for i, run in enumerate(runs):
-            if not done[i] and (buffers[i] is None or buffers[i].num_rows == 0):
+            buffer = buffers[i]
+            if not done[i] and (buffer is None or buffer.num_rows == 0):
                 buffers[i] = _next_batch(run)
                 done[i] = buffers[i] is None
         taken: list[pa.Table] = []
