@@ -26,32 +26,23 @@ def merge_steps(runs: Sequence[Iterator[pa.Table]], key: list[str]) -> Iterator[
     took whole is asked for its next one before the step is handed on: a run that ends there
     no longer bounds the step, which then takes more of the others (runs of one batch each, a
     small bucket's, merge in one step, not one per run)."""
-    buffers: list[pa.Table | None] = [None] * len(runs)
-    done = [False] * len(runs)
+    buffers = [_next_batch(run) for run in runs]  # None once the run has ended
     while True:
-        for i, run in enumerate(runs):
-            buffer = buffers[i]
-            if not done[i] and (buffer is None or buffer.num_rows == 0):
-                buffers[i] = _next_batch(run)
-                done[i] = buffers[i] is None
         taken: list[pa.Table] = []
-        while True:
-            live = [(i, buffer) for i, buffer in enumerate(buffers) if buffer is not None and buffer.num_rows]
-            if not live:
-                break
-            bounds = [last_key(buffer, key) for i, buffer in live if not done[i]]
+        while any(buffer is not None for buffer in buffers):
+            live = [(i, buffer) for i, buffer in enumerate(buffers) if buffer is not None]
+            bound = min(last_key(buffer, key) for _, buffer in live)
             emptied = []
             for i, buffer in live:
-                count = buffer.num_rows if not bounds else count_at_most(buffer, key, min(bounds))
+                count = count_at_most(buffer, key, bound)
                 if count:
                     taken.append(_tagged(buffer.slice(0, count), i))
                     buffers[i] = buffer.slice(count)
-                    if count == buffer.num_rows and not done[i]:
+                    if count == buffer.num_rows:
                         emptied.append(i)
             for i in emptied:
                 buffers[i] = _next_batch(runs[i])
-                done[i] = buffers[i] is None
-            if not emptied or not all(done[i] for i in emptied):
+            if not emptied or any(buffers[i] is not None for i in emptied):
                 break  # a run has a new batch: the next step starts from it
         if not taken:
             return
