@@ -18,6 +18,7 @@ from lakehouse.io.cores import THREADS_ENV, cgroup_cpu_limit, count_cores, sched
 from lakehouse.io.memory import JOBS, JobMemory
 from lakehouse.io.pool import map_parallel, spare_core
 from lakehouse.mergetree.compactor import BucketCompactor
+from lakehouse.write.table_write import TableWrite
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -369,14 +370,48 @@ def _in_arrival_order(t, n: int) -> None:
     ],
 )
 def test_append_rows_past_the_open_writers_are_spilled_or_finished(catalog, options, one_file_each):
-    """A partition's rows, then those of three more, then the first's again, in flushes of 4 kb,
-    two writers kept open: spilled rows follow the rows of the files still open."""
+    """A partition's rows, then those of three more, then the first's again, in flushes of 2 kb
+    (halves of the buffer, each flushed while the other fills), two writers kept open: spilled
+    rows follow the rows of the files still open."""
     schema = pa.schema([("id", pa.int64()), ("p", pa.int64())])
     options = {"write-buffer-size": "4 kb", "write-max-writers-to-spill": "2", **options}
     t = catalog.create_table("db.t", schema, partition_keys=["p"], options=options)
     n = 5000
     t.write(pa.table({"id": range(n), "p": [0 if i < 1000 or i >= 4000 else 1 + i % 3 for i in range(n)]}))
     assert (len(t.live_entries()) == 4) == one_file_each
+    _in_arrival_order(t, n)
+
+
+def test_an_append_write_fills_one_half_of_its_buffer_while_the_other_is_flushed(catalog, monkeypatch):
+    """The first flush waits until the caller has asked for the batch after the one that filled
+    a half, which it can only do if the flush does not hold it up; rows land in arrival order."""
+    schema = pa.schema([("id", pa.int64()), ("p", pa.int64())])
+    t = catalog.create_table("db.t", schema, partition_keys=["p"], options={"write-buffer-size": "32 kb"})
+    began, asked, waited = [], threading.Event(), []
+    flush, append_jobs = TableWrite._flush, TableWrite._append_jobs
+
+    def noted(self, final):
+        began.append(final)
+        return flush(self, final)
+
+    def first_waits(self, *args):
+        if not waited:
+            waited.append(asked.wait(timeout=10))
+        return append_jobs(self, *args)
+
+    monkeypatch.setattr(TableWrite, "_flush", noted)
+    monkeypatch.setattr(TableWrite, "_append_jobs", first_waits)
+    n, step = 8000, 1000  # 16 kb per batch (id and p)
+
+    def batches():
+        for start in range(0, n, step):
+            ids = range(start, start + step)
+            yield pa.record_batch({"id": ids, "p": [i % 3 for i in ids]}, schema)
+            if began:  # a flush began while the caller wrote the batch just yielded
+                asked.set()
+
+    t.write(pa.RecordBatchReader.from_batches(schema, batches()))
+    assert waited == [True]
     _in_arrival_order(t, n)
 
 

@@ -7,13 +7,17 @@ stream each (partition, bucket) into rolling Parquet files. Primary-key tables b
 the buffer folded by the deduplicate engine), numbering rows with sequence numbers that continue
 after the bucket's existing files (``MergeTreeWriter``). With ``changelog-producer=input`` each
 flush also writes the buffer's rows, with their kinds, as changelog files; the compaction
-producers' changelog files come from the buckets' compactors.
+producers' changelog files come from the buckets' compactors. An append table's buffer is
+flushed a half at a time on a thread of the writer while the caller fills the other half: the
+routing and files of one half overlap the caller producing the next, in the same memory.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
@@ -99,6 +103,8 @@ class TableWrite:
         self._pending: list[pa.Table] = []
         self._pending_bytes = 0
         self._spill: SpillDir | None = None  # the buffer's spilled runs (write-buffer-spillable)
+        self._flusher: ThreadPoolExecutor | None = None  # flushes an append table's buffer halves
+        self._flushing: Future[None] | None = None  # the half of the buffer being flushed
         self.sorted_runs = 0  # after prepare_commit: the most sorted runs a bucket it wrote holds
 
     # ---- public --------------------------------------------------------------------------
@@ -106,16 +112,19 @@ class TableWrite:
     def write(self, data: pa.Table | pa.RecordBatch | pa.RecordBatchReader) -> None:
         """Write rows; for primary-key tables they are upserts (see ``_row_kind``).
 
-        Rows wait in one buffer of ``write-buffer-size`` shared by all buckets; input larger than
-        what the buffer has left is taken a slice at a time."""
+        Rows wait in one buffer of ``write-buffer-size`` shared by all buckets (an append table's
+        in two halves, one filling while the other is flushed); input larger than what the buffer
+        has left is taken a slice at a time. An error of a background flush is raised by the
+        next flush (here, or in :meth:`prepare_commit`)."""
+        limit = self.settings.buffer_size if self.primary_key else max(1, self.settings.buffer_size // 2)
         for batch in _batches(data, self.table.name):
             while batch.num_rows:
-                room = self.settings.buffer_size - self._pending_bytes
+                room = limit - self._pending_bytes
                 rows = max(1, room * batch.num_rows // max(1, batch.nbytes))
                 piece, batch = batch.slice(0, rows), batch.slice(rows)
                 self._pending.append(piece)
                 self._pending_bytes += piece.nbytes
-                if self._pending_bytes >= self.settings.buffer_size:
+                if self._pending_bytes >= limit:
                     self._flush(final=False)
 
     def prepare_commit(self) -> list[CommitMessage]:
@@ -128,6 +137,7 @@ class TableWrite:
         try:
             self._flush(final=True)
         finally:
+            self._stop_flusher()
             self._close_spill()
         if not self.primary_key:
             self.buckets.finish_files(list(self.buckets.writes.values()))
@@ -150,9 +160,26 @@ class TableWrite:
     def abort(self) -> None:
         """Delete every file this writer produced (nothing of it was committed), and the
         directories it created for them that are now empty."""
+        with contextlib.suppress(Exception):  # a failed flush's error was raised, or no longer matters
+            self._stop_flusher()
         self.buckets.abort()
         self._pending, self._pending_bytes = [], 0
         self._close_spill()
+
+    def _stop_flusher(self) -> None:
+        """Wait for the buffer's background flush (raising its error) and end its thread."""
+        flusher, self._flusher = self._flusher, None
+        try:
+            self._await_flush()
+        finally:
+            if flusher is not None:
+                flusher.shutdown()
+
+    def _await_flush(self) -> None:
+        """Wait for the background flush of an append table's buffer half, raising its error."""
+        flushing, self._flushing = self._flushing, None
+        if flushing is not None:
+            flushing.result()
 
     def _close_spill(self) -> None:
         if self._spill is not None:
@@ -200,25 +227,39 @@ class TableWrite:
         once it has written more buckets than ``write-max-writers-to-spill``
         (:meth:`_append_jobs`); the final flush writes what is spilled. What the flush freed goes back
         to the system (:func:`~lakehouse.io.memory.release_freed`): the allocators would
-        otherwise keep it, and the next buffer fills fresh memory."""
+        otherwise keep it, and the next buffer fills fresh memory.
+
+        An append table's flush that is not ``final`` runs on the writer's flush thread, after
+        the one before it (one at a time: bucket files and sequence numbers see the rows in
+        order); the caller goes on filling the buffer's other half."""
+        self._await_flush()
+        pending, self._pending, self._pending_bytes = self._pending, [], 0
+        if final or self.primary_key:
+            self._flush_pieces(pending, final)
+            return
+        if self._flusher is None:
+            self._flusher = ThreadPoolExecutor(1, thread_name_prefix="lakehouse-flush")
+        self._flushing = self._flusher.submit(self._flush_pieces, pending, final)
+
+    def _flush_pieces(self, pending: list[pa.Table], final: bool) -> None:
+        """:meth:`_flush` of the buffered ``pending`` pieces."""
         spilling = not final and self.settings.spill.spillable
         if spilling and self._spill is not None and self._spill.bytes >= self.settings.spill.max_disk:
             spilling = False
-        self._flush_buffer(spilling, final)
+        self._flush_buffer(pending, spilling, final)
         if self.primary_key and not spilling:
             self._merge_spilled()
         elif not self.primary_key and final:
             self._write_spilled_appends()
         release_freed()
 
-    def _flush_buffer(self, spilling: bool, final: bool) -> None:
-        """Write the buffer's rows: append files (see :meth:`_append_jobs`), or one run per
+    def _flush_buffer(self, pending: list[pa.Table], spilling: bool, final: bool) -> None:
+        """Write the buffered rows: append files (see :meth:`_append_jobs`), or one run per
         primary-key bucket, spilled if ``spilling`` or if the bucket has spilled runs."""
-        if not self._pending:
+        if not pending:
             return
-        pending, self._pending, self._pending_bytes = self._pending, [], 0
         data, kinds = conform_pieces(pending, self.schema, self.table.name)
-        del pending  # conforming may have copied the pieces: they go before the flush writes
+        pending.clear()  # conforming may have copied the pieces: they go before the flush writes
         inputs = None  # the rows as given, for changelog-producer=input
         buckets = None  # assigned by cross-partition routing
         if not self.primary_key and kinds is not None and pc.any(pc.not_equal(kinds, RowKind.INSERT)).as_py():
