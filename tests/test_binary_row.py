@@ -61,18 +61,6 @@ def test_many_rows_hash_like_one_at_a_time():
     assert rows.hash_codes().tolist() == singles
 
 
-def test_row_hashes_in_blocks_hash_like_one_at_a_time(monkeypatch):
-    monkeypatch.setattr(binary_row, "HASHED_AT_ONCE", 4)  # 15 rows: four blocks, the last short
-    types = [parse_type("INT"), parse_type("STRING")]
-    ints = pa.array([1, -5, None, 7, 300] * 3, pa.int32())
-    strs = pa.array(["a", "long string value here", "x", None, "abcdefgh"] * 3)
-    singles = [
-        binary_row.hash_code(binary_row.encode_row([i, s], types))
-        for i, s in zip(ints.to_pylist(), strs.to_pylist(), strict=True)
-    ]
-    assert binary_row.row_hashes([ints, strs], types).tolist() == singles
-
-
 STRING, BIGINT = parse_type("STRING"), parse_type("BIGINT")
 
 

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakehouse.errors import CorruptFileError
+from lakehouse.io.pool import map_slices
 from lakehouse.murmur import murmur_hash
 from lakehouse.types import (
     BINARY_ROOTS,
@@ -122,19 +123,20 @@ class EncodedRows:
         return murmur_hash(self.buffer, self.offsets)
 
 
-HASHED_AT_ONCE = 1 << 20  # rows encoded at a time to hash them
+HASHED_AT_ONCE = 1 << 20  # rows encoded at once (on all cores together) to hash them
 
 
 def row_hashes(columns: list[pa.Array], types: list[DataType], num_rows: int = 1) -> np.ndarray:
-    """``BinaryRow.hashCode()`` of every row of equally long columns (int32), the rows encoded a
-    bounded block at a time: an encoding holds ~8 bytes per field of each row it encodes."""
-    n = len(columns[0]) if columns else num_rows
-    out = np.empty(n, np.int32)
-    for start in range(0, n, HASHED_AT_ONCE):
-        block = [c.slice(start, HASHED_AT_ONCE) for c in columns]
-        stop = min(n, start + HASHED_AT_ONCE)
-        out[start:stop] = encode_rows(block, types, stop - start).hash_codes()
-    return out
+    """``BinaryRow.hashCode()`` of every row of equally long columns (int32), slices of the rows
+    encoded and hashed side by side on the cores, a bounded number of rows at a time: an encoding
+    holds ~8 bytes per field of each row it encodes."""
+
+    def hashed(start: int, stop: int) -> np.ndarray:
+        block = [c.slice(start, stop - start) for c in columns]
+        return encode_rows(block, types, stop - start).hash_codes()
+
+    hashes = map_slices(hashed, len(columns[0]) if columns else num_rows, HASHED_AT_ONCE)
+    return hashes[0] if len(hashes) == 1 else np.concatenate(hashes)
 
 
 def encode_rows(columns: list[pa.Array], types: list[DataType], num_rows: int = 1) -> EncodedRows:

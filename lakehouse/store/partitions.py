@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakehouse.errors import SchemaMismatchError
+from lakehouse.io.pool import map_slices
 from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import EMPTY_ROW
 from lakehouse.options import PARTITION_DEFAULT_NAME
@@ -89,24 +90,54 @@ class RowPartitions:
     values: pa.Table
 
 
+PARTITIONED_AT_ONCE = 1 << 22  # rows grouped by partition at once (on all cores together)
+
+
 def row_partitions(data: pa.Table, schema: TableSchema) -> RowPartitions:
-    """Group the rows of ``data`` by partition, vectorized (dictionary codes per key column)."""
+    """Group the rows of ``data`` by partition, vectorized (dictionary codes per key column),
+    slices of the rows side by side on the cores; partitions numbered in order of appearance."""
     keys = list(schema.partition_keys)
-    n = data.num_rows
     if not keys:
-        hashes = binary_row.encode_rows([], [], 1).hash_codes()
-        return RowPartitions(np.zeros(n, dtype=np.int64), [EMPTY_ROW], hashes, pa.table({}).take([]))
+        ids, hashes = np.zeros(data.num_rows, dtype=np.int64), binary_row.encode_rows([], [], 1).hash_codes()
+        return RowPartitions(ids, [EMPTY_ROW], hashes, pa.table({}).take([]))
+    columns = data.select(keys)
+
+    def grouped(start: int, stop: int) -> RowPartitions:
+        return _slice_partitions(columns.slice(start, stop - start), schema)
+
+    found = map_slices(grouped, data.num_rows, PARTITIONED_AT_ONCE)
+    return found[0] if len(found) == 1 else _joined(found)
+
+
+def _slice_partitions(columns: pa.Table, schema: TableSchema) -> RowPartitions:
+    """:func:`row_partitions` of a slice of the partition ``columns``."""
+    keys = columns.column_names
     if len(keys) == 1:
-        encoded = pc.dictionary_encode(data.column(keys[0]).combine_chunks(), null_encoding="encode")
+        encoded = pc.dictionary_encode(columns.column(0).combine_chunks(), null_encoding="encode")
         ids, values = np.asarray(encoded.indices, dtype=np.int64), pa.table({keys[0]: encoded.dictionary})
     else:
-        codes = np.zeros(n, dtype=np.int64)
+        codes = np.zeros(columns.num_rows, dtype=np.int64)
         for k in keys:
-            encoded = pc.dictionary_encode(data.column(k).combine_chunks(), null_encoding="encode")
+            encoded = pc.dictionary_encode(columns.column(k).combine_chunks(), null_encoding="encode")
             codes = codes * len(encoded.dictionary) + np.asarray(encoded.indices, dtype=np.int64)
             _, codes = np.unique(codes, return_inverse=True)
         _, first, ids = np.unique(codes, return_index=True, return_inverse=True)
-        values = data.select(keys).take(pa.array(first))
+        values = columns.take(pa.array(first))
     rows = binary_row.encode_rows([values.column(k).combine_chunks() for k in keys], schema.partition_types())
     partitions = [binary_row.serialize(rows.row(i), len(keys)) for i in range(len(rows))]
     return RowPartitions(ids.astype(np.int64, copy=False), partitions, rows.hash_codes(), values)
+
+
+def _joined(slices: list[RowPartitions]) -> RowPartitions:
+    """The partitions of consecutive slices' rows as one: a partition met in several slices
+    keeps the id of the first."""
+    number: dict[bytes, int] = {}
+    ids, hashes, values = [], [], []
+    for part in slices:
+        known = len(number)
+        local = np.array([number.setdefault(p, len(number)) for p in part.partitions], dtype=np.int64)
+        ids.append(local[part.ids])
+        new = np.flatnonzero(local >= known)  # first met here, in the order of their numbers
+        hashes.append(part.hashes[new])
+        values.append(part.values.take(pa.array(new)))
+    return RowPartitions(np.concatenate(ids), list(number), np.concatenate(hashes), pa.concat_tables(values))
