@@ -59,6 +59,7 @@ def test_the_last_buffer_is_spilled_and_released_before_the_merges(catalog, monk
 
     monkeypatch.setattr(TableWrite, "_write_spilled", counting)
     writer.write(_versions(6))
+    writer._await_flush()  # the half of the buffer flushed in the background
     spilled = writer._spill.spilled
     t.new_commit().commit(writer.prepare_commit())
     assert len(merged) == 2 and sum(merged) == spilled + 2  # the last buffer's runs, one per bucket

@@ -7,9 +7,11 @@ stream each (partition, bucket) into rolling Parquet files. Primary-key tables b
 the buffer folded by the deduplicate engine), numbering rows with sequence numbers that continue
 after the bucket's existing files (``MergeTreeWriter``). With ``changelog-producer=input`` each
 flush also writes the buffer's rows, with their kinds, as changelog files; the compaction
-producers' changelog files come from the buckets' compactors. An append table's buffer is
-flushed a half at a time on a thread of the writer while the caller fills the other half: the
-routing and files of one half overlap the caller producing the next, in the same memory.
+producers' changelog files come from the buckets' compactors. A buffer whose flushes need not
+be as large as it is - an append table's, whose files stay open across flushes, or a spillable
+one's, whose spilled runs are merged at the end - is flushed a half at a time on a thread of
+the writer while the caller fills the other half: the routing, sorting and files of one half
+overlap the caller producing the next, in the same memory.
 """
 
 from __future__ import annotations
@@ -103,7 +105,11 @@ class TableWrite:
         self._pending: list[pa.Table] = []
         self._pending_bytes = 0
         self._spill: SpillDir | None = None  # the buffer's spilled runs (write-buffer-spillable)
-        self._flusher: ThreadPoolExecutor | None = None  # flushes an append table's buffer halves
+        # the most a flush takes: half the buffer where one half is flushed while the other fills
+        self._flush_size = settings.buffer_size
+        if not self.primary_key or settings.spill.spillable:
+            self._flush_size = max(1, settings.buffer_size // 2)
+        self._flusher: ThreadPoolExecutor | None = None  # flushes the buffer's halves
         self._flushing: Future[None] | None = None  # the half of the buffer being flushed
         self.sorted_runs = 0  # after prepare_commit: the most sorted runs a bucket it wrote holds
 
@@ -112,11 +118,11 @@ class TableWrite:
     def write(self, data: pa.Table | pa.RecordBatch | pa.RecordBatchReader) -> None:
         """Write rows; for primary-key tables they are upserts (see ``_row_kind``).
 
-        Rows wait in one buffer of ``write-buffer-size`` shared by all buckets (an append table's
-        in two halves, one filling while the other is flushed); input larger than what the buffer
-        has left is taken a slice at a time. An error of a background flush is raised by the
-        next flush (here, or in :meth:`prepare_commit`)."""
-        limit = self.settings.buffer_size if self.primary_key else max(1, self.settings.buffer_size // 2)
+        Rows wait in one buffer of ``write-buffer-size`` shared by all buckets (in two halves,
+        one filling while the other is flushed, see the module); input larger than what the
+        buffer has left is taken a slice at a time. An error of a background flush is raised by
+        the next flush (here, or in :meth:`prepare_commit`)."""
+        limit = self._flush_size
         for batch in _batches(data, self.table.name):
             while batch.num_rows:
                 room = limit - self._pending_bytes
@@ -176,7 +182,7 @@ class TableWrite:
                 flusher.shutdown()
 
     def _await_flush(self) -> None:
-        """Wait for the background flush of an append table's buffer half, raising its error."""
+        """Wait for the background flush of the buffer's other half, raising its error."""
         flushing, self._flushing = self._flushing, None
         if flushing is not None:
             flushing.result()
@@ -229,12 +235,12 @@ class TableWrite:
         to the system (:func:`~lakehouse.io.memory.release_freed`): the allocators would
         otherwise keep it, and the next buffer fills fresh memory.
 
-        An append table's flush that is not ``final`` runs on the writer's flush thread, after
-        the one before it (one at a time: bucket files and sequence numbers see the rows in
-        order); the caller goes on filling the buffer's other half."""
+        A flush of half the buffer that is not ``final`` runs on the writer's flush thread, after
+        the one before it (one at a time: bucket files, spilled runs and sequence numbers see the
+        rows in order); the caller goes on filling the buffer's other half."""
         self._await_flush()
         pending, self._pending, self._pending_bytes = self._pending, [], 0
-        if final or self.primary_key:
+        if final or self._flush_size == self.settings.buffer_size:
             self._flush_pieces(pending, final)
             return
         if self._flusher is None:
