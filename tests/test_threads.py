@@ -382,13 +382,34 @@ def test_append_rows_past_the_open_writers_are_spilled_or_finished(catalog, opti
     _in_arrival_order(t, n)
 
 
-def test_an_append_write_fills_one_half_of_its_buffer_while_the_other_is_flushed(catalog, monkeypatch):
+@pytest.mark.parametrize(
+    ("keys", "options", "jobs", "overlaps"),
+    [
+        ({}, {}, "_append_jobs", True),  # append files stay open across flushes
+        ({"primary_keys": ["id", "p"]}, {"bucket": "2"}, "_run_jobs", True),  # spilled runs merge at the end
+        (
+            {"primary_keys": ["id", "p"]},
+            {"bucket": "2", "write-buffer-spillable": "false"},
+            "_run_jobs",
+            False,
+        ),
+    ],
+    ids=["append", "pk-spillable", "pk-not-spillable"],
+)
+def test_a_write_fills_one_half_of_its_buffer_while_the_other_is_flushed(
+    catalog, monkeypatch, keys, options, jobs, overlaps
+):
     """The first flush waits until the caller has asked for the batch after the one that filled
-    a half, which it can only do if the flush does not hold it up; rows land in arrival order."""
-    schema = pa.schema([("id", pa.int64()), ("p", pa.int64())])
-    t = catalog.create_table("db.t", schema, partition_keys=["p"], options={"write-buffer-size": "32 kb"})
+    a half, which it can only do if the flush does not hold it up; every row lands, an append
+    table's in arrival order.
+    A primary-key buffer that cannot spill is flushed whole, each flush a level-0 run."""
+    schema = pa.schema(
+        [pa.field("id", pa.int64(), nullable=False), pa.field("p", pa.int64(), nullable=False)]
+    )
+    options = {"write-buffer-size": "32 kb", **options}
+    t = catalog.create_table("db.t", schema, partition_keys=["p"], options=options, **keys)
     began, asked, waited = [], threading.Event(), []
-    flush, append_jobs = TableWrite._flush, TableWrite._append_jobs
+    flush, make_jobs = TableWrite._flush, getattr(TableWrite, jobs)
 
     def noted(self, final):
         began.append(final)
@@ -396,11 +417,11 @@ def test_an_append_write_fills_one_half_of_its_buffer_while_the_other_is_flushed
 
     def first_waits(self, *args):
         if not waited:
-            waited.append(asked.wait(timeout=10))
-        return append_jobs(self, *args)
+            waited.append(asked.wait(timeout=10 if overlaps else 0.2))
+        return make_jobs(self, *args)
 
     monkeypatch.setattr(TableWrite, "_flush", noted)
-    monkeypatch.setattr(TableWrite, "_append_jobs", first_waits)
+    monkeypatch.setattr(TableWrite, jobs, first_waits)
     n, step = 8000, 1000  # 16 kb per batch (id and p)
 
     def batches():
@@ -411,8 +432,11 @@ def test_an_append_write_fills_one_half_of_its_buffer_while_the_other_is_flushed
                 asked.set()
 
     t.write(pa.RecordBatchReader.from_batches(schema, batches()))
-    assert waited == [True]
-    _in_arrival_order(t, n)
+    assert waited == [overlaps]
+    if keys:  # a primary key orders each bucket's rows by key
+        assert sorted(t.read().column("id").to_pylist()) == list(range(n))
+    else:
+        _in_arrival_order(t, n)
 
 
 def _upserted_four_times(catalog, options: dict[str, str]):
