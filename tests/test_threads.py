@@ -18,6 +18,7 @@ from lakehouse.io.cores import THREADS_ENV, cgroup_cpu_limit, count_cores, sched
 from lakehouse.io.memory import JOBS, JobMemory
 from lakehouse.io.pool import map_parallel, spare_core
 from lakehouse.mergetree.compactor import BucketCompactor
+from lakehouse.write import table_write
 from lakehouse.write.table_write import TableWrite
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -382,57 +383,61 @@ def test_append_rows_past_the_open_writers_are_spilled_or_finished(catalog, opti
     _in_arrival_order(t, n)
 
 
+PK = {"primary_keys": ["id", "p"]}
+
+
 @pytest.mark.parametrize(
-    ("keys", "options", "jobs", "overlaps"),
+    ("keys", "options", "jobs", "share", "overlaps"),
     [
-        ({}, {}, "_append_jobs", True),  # append files stay open across flushes
-        ({"primary_keys": ["id", "p"]}, {"bucket": "2"}, "_run_jobs", True),  # spilled runs merge at the end
-        (
-            {"primary_keys": ["id", "p"]},
-            {"bucket": "2", "write-buffer-spillable": "false"},
-            "_run_jobs",
-            False,
-        ),
+        ({}, {}, "_append_jobs", 1, True),  # append files stay open across flushes
+        (PK, {"bucket": "2"}, "_run_jobs", 1, True),  # spilled runs are merged at the end
+        (PK, {"bucket": "2", "write-buffer-spillable": "false"}, "_run_jobs", 1, False),
+        ({}, {}, "_append_jobs", 8 << 10, False),  # 3 partitions of 8 kb each: more than a half
     ],
-    ids=["append", "pk-spillable", "pk-not-spillable"],
+    ids=["append", "pk-spillable", "pk-not-spillable", "slivers"],
 )
 def test_a_write_fills_one_half_of_its_buffer_while_the_other_is_flushed(
-    catalog, monkeypatch, keys, options, jobs, overlaps
+    catalog, monkeypatch, keys, options, jobs, share, overlaps
 ):
-    """The first flush waits until the caller has asked for the batch after the one that filled
-    a half, which it can only do if the flush does not hold it up; every row lands, an append
-    table's in arrival order.
-    A primary-key buffer that cannot spill is flushed whole, each flush a level-0 run."""
+    """The second flush waits until the caller has asked for the batch after the one that
+    filled a half, which it can only do if the flush does not hold it up; every row lands, an
+    append table's in arrival order. A primary-key buffer that cannot spill is flushed whole,
+    each flush a level-0 run; so is a buffer whose buckets would each get less than ``share``
+    of a half (the first flush, before the buckets are known, is a half)."""
     schema = pa.schema(
         [pa.field("id", pa.int64(), nullable=False), pa.field("p", pa.int64(), nullable=False)]
     )
     options = {"write-buffer-size": "32 kb", **options}
     t = catalog.create_table("db.t", schema, partition_keys=["p"], options=options, **keys)
-    began, asked, waited = [], threading.Event(), []
+    monkeypatch.setattr(table_write, "SMALLEST_SHARE", share)
+    began, asked, waited, routed = [], threading.Event(), [], threading.Event()
     flush, make_jobs = TableWrite._flush, getattr(TableWrite, jobs)
 
-    def noted(self, final):
+    def noted(self, final, background=False):
         began.append(final)
-        return flush(self, final)
+        return flush(self, final, background)
 
-    def first_waits(self, *args):
-        if not waited:
+    def second_waits(self, *args):
+        if routed.is_set():
             waited.append(asked.wait(timeout=10 if overlaps else 0.2))
+        routed.set()  # the first flush knows its buckets
         return make_jobs(self, *args)
 
     monkeypatch.setattr(TableWrite, "_flush", noted)
-    monkeypatch.setattr(TableWrite, jobs, first_waits)
+    monkeypatch.setattr(TableWrite, jobs, second_waits)
     n, step = 8000, 1000  # 16 kb per batch (id and p)
 
     def batches():
         for start in range(0, n, step):
             ids = range(start, start + step)
+            if began:  # more rows once the first flush knows its buckets
+                assert routed.wait(timeout=10)
             yield pa.record_batch({"id": ids, "p": [i % 3 for i in ids]}, schema)
-            if began:  # a flush began while the caller wrote the batch just yielded
+            if len(began) == 2:  # the second flush began while the caller wrote the batch just yielded
                 asked.set()
 
     t.write(pa.RecordBatchReader.from_batches(schema, batches()))
-    assert waited == [overlaps]
+    assert waited[:1] == [overlaps]
     if keys:  # a primary key orders each bucket's rows by key
         assert sorted(t.read().column("id").to_pylist()) == list(range(n))
     else:

@@ -71,9 +71,9 @@ def test_the_buffer_never_holds_more_than_write_buffer_size(catalog, monkeypatch
     held = []
     flush = TableWrite._flush
 
-    def counting(self, final):
+    def counting(self, final, background=False):
         held.append(self._pending_bytes)
-        return flush(self, final)
+        return flush(self, final, background)
 
     monkeypatch.setattr(TableWrite, "_flush", counting)
     big = orders(range(5_000))  # one table many times the buffer: taken a slice at a time

@@ -10,8 +10,9 @@ flush also writes the buffer's rows, with their kinds, as changelog files; the c
 producers' changelog files come from the buckets' compactors. A buffer whose flushes need not
 be as large as it is - an append table's, whose files stay open across flushes, or a spillable
 one's, whose spilled runs are merged at the end - is flushed a half at a time on a thread of
-the writer while the caller fills the other half: the routing, sorting and files of one half
-overlap the caller producing the next, in the same memory.
+the writer while the caller fills the other half, as long as each bucket's share of a half is
+not a sliver: the routing, sorting and files of one half overlap the caller producing the next,
+in the same memory.
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ SLICE_BYTES = 16 << 20  # buffered rows copied and merged at a time, and rows pe
 # and what the job's thread freed and its allocator keeps
 SLICE_COPIES = 6
 SPILLED_APPEND_JOB = SLICE_COPIES * SLICE_BYTES  # spilled append rows gathered into slices, written
+# a bucket's share of half a buffer below which the buffer is flushed whole (2,000 partitions in
+# halves of 128 MB: 7% slower, each flush paying for a spilled run per partition)
+SMALLEST_SHARE = 1 << 20
 
 
 class TableWrite:
@@ -105,10 +109,9 @@ class TableWrite:
         self._pending: list[pa.Table] = []
         self._pending_bytes = 0
         self._spill: SpillDir | None = None  # the buffer's spilled runs (write-buffer-spillable)
-        # the most a flush takes: half the buffer where one half is flushed while the other fills
-        self._flush_size = settings.buffer_size
-        if not self.primary_key or settings.spill.spillable:
-            self._flush_size = max(1, settings.buffer_size // 2)
+        # whether the buffer may be flushed a half at a time (see the module and _flush_limit)
+        self._halves = not self.primary_key or settings.spill.spillable
+        self._flushed_buckets = 0  # the buckets the last flush wrote to
         self._flusher: ThreadPoolExecutor | None = None  # flushes the buffer's halves
         self._flushing: Future[None] | None = None  # the half of the buffer being flushed
         self.sorted_runs = 0  # after prepare_commit: the most sorted runs a bucket it wrote holds
@@ -122,16 +125,28 @@ class TableWrite:
         one filling while the other is flushed, see the module); input larger than what the
         buffer has left is taken a slice at a time. An error of a background flush is raised by
         the next flush (here, or in :meth:`prepare_commit`)."""
-        limit = self._flush_size
         for batch in _batches(data, self.table.name):
             while batch.num_rows:
+                limit = self._flush_limit()
                 room = limit - self._pending_bytes
                 rows = max(1, room * batch.num_rows // max(1, batch.nbytes))
                 piece, batch = batch.slice(0, rows), batch.slice(rows)
                 self._pending.append(piece)
                 self._pending_bytes += piece.nbytes
                 if self._pending_bytes >= limit:
-                    self._flush(final=False)
+                    self._flush(final=False, background=limit < self.settings.buffer_size)
+
+    def _flush_limit(self) -> int:
+        """What the buffer takes before it is flushed: half of it, flushed in the background while
+        the other half fills, unless its flushes must be whole (a primary-key buffer that
+        cannot spill) or its rows go to so many buckets that each would get a sliver of a half
+        (a bucket's flush costs as much whatever its rows: spilled runs, jobs); then the whole
+        buffer, once the flush of the last half ended."""
+        half = max(1, self.settings.buffer_size // 2)
+        if self._halves and self._flushed_buckets * SMALLEST_SHARE <= half:
+            return half
+        self._await_flush()
+        return self.settings.buffer_size
 
     def prepare_commit(self) -> list[CommitMessage]:
         """Finish every file and return one commit message per (partition, bucket) written.
@@ -224,7 +239,7 @@ class TableWrite:
 
     # ---- buffering -----------------------------------------------------------------------
 
-    def _flush(self, final: bool) -> None:
+    def _flush(self, final: bool, background: bool = False) -> None:
         """Turn the buffer into one sorted run per bucket: level-0 files, or a spilled run when
         the buffer is spillable, this is not the ``final`` flush and the disk allows
         (``write-buffer-spill.max-disk-size``). A flush to files first spills the runs of the
@@ -235,12 +250,12 @@ class TableWrite:
         to the system (:func:`~lakehouse.io.memory.release_freed`): the allocators would
         otherwise keep it, and the next buffer fills fresh memory.
 
-        A flush of half the buffer that is not ``final`` runs on the writer's flush thread, after
-        the one before it (one at a time: bucket files, spilled runs and sequence numbers see the
-        rows in order); the caller goes on filling the buffer's other half."""
+        A ``background`` flush (of half the buffer, see :meth:`_flush_limit`) runs on the
+        writer's flush thread, after the one before it (one at a time: bucket files, spilled runs
+        and sequence numbers see the rows in order); the caller goes on filling the other half."""
         self._await_flush()
         pending, self._pending, self._pending_bytes = self._pending, [], 0
-        if final or self._flush_size == self.settings.buffer_size:
+        if final or not background:
             self._flush_pieces(pending, final)
             return
         if self._flusher is None:
@@ -286,6 +301,7 @@ class TableWrite:
             return
         groups, locations = self._group_ids(data, buckets)
         targets = [self.buckets.get(*key) for key in locations]
+        self._flushed_buckets = len(targets)
         order, bounds = _group_order(groups, len(targets))
         del groups
         if self.primary_key:
