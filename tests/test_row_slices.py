@@ -4,6 +4,8 @@ computed alone."""
 
 from __future__ import annotations
 
+import threading
+
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -11,6 +13,7 @@ from hypothesis import strategies as st
 
 from lakehouse.bucket.fixed import fixed_buckets, java_bucket
 from lakehouse.io import pool
+from lakehouse.io.cores import usable_cores
 from lakehouse.manifest import binary_row
 from lakehouse.store import partitions
 from lakehouse.types import parse_type
@@ -29,6 +32,19 @@ def test_map_slices_covers_the_rows_once_in_order(tiny_slices):
     spans = pool.map_slices(lambda start, stop: (start, stop), 10, 3)
     assert spans[0][0] == 0 and spans[-1][1] == 10 and len(spans) > 1
     assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
+
+
+def test_slices_of_a_job_run_on_its_thread_while_the_jobs_keep_every_core_busy(tiny_slices):
+    cores = usable_cores()
+    together = threading.Barrier(cores, timeout=30)  # every core's job runs at once
+
+    def job(_: int) -> bool:
+        together.wait()
+        threads = set(pool.map_slices(lambda start, stop: threading.get_ident(), 10, 3))
+        together.wait()  # no job ends before every job's slices ran
+        return threads == {threading.get_ident()}
+
+    assert pool.map_parallel(job, range(cores)) == [True] * cores
 
 
 def _each_alone(values: list[tuple], types) -> list[bytes]:

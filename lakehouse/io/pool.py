@@ -146,9 +146,15 @@ def map_slices(fn: Callable[[int, int], R], rows: int, at_once: int) -> list[R]:
     """``[fn(start, stop) ...]`` over consecutive slices of ``rows`` rows, in order, side by side
     on the usable cores: per-row Arrow and numpy work (encoding, hashing, grouping) that would
     otherwise run on one. The slices a call has in flight hold ``at_once`` rows together at
-    most, whatever the number of cores. No rows: one call ``fn(0, 0)``."""
+    most, whatever the number of cores. No rows: one call ``fn(0, 0)``. Called by a bulk job
+    while the jobs keep every core busy (:func:`spare_core`), the slices run on its thread."""
     step = max(MIN_SLICE_ROWS, -(-at_once // usable_cores()))
-    return map_parallel(lambda start: fn(start, min(rows, start + step)), range(0, max(rows, 1), step))
+
+    def sliced(start: int) -> R:
+        return fn(start, min(rows, start + step))
+
+    starts = range(0, max(rows, 1), step)
+    return map_parallel(sliced, starts) if spare_core() else [sliced(start) for start in starts]
 
 
 def _reserving(fn: Callable[[T], R], memory: JobMemory) -> Callable[[T], R]:

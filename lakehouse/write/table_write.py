@@ -9,10 +9,10 @@ after the bucket's existing files (``MergeTreeWriter``). With ``changelog-produc
 flush also writes the buffer's rows, with their kinds, as changelog files; the compaction
 producers' changelog files come from the buckets' compactors. A buffer whose flushes need not
 be as large as it is - an append table's, whose files stay open across flushes, or a spillable
-one's, whose spilled runs are merged at the end - is flushed a half at a time on a thread of
-the writer while the caller fills the other half, as long as each bucket's share of a half is
-not a sliver: the routing, sorting and files of one half overlap the caller producing the next,
-in the same memory.
+one's, whose spilled runs are merged at the end - is flushed a half at a time on another thread
+while the caller fills the other half, as long as each bucket's share of a half is not a sliver:
+the routing, sorting and files of one half overlap the caller producing the next, in the same
+memory.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
@@ -34,8 +34,9 @@ from lakehouse.bucket.channels import AssignerSplit
 from lakehouse.bucket.fixed import fixed_buckets
 from lakehouse.errors import ArgumentTypeError, InvalidOptionError, SchemaMismatchError
 from lakehouse.format import parquet
+from lakehouse.io.cores import usable_cores
 from lakehouse.io.memory import JobMemory, release_freed
-from lakehouse.io.pool import map_parallel
+from lakehouse.io.pool import map_parallel, process_pool
 from lakehouse.mergetree.changelog import input_rows
 from lakehouse.mergetree.compactor import BucketCompactor, gathered
 from lakehouse.mergetree.engine import MergeEngine
@@ -112,7 +113,6 @@ class TableWrite:
         # whether the buffer may be flushed a half at a time (see the module and _flush_limit)
         self._halves = not self.primary_key or settings.spill.spillable
         self._flushed_buckets = 0  # the buckets the last flush wrote to
-        self._flusher: ThreadPoolExecutor | None = None  # flushes the buffer's halves
         self._flushing: Future[None] | None = None  # the half of the buffer being flushed
         self.sorted_runs = 0  # after prepare_commit: the most sorted runs a bucket it wrote holds
 
@@ -158,7 +158,6 @@ class TableWrite:
         try:
             self._flush(final=True)
         finally:
-            self._stop_flusher()
             self._close_spill()
         if not self.primary_key:
             self.buckets.finish_files(list(self.buckets.writes.values()))
@@ -182,19 +181,10 @@ class TableWrite:
         """Delete every file this writer produced (nothing of it was committed), and the
         directories it created for them that are now empty."""
         with contextlib.suppress(Exception):  # a failed flush's error was raised, or no longer matters
-            self._stop_flusher()
+            self._await_flush()
         self.buckets.abort()
         self._pending, self._pending_bytes = [], 0
         self._close_spill()
-
-    def _stop_flusher(self) -> None:
-        """Wait for the buffer's background flush (raising its error) and end its thread."""
-        flusher, self._flusher = self._flusher, None
-        try:
-            self._await_flush()
-        finally:
-            if flusher is not None:
-                flusher.shutdown()
 
     def _await_flush(self) -> None:
         """Wait for the background flush of the buffer's other half, raising its error."""
@@ -251,16 +241,17 @@ class TableWrite:
         otherwise keep it, and the next buffer fills fresh memory.
 
         A ``background`` flush (of half the buffer, see :meth:`_flush_limit`) runs on the
-        writer's flush thread, after the one before it (one at a time: bucket files, spilled runs
-        and sequence numbers see the rows in order); the caller goes on filling the other half."""
+        process's flush pool, whose tasks wait on none of its others, after the writer's flush
+        before it (one at a time: bucket files, spilled runs and sequence numbers see the rows in
+        order); the caller goes on filling the other half."""
         self._await_flush()
         pending, self._pending, self._pending_bytes = self._pending, [], 0
-        if final or not background:
+        if background:
+            self._flushing = process_pool("lakehouse-flush", usable_cores()).submit(
+                self._flush_pieces, pending, False
+            )
+        else:
             self._flush_pieces(pending, final)
-            return
-        if self._flusher is None:
-            self._flusher = ThreadPoolExecutor(1, thread_name_prefix="lakehouse-flush")
-        self._flushing = self._flusher.submit(self._flush_pieces, pending, final)
 
     def _flush_pieces(self, pending: list[pa.Table], final: bool) -> None:
         """:meth:`_flush` of the buffered ``pending`` pieces."""
