@@ -4,6 +4,7 @@ were written, every damage of every metadata and data file, and the error hierar
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,6 +16,7 @@ from lakehouse.errors import (
     LakehouseError,
     SchemaMismatchError,
 )
+from lakehouse.write import table_write
 
 from .conftest import ORDERS, orders, rows
 from .faults.metadata_fuzz import recoded
@@ -108,6 +110,38 @@ def test_a_reader_whose_schema_changes_after_a_flush_is_a_schema_mismatch(reques
         table.write(pa.RecordBatchReader.from_batches(ORDERS, batches()))
     assert max(seen) > len(before_files)  # the first flush wrote files before the bad batch came
     _unchanged(table, before_files, before_rows)
+
+
+def test_a_background_flush_that_fails_fails_the_write_and_leaves_the_table_unchanged(
+    append_table, monkeypatch
+):
+    """Halves of 4 kb flushed in the background: the bad batch is followed by more rows, so it
+    is conformed on a flush thread, whose error the next flush raises."""
+    monkeypatch.setattr(table_write, "SMALLEST_SHARE", 1)  # every flush a half, whatever its buckets
+    append_table.set_options({"write-buffer-size": "8 kb"})
+    before_files, before_rows = _files(append_table.paths.root), rows(append_table.read())
+    failed_on = []
+    conform = table_write.conform_pieces
+
+    def noted(*args):
+        try:
+            return conform(*args)
+        except SchemaMismatchError:
+            failed_on.append(threading.current_thread())
+            raise
+
+    monkeypatch.setattr(table_write, "conform_pieces", noted)
+    alter, message = CHANGES["a column's type"]
+
+    def batches():
+        yield from orders(range(10, 200)).to_batches(max_chunksize=50)
+        yield from alter(orders(range(500, 550))).to_batches()
+        yield from orders(range(600, 1000)).to_batches(max_chunksize=50)
+
+    with pytest.raises(SchemaMismatchError, match=message):
+        append_table.write(pa.RecordBatchReader.from_batches(ORDERS, batches()))
+    assert failed_on and failed_on[0] is not threading.main_thread()
+    _unchanged(append_table, before_files, before_rows)
 
 
 def test_a_reader_whose_declared_schema_does_not_fit_is_a_schema_mismatch(table):
