@@ -6,9 +6,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lakehouse.errors import CorruptFileError
-from lakehouse.format.parquet import ParquetFileWriter, ParquetOptions, decoded_bytes, iter_batches
+from lakehouse.format.parquet import ParquetFileWriter, ParquetOptions, decoded_bytes, even_step, iter_batches
 from lakehouse.io.fs import FileIO
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
@@ -98,3 +100,32 @@ def test_every_data_file_column_carries_its_field_id(tmp_path, primary_keys):
     (path,) = (tmp_path / "wh").rglob("data-*.parquet")
     ids = {f.name: int(f.metadata[b"PARQUET:field_id"]) for f in pq.ParquetFile(path).schema_arrow}
     assert {name: ids[name] for name in ("id", "name")} == {f.name: f.id for f in t.schema.fields}
+
+
+@given(st.integers(0, 100_000), st.integers(1, 5_000))
+def test_even_pieces_are_as_few_as_the_most_allows_and_of_one_size(rows, most):
+    step = even_step(rows, most)
+    sizes = [min(step, rows - start) for start in range(0, rows, step)]
+    assert sum(sizes) == rows and step <= most
+    assert len(sizes) == -(-rows // most)
+    assert max(sizes, default=0) - min(sizes, default=0) < max(1, len(sizes))  # no remnant of a few rows
+
+
+def test_a_flush_writes_a_bucket_in_row_groups_of_one_size(tmp_path, monkeypatch):
+    """A flush copies each bucket's rows out of the buffer a slice at a time, each slice a row
+    group: the slices are of one size, none a remnant of a few rows."""
+    from lakehouse import Catalog
+    from lakehouse.write import table_write
+
+    monkeypatch.setattr(table_write, "SLICE_BYTES", 4096)
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    schema = pa.schema([("id", pa.int64()), ("p", pa.int32())])
+    t = catalog.create_table("db.t", schema, partition_keys=["p"])
+    t.write(pa.table({"id": np.arange(10_000), "p": np.arange(10_000, dtype=np.int32) % 2}, schema=schema))
+    for path in (tmp_path / "wh").rglob("data-*.parquet"):
+        meta = pq.ParquetFile(path).metadata
+        groups = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+        assert sum(groups) == 5_000 and len(groups) >= 5
+        assert max(groups) - min(groups) < len(groups)
+    assert sorted(t.read().column("id").to_pylist()) == list(range(10_000))

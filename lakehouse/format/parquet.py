@@ -193,6 +193,14 @@ class ParquetFileWriter:
         self._io.delete_quietly([self.path])
 
 
+def even_step(rows: int, most: int) -> int:
+    """Rows per piece that split ``rows`` into pieces of at most ``most`` rows, all of one size:
+    each piece a writer writes becomes a row group, and none is to be a few rows left over
+    (they read slower, and their dictionaries outweigh them)."""
+    pieces = max(1, -(-rows // max(1, most)))
+    return max(1, -(-rows // pieces))
+
+
 def open_file(io: FileIO, path: str) -> pq.ParquetFile:
     return pq.ParquetFile(io.open_input(path))
 

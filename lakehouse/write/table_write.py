@@ -529,6 +529,7 @@ def _numbered(data: pa.Table, rows: np.ndarray | None, base: int, step: int) -> 
     if rows is None:
         yield data.append_column(parquet.SEQUENCE_NUMBER, pa.array(np.arange(base, base + data.num_rows)))
         return
+    step = parquet.even_step(len(rows), step)
     for start in range(0, len(rows), step):
         part = take_rows(data, rows[start : start + step])
         seq = pa.array(np.arange(base + start, base + start + part.num_rows))
