@@ -45,6 +45,15 @@ def test_only_top_level_repeating_strings_and_binaries_are_read_as_dictionaries(
     assert repeating(pf.metadata, pf.schema_arrow, ["uuid", "raw"]) == ["raw"]
 
 
+def test_a_row_group_of_a_few_rows_does_not_keep_a_file_from_being_read_as_dictionaries(tmp_path):
+    """The file's last row group holds one row: its dictionary outweighs it, not the file's."""
+    table = _columns().select(["status"]).slice(0, 4001)
+    io, path = _file(tmp_path, table, row_group_size=1000)
+    pf = pq.ParquetFile(io.open_input(path))
+    assert pf.metadata.row_group(pf.metadata.num_row_groups - 1).num_rows == 1
+    assert repeating(pf.metadata, pf.schema_arrow, ["status"]) == ["status"]
+
+
 def test_a_column_stored_plain_is_not_read_as_a_dictionary(tmp_path):
     io, path = _file(tmp_path, _columns(), use_dictionary=False)
     pf = pq.ParquetFile(io.open_input(path))
@@ -96,6 +105,29 @@ def test_decoded_keeps_what_it_is_told_to_and_leaves_plain_tables_alone():
     assert kept.schema.field("a").type == pa.string()
     assert pa.types.is_dictionary(kept.schema.field("c").type)
     assert decoded(kept).to_pylist() == decoded(both).to_pylist()
+
+
+@pytest.mark.parametrize("kind", [pa.string(), pa.binary(), pa.large_string(), pa.large_binary()])
+def test_a_dictionary_of_one_value_decodes_as_a_cast_would(kind):
+    """A partition's column in a file: its value repeated, however the chunk was sliced; chunks
+    of other dictionaries, nulls and empty values decode as before."""
+    one = pa.DictionaryArray.from_arrays(
+        pa.array(np.zeros(10, np.int32)), pa.array(["2024-01-01"]).cast(kind)
+    )
+    chunks = [
+        one,
+        one.slice(3, 4),
+        one.slice(10),
+        pa.DictionaryArray.from_arrays(pa.array([0, None, 0], pa.int32()), pa.array(["x"]).cast(kind)),
+        pa.DictionaryArray.from_arrays(pa.array(np.zeros(3, np.int32)), pa.array([""]).cast(kind)),
+        pa.DictionaryArray.from_arrays(pa.array([1, 0, 1], pa.int32()), pa.array(["a", "bc"]).cast(kind)),
+    ]
+    column = pa.chunked_array(chunks)
+    table = pa.table({"p": column, "n": pa.array(np.arange(len(column)))})
+    got = decoded(table)
+    got.validate(full=True)
+    assert got.schema == pa.schema([("p", kind), ("n", pa.int64())])
+    assert got.equals(table.cast(got.schema))
 
 
 def test_concat_decodes_a_column_only_where_tables_differ_in_it():

@@ -307,10 +307,11 @@ def iter_batches(
 def repeating(meta: pq.FileMetaData, types: pa.Schema, names: Collection[str]) -> list[str]:
     """Those of columns ``names`` (of a file with footer ``meta`` and Arrow schema ``types``)
     that are top-level strings or binaries stored dictionary-encoded in every row group, in
-    under half their plain size: values repeat (a dictionary holds at most about a third of
-    them), so reading them as Arrow dictionaries pays. Where values are mostly distinct the
-    writer fell back to plain pages (a dictionary read would hash every value to build one),
-    or the dictionary is about as large as the values."""
+    under half their plain size in all (a row group of a few rows, whose dictionary outweighs
+    them, does not count against the file): values repeat (a dictionary holds at most about a
+    third of them), so reading them as Arrow dictionaries pays. Where values are mostly
+    distinct the writer fell back to plain pages (a dictionary read would hash every value to
+    build one), or the dictionary is about as large as the values."""
     wanted = {name for name in names if types.field(name).type in (pa.string(), pa.binary())}
     found = []
     for c in range(meta.num_columns):
@@ -318,10 +319,11 @@ def repeating(meta: pq.FileMetaData, types: pa.Schema, names: Collection[str]) -
         if column.name != column.path or column.name not in wanted:  # nested, or not asked for
             continue
         chunks = [meta.row_group(g).column(c) for g in range(meta.num_row_groups)]
-        if chunks and all(
-            chunk.has_dictionary_page
-            and chunk.total_uncompressed_size * 2 <= chunk.num_values * (_OFFSET + _average_length(chunk))
-            for chunk in chunks
+        if (
+            chunks
+            and all(chunk.has_dictionary_page for chunk in chunks)
+            and sum(chunk.total_uncompressed_size for chunk in chunks) * 2
+            <= sum(chunk.num_values * (_OFFSET + _average_length(chunk)) for chunk in chunks)
         ):
             found.append(column.name)
     return found
