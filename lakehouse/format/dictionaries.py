@@ -7,10 +7,10 @@ versions, the rows a deletion vector leaves) moves 4-byte indexes instead of str
 that take rows read such columns so (``read_dictionary``; which columns:
 :func:`lakehouse.format.parquet.repeating`) and decode them once, after the take, into the
 plain type of the table's schema: one copy of each string kept instead of a copy of each string
-read and a second of each kept. Reads that take no rows read them so too: a take of dictionary
-values decodes them faster than Parquet decodes its pages into plain strings (a 2.5M-row file:
-74 against 93 ms for a column of 8 words), and a column of one value in a file, a partition's,
-decodes by repeating the value (32 against 82 ms).
+read and a second of each kept. Every read of a data file reads them so, the columns it keeps
+plain decoded right after: a take of dictionary values decodes them faster than Parquet decodes
+its pages into plain strings (a 2.5M-row file: 74 against 93 ms for a column of 8 words), and a
+column of one value in a file, a partition's, decodes by repeating the value (32 against 82 ms).
 """
 
 from __future__ import annotations

@@ -207,9 +207,19 @@ def open_file(io: FileIO, path: str) -> pq.ParquetFile:
 
 def read_columns(io: FileIO, path: str, columns: list[str]) -> pa.Table:
     """Read the named columns (those present in the file) of a data file."""
-    pf = open_file(io, path)
+    source = io.open_input(path)
+    pf = pq.ParquetFile(source)
     present = set(pf.schema_arrow.names)
-    return pf.read(columns=[c for c in columns if c in present], use_threads=True)
+    names = [c for c in columns if c in present]
+    return decoded(_repeating_as_dictionaries(source, pf, names).read(columns=names, use_threads=True))
+
+
+def _repeating_as_dictionaries(source: pa.NativeFile, pf: pq.ParquetFile, names: list[str]) -> pq.ParquetFile:
+    """``pf`` reading those of ``names`` that :func:`repeating` as dictionary arrays: decoding them
+    from their dictionaries after the read is faster than Parquet's decoding into plain strings
+    (:mod:`lakehouse.format.dictionaries`)."""
+    found = repeating(pf.metadata, pf.schema_arrow, names)
+    return pq.ParquetFile(source, metadata=pf.metadata, read_dictionary=found) if found else pf
 
 
 _WIDTHS = {"BOOLEAN": 1, "INT32": 4, "INT64": 8, "INT96": 12, "FLOAT": 4, "DOUBLE": 8}
@@ -266,7 +276,8 @@ def iter_batches(
     only the row groups holding them are decoded, and each batch keeps only them.
     ``dictionaries``: columns the caller takes rows from before it decodes them
     (:mod:`lakehouse.format.dictionaries`): those that :func:`repeating` in this file come as
-    dictionary arrays; every other column comes plain."""
+    dictionary arrays; every other column comes plain (repeating ones read as dictionaries and
+    decoded here)."""
     source = io.open_input(path)
     pf = pq.ParquetFile(source)
     types = pf.schema_arrow
@@ -276,15 +287,10 @@ def iter_batches(
     if batch_bytes is not None and meta.num_rows:
         fit = batch_bytes * meta.num_rows // max(1, decoded_bytes(meta))
         batch_rows = min(batch_rows, max(MIN_BATCH_ROWS, fit))
-    # rows kept of a file are taken here, so its repeating strings are read as dictionaries too
-    as_dictionaries = repeating(
-        meta, types, names if rows is not None else [c for c in names if c in dictionaries]
-    )
-    if as_dictionaries:
-        pf = pq.ParquetFile(source, metadata=meta, read_dictionary=as_dictionaries)
+    pf = _repeating_as_dictionaries(source, pf, names)
     if rows is None:
         for batch in pf.iter_batches(batch_size=batch_rows, columns=names, use_threads=True):
-            yield pa.Table.from_batches([batch])
+            yield decoded(pa.Table.from_batches([batch]), dictionaries)
         return
     if len(rows) and rows[-1] >= meta.num_rows:
         raise CorruptFileError(

@@ -95,7 +95,6 @@ class TableRead:
         if self.engine is not None:
             needed = self.engine.read_columns(needed)
         self.read_fields = [f for f in schema.fields if f.name in needed]
-        self.read_names = [f.name for f in self.read_fields]
         self.carried = self.engine.carried(f.name for f in self.read_fields) if self.engine else []
         self.columns_schema = pa.schema([arrow_field(n, schema.field(n).type) for n in columns])
         self.row_kinds = row_kinds
@@ -166,13 +165,11 @@ class TableRead:
         return out.append_column(ROW_KIND_FIELD, short_strings(data.column(parquet.VALUE_KIND)))
 
     def _raw(self, split: Split) -> Iterator[pa.Table]:
-        """The rows of each file in turn; a primary-key file's retracts left out. Repeating
-        strings are read as dictionaries and decoded here (:mod:`lakehouse.format.dictionaries`:
-        faster than Parquet's decoding)."""
+        """The rows of each file in turn; a primary-key file's retracts left out."""
         for i, meta in enumerate(split.files):
             retracts = self.key and meta.delete_row_count != 0
             for batch in self._file_batches(split, i):
-                yield decoded(drop_retracts(batch) if retracts else batch)
+                yield drop_retracts(batch) if retracts else batch
 
     def _merged(self, split: Split, read_ahead: bool) -> Iterator[pa.Table]:
         """The bucket's rows merged per key, a step at a time: each section of files with
@@ -227,7 +224,7 @@ class TableRead:
         batches = iter_data_file(
             self.table, split.bucket_path, meta, self.read_fields, system, batch_rows,
             batch_bytes=batch_bytes or self.merge_bytes, kept=rows,
-            dictionaries=self.carried if merging else self.read_names,
+            dictionaries=self.carried if merging else (),
         )  # fmt: skip
         for batch in batches:
             if merging:
