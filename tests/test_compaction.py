@@ -5,17 +5,20 @@ and racing compactions."""
 from __future__ import annotations
 
 import os
+import threading
 
 import pyarrow as pa
 import pytest
 
 from lakehouse.errors import CommitConflictError
+from lakehouse.io.cores import THREADS_ENV, usable_cores
 from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import DataFileMeta, FileSource
 from lakehouse.mergetree import compactor as compact_module
 from lakehouse.mergetree.levels import KeyRanges, SortedRun, sections
 from lakehouse.mergetree.universal import UniversalCompaction, pick_full
 from lakehouse.snapshot import CommitKind
+from lakehouse.store.data_reader import decoded_bytes
 from lakehouse.types import BIGINT
 from tests.conftest import ORDERS, orders, pk_orders_table, rows
 
@@ -233,3 +236,33 @@ def test_racing_compactions_one_wins(catalog):
     assert t.latest_snapshot_id() == latest + 1
     assert rows(t.read()) == before
     assert not any(os.path.exists(p) for p in loser_files)
+
+
+def test_buckets_decoding_to_a_seventh_of_the_budget_compact_side_by_side(catalog, monkeypatch):
+    """A bucket's compaction reserves three times its decoded files (``DATA_COPIES``, measured):
+    two buckets that each decode to a seventh of the jobs budget (2 x ``write-buffer-size``)
+    compact at once; five times, as before, kept them one at a time."""
+    t = pk_orders_table(catalog)
+    for price in (1.0, 2.0):  # two runs in each bucket
+        t.write(orders(range(4000), price=price))
+    by_bucket: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+    for e in t.live_entries():
+        by_bucket.setdefault((e.partition, e.bucket), []).append(e.file)
+    assert len(by_bucket) == 2
+    decoded = max(decoded_bytes(t.store, t.bucket_path(*b), files) for b, files in by_bucket.items())
+    monkeypatch.setenv(THREADS_ENV, "16")
+    usable_cores.cache_clear()
+    both = threading.Barrier(2, timeout=10)  # broken unless both buckets compact at once
+    compact = compact_module.BucketCompactor.compact
+
+    def side_by_side(self, full: bool = False) -> bool:
+        both.wait()
+        return compact(self, full)
+
+    monkeypatch.setattr(compact_module.BucketCompactor, "compact", side_by_side)
+    try:
+        t.copy({"write-buffer-size": str(int(3.5 * decoded))}).compact(full=True)
+    finally:
+        usable_cores.cache_clear()
+    assert rows(t.read()) == rows(orders(range(4000), price=2.0))
+    assert len(t.refresh().live_entries()) == 2  # each bucket's two runs compacted into one file

@@ -52,9 +52,11 @@ if TYPE_CHECKING:
 
 BATCH_ROWS = 64 * 1024  # rows read per run and step of a streaming merge
 ROW_GROUP_BYTES = 64 << 20  # merged rows gathered into one write (one Parquet row group)
-# What compacting a small bucket holds, in copies of its decoded files (measured): read, merged,
-# gathered, encoded, and what the job's thread freed and its allocator keeps
-DATA_COPIES = 5
+# What compacting a small bucket holds, in copies of its decoded files: read, merged, gathered,
+# encoded, and what the job's thread freed and its allocator keeps (measured on 16 threads: a
+# bucket of 42 MB decoded held 105-115 MB a job with 4 or 5 compacting at once; two buckets of
+# 3.25M rows compacting together peaked at 734 MB, within 2 x write-buffer-size + 300 MB)
+DATA_COPIES = 3
 
 
 @dataclass
