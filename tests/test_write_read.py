@@ -328,3 +328,43 @@ def test_take_rows_takes_from_each_chunk_what_take_would(sizes, picks, ascending
     rows = sorted(rows) if ascending else rows
     got = take_rows(table, np.array(rows, dtype=np.int64))
     assert got.to_pydict() == table.combine_chunks().take(pa.array(rows, pa.int64())).to_pydict()
+
+
+@settings(max_examples=60, deadline=None)
+@given(pieces=st.lists(st.tuples(st.integers(1, 40), st.booleans()), max_size=30))
+def test_buffered_pieces_join_small_runs_of_one_schema_into_blocks(pieces):
+    """A writer's buffer keeps its rows in order; consecutive small pieces of one schema are
+    joined into one contiguous block once they reach a block's bytes, larger pieces and pieces
+    of another schema left as given."""
+    from lakehouse.write.rows import Pieces
+
+    narrow = pa.schema([("a", pa.int64())])
+    wide = pa.schema([("a", pa.int64()), ("b", pa.int64())])
+    given_pieces, start = [], 0
+    for n, is_wide in pieces:
+        columns = {"a": range(start, start + n), **({"b": range(n)} if is_wide else {})}
+        given_pieces.append(pa.table(columns, wide if is_wide else narrow))
+        start += n
+    block = 8 * 64  # 64 rows of the narrow schema
+    buffer = Pieces(block)
+    for piece in given_pieces:
+        buffer.add(piece)
+    assert buffer.nbytes == sum(p.nbytes for p in given_pieces)
+    held = buffer.take()
+    assert buffer.take() == [] and buffer.nbytes == 0
+    rows = [a for p in held for a in p.column("a").to_pylist()]
+    assert rows == list(range(start))
+    originals = {id(p) for p in given_pieces}
+    for piece in held:
+        if id(piece) in originals:
+            continue  # as given
+        assert piece.nbytes >= block and piece.column("a").num_chunks == 1  # a joined block
+    # no run of small pieces of one schema that reached a block was left unjoined
+    run_bytes, run_schema = 0, None
+    for piece in held:
+        small = id(piece) in originals and piece.nbytes < block
+        if small and piece.schema == run_schema:
+            run_bytes += piece.nbytes
+        else:
+            run_bytes, run_schema = (piece.nbytes, piece.schema) if small else (0, None)
+        assert run_bytes < block

@@ -72,7 +72,7 @@ def test_the_buffer_never_holds_more_than_write_buffer_size(catalog, monkeypatch
     flush = TableWrite._flush
 
     def counting(self, final, background=False):
-        held.append(self._pending_bytes)
+        held.append(self._pending.nbytes)
         return flush(self, final, background)
 
     monkeypatch.setattr(TableWrite, "_flush", counting)

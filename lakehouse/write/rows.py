@@ -1,8 +1,13 @@
-"""Taking rows out of a write buffer without copying it whole.
+"""A write buffer's rows: the pieces it was given, and taking rows out of them.
 
 A write buffer is the concatenation of the pieces it was given: a table of many chunks. Arrow's
 ``take`` over a chunked column concatenates the column first, so every slice a flush takes would
-copy the buffer's column again; :func:`take_rows` takes from each chunk the rows it holds.
+copy the buffer's column again; :func:`take_rows` takes from each chunk the rows it holds. That
+costs a call per chunk, and a flush takes each bucket's rows from every chunk: given in small
+batches (a Spark task's 10,000 rows, a stream's), the buffer is joined into blocks as it fills
+(:class:`Pieces`), one copy of each row that saves the takes more (a primary-key write of 4.8M
+shuffled rows in batches of 10,000 into 60 buckets, on one core: 9.1 against 6.7 s with
+blocks of 160,000 rows).
 """
 
 from __future__ import annotations
@@ -32,3 +37,41 @@ def take_rows(table: pa.Table, rows: np.ndarray) -> pa.Table:
     if order is not None:  # back to the order asked for: a copy of the taken rows only
         out = out.combine_chunks().take(pa.array(np.argsort(order)))
     return out
+
+
+class Pieces:
+    """The pieces a writer buffers and their bytes. Consecutive pieces of one schema each smaller
+    than ``block`` bytes are joined into one contiguous piece once they add up to it (holding
+    one block twice meanwhile); larger pieces stay as given."""
+
+    def __init__(self, block: int) -> None:
+        self.block = block
+        self.pieces: list[pa.Table] = []
+        self.nbytes = 0
+        self._small = 0  # how many of the last pieces are small, of one schema
+        self._small_bytes = 0
+
+    def add(self, piece: pa.Table) -> None:
+        size = piece.nbytes
+        joins = size < self.block and (self._small == 0 or piece.schema == self.pieces[-1].schema)
+        self.pieces.append(piece)
+        self.nbytes += size
+        if not joins:
+            self._small, self._small_bytes = (1, size) if size < self.block else (0, 0)
+            return
+        self._small += 1
+        self._small_bytes += size
+        if self._small_bytes >= self.block:
+            run = self.pieces[-self._small :]
+            del self.pieces[-self._small :]
+            self.pieces.append(pa.concat_tables(run).combine_chunks())
+            self._small, self._small_bytes = 0, 0
+
+    def __len__(self) -> int:
+        return len(self.pieces)
+
+    def take(self) -> list[pa.Table]:
+        """The pieces, leaving none."""
+        pieces = self.pieces
+        self.pieces, self.nbytes, self._small, self._small_bytes = [], 0, 0, 0
+        return pieces

@@ -52,7 +52,7 @@ from lakehouse.write.bucket_write import BucketKey, Buckets, BucketWrite, rewrit
 from lakehouse.write.conform import conform_pieces
 from lakehouse.write.cross_partition import KeyLocations
 from lakehouse.write.message import CommitMessage
-from lakehouse.write.rows import take_rows
+from lakehouse.write.rows import Pieces, take_rows
 from lakehouse.write.scope import WriteScope
 from lakehouse.write.settings import WriteSettings
 from lakehouse.write.sorted_runs import buffered_run, merged_runs
@@ -107,8 +107,7 @@ class TableWrite:
         self.buckets = Buckets(table, settings)
         self._dynamic: DynamicBuckets | None = None
         self._locations: KeyLocations | None = None
-        self._pending: list[pa.Table] = []
-        self._pending_bytes = 0
+        self._pending = Pieces(SLICE_BYTES)
         self._spill: SpillDir | None = None  # the buffer's spilled runs (write-buffer-spillable)
         # whether the buffer may be flushed a half at a time (see the module and _flush_limit)
         self._halves = not self.primary_key or settings.spill.spillable
@@ -128,12 +127,11 @@ class TableWrite:
         for batch in _batches(data, self.table.name):
             while batch.num_rows:
                 limit = self._flush_limit()
-                room = limit - self._pending_bytes
+                room = limit - self._pending.nbytes
                 rows = max(1, room * batch.num_rows // max(1, batch.nbytes))
                 piece, batch = batch.slice(0, rows), batch.slice(rows)
-                self._pending.append(piece)
-                self._pending_bytes += piece.nbytes
-                if self._pending_bytes >= limit:
+                self._pending.add(piece)
+                if self._pending.nbytes >= limit:
                     self._flush(final=False, background=limit < self.settings.buffer_size)
 
     def _flush_limit(self) -> int:
@@ -183,7 +181,7 @@ class TableWrite:
         with contextlib.suppress(Exception):  # a failed flush's error was raised, or no longer matters
             self._await_flush()
         self.buckets.abort()
-        self._pending, self._pending_bytes = [], 0
+        self._pending.take()
         self._close_spill()
 
     def _await_flush(self) -> None:
@@ -245,7 +243,7 @@ class TableWrite:
         before it (one at a time: bucket files, spilled runs and sequence numbers see the rows in
         order); the caller goes on filling the other half."""
         self._await_flush()
-        pending, self._pending, self._pending_bytes = self._pending, [], 0
+        pending = self._pending.take()
         if background:
             self._flushing = process_pool("lakehouse-flush", usable_cores()).submit(
                 self._flush_pieces, pending, False
