@@ -52,7 +52,7 @@ from lakehouse.write.bucket_write import BucketKey, Buckets, BucketWrite, rewrit
 from lakehouse.write.conform import conform_pieces
 from lakehouse.write.cross_partition import KeyLocations
 from lakehouse.write.message import CommitMessage
-from lakehouse.write.rows import Pieces, take_rows
+from lakehouse.write.rows import BLOCK_BYTES, Pieces, take_rows
 from lakehouse.write.scope import WriteScope
 from lakehouse.write.settings import WriteSettings
 from lakehouse.write.sorted_runs import buffered_run, merged_runs
@@ -107,7 +107,7 @@ class TableWrite:
         self.buckets = Buckets(table, settings)
         self._dynamic: DynamicBuckets | None = None
         self._locations: KeyLocations | None = None
-        self._pending = Pieces(SLICE_BYTES)
+        self._pending = Pieces(BLOCK_BYTES)
         self._spill: SpillDir | None = None  # the buffer's spilled runs (write-buffer-spillable)
         # whether the buffer may be flushed a half at a time (see the module and _flush_limit)
         self._halves = not self.primary_key or settings.spill.spillable
