@@ -207,19 +207,20 @@ def open_file(io: FileIO, path: str) -> pq.ParquetFile:
 
 def read_columns(io: FileIO, path: str, columns: list[str]) -> pa.Table:
     """Read the named columns (those present in the file) of a data file."""
+    pf, names = _open_for(io, path, columns)
+    return decoded(pf.read(columns=names, use_threads=True))
+
+
+def _open_for(io: FileIO, path: str, columns: list[str]) -> tuple[pq.ParquetFile, list[str]]:
+    """A data file opened to read those of ``columns`` it holds (returned too), the ones that
+    :func:`repeating` as dictionary arrays: decoding them from their dictionaries after the
+    read is faster than Parquet's decoding into plain strings (:mod:`lakehouse.format.dictionaries`)."""
     source = io.open_input(path)
     pf = pq.ParquetFile(source)
-    present = set(pf.schema_arrow.names)
-    names = [c for c in columns if c in present]
-    return decoded(_repeating_as_dictionaries(source, pf, names).read(columns=names, use_threads=True))
-
-
-def _repeating_as_dictionaries(source: pa.NativeFile, pf: pq.ParquetFile, names: list[str]) -> pq.ParquetFile:
-    """``pf`` reading those of ``names`` that :func:`repeating` as dictionary arrays: decoding them
-    from their dictionaries after the read is faster than Parquet's decoding into plain strings
-    (:mod:`lakehouse.format.dictionaries`)."""
-    found = repeating(pf.metadata, pf.schema_arrow, names)
-    return pq.ParquetFile(source, metadata=pf.metadata, read_dictionary=found) if found else pf
+    types = pf.schema_arrow
+    names = [c for c in columns if c in set(types.names)]
+    found = repeating(pf.metadata, types, names)
+    return (pq.ParquetFile(source, metadata=pf.metadata, read_dictionary=found) if found else pf), names
 
 
 _WIDTHS = {"BOOLEAN": 1, "INT32": 4, "INT64": 8, "INT96": 12, "FLOAT": 4, "DOUBLE": 8}
@@ -278,16 +279,11 @@ def iter_batches(
     (:mod:`lakehouse.format.dictionaries`): those that :func:`repeating` in this file come as
     dictionary arrays; every other column comes plain (repeating ones read as dictionaries and
     decoded here)."""
-    source = io.open_input(path)
-    pf = pq.ParquetFile(source)
-    types = pf.schema_arrow
-    present = set(types.names)
-    names = [c for c in columns if c in present]
+    pf, names = _open_for(io, path, columns)
     meta = pf.metadata
     if batch_bytes is not None and meta.num_rows:
         fit = batch_bytes * meta.num_rows // max(1, decoded_bytes(meta))
         batch_rows = min(batch_rows, max(MIN_BATCH_ROWS, fit))
-    pf = _repeating_as_dictionaries(source, pf, names)
     if rows is None:
         for batch in pf.iter_batches(batch_size=batch_rows, columns=names, use_threads=True):
             yield decoded(pa.Table.from_batches([batch]), dictionaries)

@@ -52,24 +52,24 @@ class Pieces:
         self.block = block
         self.pieces: list[pa.Table] = []
         self.nbytes = 0
-        self._small = 0  # how many of the last pieces are small, of one schema
-        self._small_bytes = 0
+        self._run = 0  # how many of the last pieces are small, of one schema
+        self._run_bytes = 0
 
     def add(self, piece: pa.Table) -> None:
         size = piece.nbytes
-        joins = size < self.block and (self._small == 0 or piece.schema == self.pieces[-1].schema)
         self.pieces.append(piece)
         self.nbytes += size
-        if not joins:
-            self._small, self._small_bytes = (1, size) if size < self.block else (0, 0)
-            return
-        self._small += 1
-        self._small_bytes += size
-        if self._small_bytes >= self.block:
-            run = self.pieces[-self._small :]
-            del self.pieces[-self._small :]
+        if size >= self.block or (self._run and piece.schema != self.pieces[-2].schema):
+            self._run, self._run_bytes = 0, 0  # a run of small pieces ends before this one
+            if size >= self.block:
+                return
+        self._run += 1
+        self._run_bytes += size
+        if self._run_bytes >= self.block:
+            run = self.pieces[-self._run :]
+            del self.pieces[-self._run :]
             self.pieces.append(pa.concat_tables(run).combine_chunks())
-            self._small, self._small_bytes = 0, 0
+            self._run, self._run_bytes = 0, 0
 
     def __len__(self) -> int:
         return len(self.pieces)
@@ -77,5 +77,5 @@ class Pieces:
     def take(self) -> list[pa.Table]:
         """The pieces, leaving none."""
         pieces = self.pieces
-        self.pieces, self.nbytes, self._small, self._small_bytes = [], 0, 0, 0
+        self.pieces, self.nbytes, self._run, self._run_bytes = [], 0, 0, 0
         return pieces
