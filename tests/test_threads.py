@@ -8,12 +8,15 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
 from lakehouse.errors import InvalidOptionError
+from lakehouse.io import memory
 from lakehouse.io.cores import THREADS_ENV, cgroup_cpu_limit, count_cores, scheduler_cores, usable_cores
 from lakehouse.io.memory import JOBS, JobMemory
 from lakehouse.io.pool import map_parallel, spare_core
@@ -277,6 +280,35 @@ def test_threads_of_a_budget():
     assert JobMemory(job=30, budget=100).threads(held=50) == 1
     assert JobMemory(job=30, budget=100).threads(held=100) == 1  # never none
     assert JobMemory(job=0, budget=100).threads() == 100
+
+
+@pytest.mark.skipif(memory._GLIBC is None or memory._GLIBC.info is None, reason="glibc 2.33+ only")
+def test_glibc_counts_the_bytes_its_arenas_hold_freed():
+    """``mallinfo2`` is read with glibc's layout: freeing every other of 2,000 arrays of 64 KB
+    (allocated by malloc, not mmap; freed in between live ones, so not given back) adds about
+    64 MB to the freed bytes it reports."""
+    info = memory._GLIBC.info
+    before = info().fordblks
+    arrays = [np.ones(8192) for _ in range(2000)]
+    del arrays[::2]
+    assert info().fordblks - before > 50 << 20
+    del arrays
+
+
+def test_glibc_is_trimmed_only_when_its_arenas_hold_much_freed(monkeypatch):
+    trims: list[int] = []
+    freed = [memory.TRIM_ABOVE]
+    monkeypatch.setattr(
+        memory, "_GLIBC", memory._Glibc(trims.append, lambda: SimpleNamespace(fordblks=freed[0]))
+    )
+    memory.release_freed()
+    assert trims == []  # a next job reuses what is held: trimming would make it fault the pages in again
+    freed[0] += 1
+    memory.release_freed()
+    assert trims == [0]
+    monkeypatch.setattr(memory, "_GLIBC", memory._Glibc(trims.append, None))
+    memory.release_freed()
+    assert trims == [0, 0]  # a glibc that cannot tell is trimmed after every job
 
 
 def test_writes_and_compactions_on_many_cores_keep_every_row(sixteen_cores, catalog):
