@@ -8,6 +8,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lakehouse.mergetree import stream
 from lakehouse.mergetree.engine import ORDINAL
 from lakehouse.mergetree.stream import merge_steps
 
@@ -74,3 +75,18 @@ def test_a_run_that_goes_on_bounds_the_step_and_one_that_ends_does_not():
     second = [pa.table({"k": pa.array([2, 3, 6, 8], pa.int64())})]
     steps = [s.column("k").to_pylist() for s in merge_steps([iter(first), iter(second)], ["k"])]
     assert steps == [[1, 5, 2, 3], [6, 8, 9]]  # the second run ends: the step goes on to the first
+
+
+def test_a_merge_hands_back_what_each_step_freed_before_its_result_goes_on(monkeypatch):
+    events: list[str] = []
+    monkeypatch.setattr(stream, "release_arrow_freed", lambda: events.append("release"))
+    runs = [
+        iter(batches(list(range(0, 100, 2)), [10] * 5, 0)),
+        iter(batches(list(range(1, 100, 2)), [25] * 2, 1)),
+    ]
+    merged = []
+    for rows in stream.merged_steps(runs, ["k"], lambda step: step.num_rows):
+        events.append("result")
+        merged.append(rows)
+    assert sum(merged) == 100 and len(merged) > 1
+    assert events == ["release", "result"] * len(merged)

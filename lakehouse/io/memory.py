@@ -131,6 +131,15 @@ class _Glibc:
 _GLIBC = _Glibc.load()
 
 
+def release_arrow_freed() -> None:
+    """Hand back the pages Arrow's allocator keeps of what this thread freed (mimalloc holds
+    them for the thread that freed them): cheap, so a long job calls it between its steps. A
+    12M-row primary-key write into 4 buckets on 16 threads peaked at 807-848 MB merging its
+    spilled runs (Arrow held 140-270 MB of it live), and at 777-782 MB releasing after each
+    merge step; 24M rows: 931-965 MB, and 830-867 MB."""
+    pa.default_memory_pool().release_unused()
+
+
 def release_freed() -> None:
     """Hand what this process's allocators hold freed back to the system: Arrow's (mimalloc
     keeps what a thread freed for that thread) and glibc's, whose per-thread arenas keep the
@@ -139,6 +148,6 @@ def release_freed() -> None:
     glibc is trimmed only when its arenas hold more than ``TRIM_ABOVE`` freed: a trim hands
     back every free page, which the next job then faults in again (a merged read of 16 small
     buckets on 2 threads: 10% slower trimming after each)."""
-    pa.default_memory_pool().release_unused()
+    release_arrow_freed()
     if _GLIBC is not None and _GLIBC.holds_freed():
         _GLIBC.trim(0)

@@ -40,7 +40,7 @@ from lakehouse.mergetree.groups import drop_retracts
 from lakehouse.mergetree.levels import KeyRanges, Levels, SortedRun, needs_lookup, sections
 from lakehouse.mergetree.lookup import Lookup
 from lakehouse.mergetree.step import StepMerge, merges_old_values
-from lakehouse.mergetree.stream import merge_steps
+from lakehouse.mergetree.stream import merge_steps, merged_steps
 from lakehouse.mergetree.universal import CompactUnit, UniversalCompaction, pick_full
 from lakehouse.mergetree.versions import lookup_merge, with_level
 from lakehouse.options import SORT_SPILL_BUFFER_SIZE, ChangelogProducerKind, MergeEngineKind
@@ -344,8 +344,8 @@ class CompactTask:
         for section in candidate:
             read = functools.partial(self._read, level=levels)
             runs = read_runs(section, read, self.bucket.merge_bytes, several_steps(section) and spare_core())
-            for versions in merge_steps(runs, self.bucket.engine.key):
-                merged, changes = self.step.merge(versions, changelog)
+            merge = functools.partial(self.step.merge, changelog=changelog)
+            for merged, changes in merged_steps(runs, self.bucket.engine.key, merge):
                 self._write_changelog(changes)
                 if self.drop_delete:
                     merged = drop_retracts(merged)

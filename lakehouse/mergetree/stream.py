@@ -8,15 +8,19 @@ vectorized sort. Memory stays at about one batch per run whatever the bucket's s
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakehouse.format.dictionaries import concat
+from lakehouse.io.memory import release_arrow_freed
 from lakehouse.mergetree.engine import ORDINAL
 from lakehouse.mergetree.keyorder import comparable
+
+R = TypeVar("R")
 
 
 def merge_steps(runs: Sequence[Iterator[pa.Table]], key: list[str]) -> Iterator[pa.Table]:
@@ -47,6 +51,19 @@ def merge_steps(runs: Sequence[Iterator[pa.Table]], key: list[str]) -> Iterator[
         if not taken:
             return
         yield concat(taken)
+
+
+def merged_steps(
+    runs: Sequence[Iterator[pa.Table]], key: list[str], merge: Callable[[pa.Table], R]
+) -> Iterator[R]:
+    """``merge`` of each step of :func:`merge_steps`, the step's versions dropped and what the
+    merge freed handed back before the result goes on (a job merging a whole bucket would
+    otherwise keep every page it freed: :func:`~lakehouse.io.memory.release_arrow_freed`)."""
+    for versions in merge_steps(runs, key):
+        merged = merge(versions)
+        del versions
+        release_arrow_freed()
+        yield merged
 
 
 def _next_batch(run: Iterator[pa.Table]) -> pa.Table | None:

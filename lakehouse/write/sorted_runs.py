@@ -22,7 +22,7 @@ from lakehouse.mergetree.engine import MergeEngine
 from lakehouse.mergetree.groups import key_ends
 from lakehouse.mergetree.keyorder import comparable_keys
 from lakehouse.mergetree.spill import SpillDir, bounded_runs
-from lakehouse.mergetree.stream import merge_steps
+from lakehouse.mergetree.stream import merged_steps
 from lakehouse.write.rows import take_rows
 
 
@@ -82,5 +82,4 @@ def merge_sorted(engine: MergeEngine, runs: list[Iterator[pa.Table]]) -> Iterato
     if len(runs) == 1:
         yield from runs[0]
         return
-    for versions in merge_steps(runs, engine.key):
-        yield engine.merge(versions)
+    yield from merged_steps(runs, engine.key, engine.merge)
