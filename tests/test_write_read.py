@@ -120,6 +120,21 @@ def test_a_bucket_is_read_merged_a_batch_at_a_time(catalog, monkeypatch):
     assert got == expected
 
 
+def test_a_batch_reader_streams_the_splits_in_order_with_their_projection_and_filter(catalog):
+    t = pk_orders_table(catalog, **{"write-only": "true"})
+    for day in ("2024-01-01", "2024-01-02"):
+        t.write(orders(range(40), dt=day, price=1.0))
+        t.write(orders(range(0, 40, 3), dt=day, price=2.0))  # merged on read
+    splits = t.plan().splits
+    read = t.new_read(columns=["order_id", "price"], filter=col("price") > 1.5)
+    reader = read.to_arrow_batch_reader(splits)
+    assert reader.schema == read.output_schema
+    got = reader.read_all()
+    assert got.equals(read.to_arrow(splits))  # split after split, in the splits' order
+    assert got.num_rows == 2 * 14 and set(got.column("price").to_pylist()) == {2.0}
+    assert read.to_arrow_batch_reader([]).read_all().num_rows == 0
+
+
 def test_primary_key_files_have_paimon_layout(catalog):
     t = pk_orders_table(catalog)
     t.write(orders([3, 1, 2]))
