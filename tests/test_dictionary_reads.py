@@ -10,7 +10,7 @@ import pytest
 
 from lakehouse import col
 from lakehouse.format.dictionaries import concat, decoded
-from lakehouse.format.parquet import iter_batches, repeating
+from lakehouse.format.parquet import _open_for, iter_batches, one_valued, read_columns, repeating
 from lakehouse.io.fs import FileIO
 from tests.conftest import rows
 
@@ -93,6 +93,29 @@ def test_rows_kept_of_a_file_come_plain_unless_requested(tmp_path):
     assert asked.schema.field("raw").type == pa.dictionary(pa.int32(), pa.binary())
     assert asked.schema.field("status").type == pa.string()
     assert decoded(asked).equals(table.take(kept))
+
+
+def test_only_columns_of_one_value_per_row_group_are_one_valued(tmp_path):
+    day = pa.array(["2024-01-01"] * N)
+    table = _columns().select(["status"]).append_column("dt", day).append_column("day", day)
+    table = table.append_column("late", pa.array(["2024-01-01"] * (N - 1) + ["2024-01-02"]))
+    table = table.append_column("gap", pa.array(["2024-01-01"] * (N - 1) + [None]))
+    io, path = _file(tmp_path, table, row_group_size=1000)
+    meta = pq.ParquetFile(io.open_input(path)).metadata
+    assert one_valued(meta, ["status", "dt", "late", "gap"]) == ["dt"]  # "day": not asked for
+
+
+def test_a_whole_file_read_decodes_plain_but_columns_of_one_value(tmp_path):
+    """Read whole, a repeating column is decoded by Parquet beside the others; one read to take
+    rows from comes as a dictionary; a column of one value comes as one either way."""
+    table = _columns().select(["id", "status"]).append_column("dt", pa.array(["2024-01-01"] * N))
+    io, path = _file(tmp_path, table)
+    whole, _ = _open_for(io, path, table.column_names, takes=False)
+    assert [f.name for f in whole.schema_arrow if pa.types.is_dictionary(f.type)] == ["dt"]
+    taking, _ = _open_for(io, path, table.column_names, takes=True)
+    assert [f.name for f in taking.schema_arrow if pa.types.is_dictionary(f.type)] == ["status", "dt"]
+    assert pa.concat_tables(iter_batches(io, path, table.column_names, 1000)).equals(table)
+    assert read_columns(io, path, table.column_names).equals(table)
 
 
 def test_decoded_keeps_what_it_is_told_to_and_leaves_plain_tables_alone():

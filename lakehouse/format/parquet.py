@@ -207,19 +207,24 @@ def open_file(io: FileIO, path: str) -> pq.ParquetFile:
 
 def read_columns(io: FileIO, path: str, columns: list[str]) -> pa.Table:
     """Read the named columns (those present in the file) of a data file."""
-    pf, names = _open_for(io, path, columns)
+    pf, names = _open_for(io, path, columns, takes=False)
     return decoded(pf.read(columns=names, use_threads=True))
 
 
-def _open_for(io: FileIO, path: str, columns: list[str]) -> tuple[pq.ParquetFile, list[str]]:
-    """A data file opened to read those of ``columns`` it holds (returned too), the ones that
-    :func:`repeating` as dictionary arrays: decoding them from their dictionaries after the
-    read is faster than Parquet's decoding into plain strings (:mod:`lakehouse.format.dictionaries`)."""
+def _open_for(io: FileIO, path: str, columns: list[str], takes: bool) -> tuple[pq.ParquetFile, list[str]]:
+    """A data file opened to read those of ``columns`` it holds (returned too), some of them as
+    dictionary arrays (:mod:`lakehouse.format.dictionaries`). A caller that ``takes`` rows before
+    it decodes them gets every column that :func:`repeating` so; other callers only those of one
+    value (:func:`one_valued`): Parquet decodes the rest into plain values on Arrow's threads,
+    column beside column, where decoding a dictionary would come after, on the caller's thread
+    (a 10M-row append table on 2 threads: 0.34-0.36 s read with dictionaries, 0.31-0.32 s so)."""
     source = io.open_input(path)
     pf = pq.ParquetFile(source)
     types = pf.schema_arrow
     names = [c for c in columns if c in set(types.names)]
     found = repeating(pf.metadata, types, names)
+    if not takes:
+        found = one_valued(pf.metadata, found)
     return (pq.ParquetFile(source, metadata=pf.metadata, read_dictionary=found) if found else pf), names
 
 
@@ -277,9 +282,9 @@ def iter_batches(
     only the row groups holding them are decoded, and each batch keeps only them.
     ``dictionaries``: columns the caller takes rows from before it decodes them
     (:mod:`lakehouse.format.dictionaries`): those that :func:`repeating` in this file come as
-    dictionary arrays; every other column comes plain (repeating ones read as dictionaries and
-    decoded here)."""
-    pf, names = _open_for(io, path, columns)
+    dictionary arrays; every other column comes plain (read as a dictionary where ``rows`` are
+    taken here or the caller takes rows, and decoded here: see :func:`_open_for`)."""
+    pf, names = _open_for(io, path, columns, takes=rows is not None or bool(dictionaries))
     meta = pf.metadata
     if batch_bytes is not None and meta.num_rows:
         fit = batch_bytes * meta.num_rows // max(1, decoded_bytes(meta))
@@ -304,6 +309,24 @@ def iter_batches(
             if len(local):
                 yield decoded(pa.Table.from_batches([batch]).take(pa.array(local)), dictionaries)
             position = end
+
+
+def one_valued(meta: pq.FileMetaData, names: Collection[str]) -> list[str]:
+    """Those of top-level columns ``names`` whose statistics say every row group holds one value
+    and no null (a partition's column): read as a dictionary, such a column decodes by repeating
+    its value (:mod:`lakehouse.format.dictionaries`)."""
+    found = []
+    for c in range(meta.num_columns):
+        column = meta.schema.column(c)
+        if column.name != column.path or column.name not in names:
+            continue
+        stats = [meta.row_group(g).column(c).statistics for g in range(meta.num_row_groups)]
+        if all(
+            s is not None and s.has_min_max and s.has_null_count and not s.null_count and s.min == s.max
+            for s in stats
+        ):
+            found.append(column.name)
+    return found
 
 
 def repeating(meta: pq.FileMetaData, types: pa.Schema, names: Collection[str]) -> list[str]:
