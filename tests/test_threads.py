@@ -13,11 +13,14 @@ from types import SimpleNamespace
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 from lakehouse.errors import InvalidOptionError
+from lakehouse.format import parquet
 from lakehouse.io import memory
 from lakehouse.io.cores import THREADS_ENV, cgroup_cpu_limit, count_cores, scheduler_cores, usable_cores
+from lakehouse.io.fs import FileIO
 from lakehouse.io.memory import JOBS, JobMemory
 from lakehouse.io.pool import map_parallel, spare_core
 from lakehouse.mergetree.compactor import BucketCompactor
@@ -273,6 +276,38 @@ def test_helpers_run_only_while_the_jobs_leave_a_core(sixteen_cores):
     assert map_parallel(job, [0]) == [True]  # one job: fifteen cores to help it
     assert map_parallel(job, [1] * 16) == [False] * 16
     assert spare_core()  # the jobs ended
+
+
+def test_a_file_read_by_a_job_that_fills_the_cores_decodes_on_its_own_thread(
+    sixteen_cores, tmp_path, monkeypatch
+):
+    """Arrow's threads decode a file's columns side by side only while a core is spare: the
+    jobs that keep every core busy would only contend with them (compacting 16 buckets on 2
+    cores: 5-7% faster without)."""
+    pq.write_table(pa.table({"a": range(100), "b": [str(i) for i in range(100)]}), tmp_path / "f.parquet")
+    io, root = FileIO.for_uri(str(tmp_path))
+    asked: list[bool] = []
+    iter_batches = pq.ParquetFile.iter_batches
+
+    def recording(self, *args, use_threads: bool = True, **kwargs):
+        asked.append(use_threads)
+        return iter_batches(self, *args, use_threads=use_threads, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", recording)
+    started, read = threading.Barrier(16, timeout=30), threading.Barrier(16, timeout=30)
+
+    def job(fill: int) -> int:
+        if fill:
+            started.wait()  # all sixteen run at once
+        rows = sum(b.num_rows for b in parquet.iter_batches(io, f"{root}/f.parquet", ["a", "b"], 1000))
+        if fill:
+            read.wait()  # and none ends before all have read
+        return rows
+
+    assert map_parallel(job, [0]) == [100]
+    assert asked == [True]
+    assert map_parallel(job, [1] * 16) == [100] * 16
+    assert asked[1:] == [False] * 16
 
 
 def test_threads_of_a_budget():

@@ -208,7 +208,7 @@ def open_file(io: FileIO, path: str) -> pq.ParquetFile:
 def read_columns(io: FileIO, path: str, columns: list[str]) -> pa.Table:
     """Read the named columns (those present in the file) of a data file."""
     pf, names = _open_for(io, path, columns, takes=False)
-    return decoded(pf.read(columns=names, use_threads=True))
+    return decoded(pf.read(columns=names, use_threads=spare_core()))
 
 
 def _open_for(io: FileIO, path: str, columns: list[str], takes: bool) -> tuple[pq.ParquetFile, list[str]]:
@@ -285,12 +285,13 @@ def iter_batches(
     dictionary arrays; every other column comes plain (read as a dictionary where ``rows`` are
     taken here or the caller takes rows, and decoded here: see :func:`_open_for`)."""
     pf, names = _open_for(io, path, columns, takes=rows is not None or bool(dictionaries))
+    threads = spare_core()  # Arrow's, decoding columns side by side; not when jobs keep the cores busy
     meta = pf.metadata
     if batch_bytes is not None and meta.num_rows:
         fit = batch_bytes * meta.num_rows // max(1, decoded_bytes(meta))
         batch_rows = min(batch_rows, max(MIN_BATCH_ROWS, fit))
     if rows is None:
-        for batch in pf.iter_batches(batch_size=batch_rows, columns=names, use_threads=True):
+        for batch in pf.iter_batches(batch_size=batch_rows, columns=names, use_threads=threads):
             yield decoded(pa.Table.from_batches([batch]), dictionaries)
         return
     if len(rows) and rows[-1] >= meta.num_rows:
@@ -302,7 +303,7 @@ def iter_batches(
     starts = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
     for group in np.flatnonzero(np.diff(np.searchsorted(rows, starts))).tolist():  # groups holding rows
         position = int(starts[group])
-        batches = pf.iter_batches(batch_size=batch_rows, row_groups=[group], columns=names, use_threads=True)
+        batches = pf.iter_batches(batch_rows, row_groups=[group], columns=names, use_threads=threads)
         for batch in batches:
             end = position + batch.num_rows
             local = rows[np.searchsorted(rows, position) : np.searchsorted(rows, end)] - position
