@@ -22,6 +22,7 @@ from lakehouse.errors import CorruptFileError
 from lakehouse.format.dictionaries import decoded
 from lakehouse.io.fs import FileIO
 from lakehouse.io.pool import spare_core, submit
+from lakehouse.io.read_ahead import reading_ahead
 from lakehouse.types import (
     ArrayType,
     DataField,
@@ -285,7 +286,8 @@ def iter_batches(
     dictionary arrays; every other column comes plain (read as a dictionary where ``rows`` are
     taken here or the caller takes rows, and decoded here: see :func:`_open_for`)."""
     pf, names = _open_for(io, path, columns, takes=rows is not None or bool(dictionaries))
-    threads = spare_core()  # Arrow's, decoding columns side by side; not when jobs keep the cores busy
+    # Arrow's threads decode columns side by side, unless jobs or read-ahead keep the cores busy
+    threads = spare_core() and not reading_ahead()
     meta = pf.metadata
     if batch_bytes is not None and meta.num_rows:
         fit = batch_bytes * meta.num_rows // max(1, decoded_bytes(meta))

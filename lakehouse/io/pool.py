@@ -39,17 +39,19 @@ _pools: dict[str, tuple[int, ThreadPoolExecutor]] = {}
 _lock = threading.Lock()
 
 
-def process_pool(name: str, threads: int) -> ThreadPoolExecutor:
+def process_pool(
+    name: str, threads: int, initializer: Callable[[], object] | None = None
+) -> ThreadPoolExecutor:
     """The long-lived pool ``name`` of this process, started with ``threads`` threads on first
-    use; a forked child (a Spark Python worker) starts its own, as its parent's threads did not
-    survive the fork."""
+    use (each running ``initializer`` first); a forked child (a Spark Python worker) starts its
+    own, as its parent's threads did not survive the fork."""
     pid = os.getpid()
     found = _pools.get(name)
     if found is None or found[0] != pid:
         with _lock:
             found = _pools.get(name)
             if found is None or found[0] != pid:
-                found = pid, ThreadPoolExecutor(threads, thread_name_prefix=name)
+                found = pid, ThreadPoolExecutor(threads, thread_name_prefix=name, initializer=initializer)
                 _pools[name] = found
     return found[1]
 

@@ -13,6 +13,7 @@ the iterator is used as it is.
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -27,9 +28,24 @@ R = TypeVar("R")
 _END = object()
 
 
+_THREAD = threading.local()
+
+
+def _reads_ahead() -> None:
+    _THREAD.ahead = True
+
+
+def reading_ahead() -> bool:
+    """Whether the calling thread is one of the read-ahead threads: its work already runs beside
+    other work of the same read (the other runs of a merge, the merge), so spreading it over
+    more threads (Arrow's, decoding a file's columns side by side) would only contend with
+    them (a 10M-row table merged on read on 2 cores: 7% faster without)."""
+    return getattr(_THREAD, "ahead", False)
+
+
 def _pool() -> ThreadPoolExecutor:
     """The process's read-ahead threads, one per usable core."""
-    return process_pool("lakehouse-ahead", usable_cores())
+    return process_pool("lakehouse-ahead", usable_cores(), _reads_ahead)
 
 
 def _settle(future: Future) -> None:
