@@ -218,7 +218,7 @@ def _open_for(io: FileIO, path: str, columns: list[str], takes: bool) -> tuple[p
     it decodes them gets every column that :func:`repeating` so; other callers only those of one
     value (:func:`one_valued`): Parquet decodes the rest into plain values on Arrow's threads,
     column beside column, where decoding a dictionary would come after, on the caller's thread
-    (a 10M-row append table on 2 threads: 0.34-0.36 s read with dictionaries, 0.31-0.32 s so)."""
+    (a 10M-row append table on 2 threads: 0.33-0.36 s read with dictionaries, 0.31-0.33 s so)."""
     source = io.open_input(path)
     pf = pq.ParquetFile(source)
     types = pf.schema_arrow
