@@ -18,7 +18,7 @@ import pytest
 
 from lakehouse.errors import InvalidOptionError
 from lakehouse.format import parquet
-from lakehouse.io import memory
+from lakehouse.io import memory, pool
 from lakehouse.io.cores import THREADS_ENV, cgroup_cpu_limit, count_cores, scheduler_cores, usable_cores
 from lakehouse.io.fs import FileIO
 from lakehouse.io.memory import JOBS, JobMemory
@@ -278,12 +278,13 @@ def test_helpers_run_only_while_the_jobs_leave_a_core(sixteen_cores):
     assert spare_core()  # the jobs ended
 
 
-def test_a_file_read_by_a_job_that_fills_the_cores_decodes_on_its_own_thread(
+def test_a_file_read_while_jobs_fill_the_cores_and_more_wait_decodes_on_its_own_thread(
     sixteen_cores, tmp_path, monkeypatch
 ):
-    """Arrow's threads decode a file's columns side by side only while a core is spare: the
-    jobs that keep every core busy would only contend with them (compacting 16 buckets on 2
-    cores: 5-7% faster without)."""
+    """Arrow's threads decode a file's columns side by side unless the jobs keep every core busy
+    for a while yet (more wait to start): they would only contend with them then (compacting
+    16 buckets on 2 cores: 5-7% faster without). The last jobs use them on the cores the jobs
+    ending before them leave."""
     pq.write_table(pa.table({"a": range(100), "b": [str(i) for i in range(100)]}), tmp_path / "f.parquet")
     io, root = FileIO.for_uri(str(tmp_path))
     asked: list[bool] = []
@@ -298,16 +299,29 @@ def test_a_file_read_by_a_job_that_fills_the_cores_decodes_on_its_own_thread(
 
     def job(fill: int) -> int:
         if fill:
-            started.wait()  # all sixteen run at once
+            started.wait()  # sixteen run at once, a seventeenth waits
         rows = sum(b.num_rows for b in parquet.iter_batches(io, f"{root}/f.parquet", ["a", "b"], 1000))
         if fill:
-            read.wait()  # and none ends before all have read
+            read.wait()  # and none ends before all sixteen have read
         return rows
 
     assert map_parallel(job, [0]) == [100]
     assert asked == [True]
-    assert map_parallel(job, [1] * 16) == [100] * 16
-    assert asked[1:] == [False] * 16
+    assert map_parallel(job, [1] * 16 + [0]) == [100] * 17
+    assert asked[1:] == [False] * 16 + [True]
+    assert not pool.cores_stay_busy()
+
+
+@pytest.mark.parametrize("budget", [100, 10_000])  # jobs one after another, or side by side
+def test_a_failed_call_leaves_no_job_waiting(sixteen_cores, budget):
+    def job(i: int) -> int:
+        if i == 1:
+            raise ValueError("bad item")
+        return i
+
+    with pytest.raises(ValueError, match="bad item"):
+        map_parallel(job, range(40), JobMemory(job=100, budget=budget))
+    assert pool._RUNNING.waiting == 0 and pool._RUNNING.count == 0
 
 
 def test_threads_of_a_budget():

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from lakehouse.errors import CorruptFileError
 from lakehouse.format.dictionaries import decoded
 from lakehouse.io.fs import FileIO
-from lakehouse.io.pool import spare_core, submit
+from lakehouse.io.pool import cores_stay_busy, spare_core, submit
 from lakehouse.io.read_ahead import reading_ahead
 from lakehouse.types import (
     ArrayType,
@@ -209,7 +209,7 @@ def open_file(io: FileIO, path: str) -> pq.ParquetFile:
 def read_columns(io: FileIO, path: str, columns: list[str]) -> pa.Table:
     """Read the named columns (those present in the file) of a data file."""
     pf, names = _open_for(io, path, columns, takes=False)
-    return decoded(pf.read(columns=names, use_threads=spare_core()))
+    return decoded(pf.read(columns=names, use_threads=not cores_stay_busy()))
 
 
 def _open_for(io: FileIO, path: str, columns: list[str], takes: bool) -> tuple[pq.ParquetFile, list[str]]:
@@ -287,7 +287,7 @@ def iter_batches(
     taken here or the caller takes rows, and decoded here: see :func:`_open_for`)."""
     pf, names = _open_for(io, path, columns, takes=rows is not None or bool(dictionaries))
     # Arrow's threads decode columns side by side, unless jobs or read-ahead keep the cores busy
-    threads = spare_core() and not reading_ahead()
+    threads = not cores_stay_busy() and not reading_ahead()
     meta = pf.metadata
     if batch_bytes is not None and meta.num_rows:
         fit = batch_bytes * meta.num_rows // max(1, decoded_bytes(meta))

@@ -13,19 +13,20 @@ inherits a pool whose threads did not survive the fork. Bulk work over many file
 (:func:`map_parallel`), whose tasks may themselves use the leaf pool, gets threads of its own:
 one per core the process may use (:func:`lakehouse.io.cores.usable_cores`), fewer for jobs that
 hold memory than their budget affords (:mod:`lakehouse.io.memory`). Helper threads of a job
-(reading ahead, encoding in the background, Arrow's decoding a file's columns side by side) pay
-only while a core is left beside the bulk jobs running (:func:`spare_core`): when the jobs keep
-every core busy, they only switch the cores between threads and contend for the GIL (a full
-compaction of 16 buckets on 2 cores: 6% faster without read-ahead and encoders, 5-7% more
-without Arrow's threads).
+(reading ahead, encoding in the background) pay only while a core is left beside the bulk jobs
+running (:func:`spare_core`): when the jobs keep every core busy, they only switch the cores
+between threads and contend for the GIL (a full compaction of 16 buckets on 2 cores: 6% faster
+without them); Arrow's threads decoding a file's columns side by side, only while the jobs do
+not keep every core busy for a while yet (:func:`cores_stay_busy`: 5-7% more).
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from typing import TypeVar
 
 from lakehouse.io.cores import usable_cores
@@ -61,7 +62,8 @@ def _pool() -> ThreadPoolExecutor:
 
 
 class _Running:
-    """How many :func:`map_parallel` jobs of this process run now, in all its calls."""
+    """How many :func:`map_parallel` jobs of this process run now, and how many of its calls'
+    jobs wait to start, in all its calls."""
 
     def __init__(self) -> None:
         self.clear()
@@ -70,10 +72,20 @@ class _Running:
         """None: in a forked child, whose parent's jobs do not run there."""
         self._lock = threading.Lock()
         self.count = 0
+        self.waiting = 0
 
-    def counting(self, fn: Callable[[T], R]) -> Callable[[T], R]:
+    @contextmanager
+    def calling(self, fn: Callable[[T], R], items: int) -> Iterator[Callable[[T], R]]:
+        """``fn`` counted as a job of a call of ``items`` jobs, which wait until each starts."""
+        started = 0
+        with self._lock:
+            self.waiting += items
+
         def job(item: T) -> R:
+            nonlocal started
             with self._lock:
+                self.waiting -= 1
+                started += 1
                 self.count += 1
             try:
                 return fn(item)
@@ -81,7 +93,11 @@ class _Running:
                 with self._lock:
                     self.count -= 1
 
-        return job
+        try:
+            yield job
+        finally:
+            with self._lock:
+                self.waiting -= items - started  # a failed call's jobs that never started
 
 
 _RUNNING = _Running()
@@ -92,6 +108,14 @@ if hasattr(os, "register_at_fork"):  # POSIX
 def spare_core() -> bool:
     """Whether a core is left beside the bulk jobs running now (a job's helper threads gain only then)."""
     return _RUNNING.count < usable_cores()
+
+
+def cores_stay_busy() -> bool:
+    """Whether the bulk jobs keep every core busy and more wait to start: a job's work spread
+    over more threads only contends with the others then, but the last jobs spread theirs over
+    the cores that the jobs ending before them leave (a read of 4 files on 2 cores: 20% slower
+    without)."""
+    return _RUNNING.count >= usable_cores() and _RUNNING.waiting > 0
 
 
 def map_reads(fn: Callable[[T], R], items: Iterable[T], parallel: bool = True) -> list[R]:
@@ -135,11 +159,11 @@ def map_parallel(fn: Callable[[T], R], items: Iterable[T], memory: JobMemory | N
     if memory is not None:
         workers = min(workers, memory.threads(JOBS.held))
         fn = _reserving(fn, memory)
-    fn = _RUNNING.counting(fn)
-    if workers <= 1:
-        return [fn(x) for x in items]
-    with ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(fn, items))
+    with _RUNNING.calling(fn, len(items)) as job:
+        if workers <= 1:
+            return [job(x) for x in items]
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(job, items))
 
 
 MIN_SLICE_ROWS = 1 << 16  # fewer rows per thread cost more to hand over than they take
