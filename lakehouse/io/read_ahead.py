@@ -20,6 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
 from lakehouse.io.cores import usable_cores
+from lakehouse.io.memory import release_arrow_freed
 from lakehouse.io.pool import process_pool
 
 T = TypeVar("T")
@@ -46,6 +47,16 @@ def reading_ahead() -> bool:
 def _pool() -> ThreadPoolExecutor:
     """The process's read-ahead threads, one per usable core."""
     return process_pool("lakehouse-ahead", usable_cores(), _reads_ahead)
+
+
+def _next(it: Iterator[T]) -> object:
+    """The next item of ``it`` (``_END`` after the last), produced on a read-ahead thread, which
+    then hands back what it freed meanwhile: each of these threads would otherwise keep the
+    pages of its own decoding (Arrow's allocator keeps them for the thread that freed them)."""
+    try:
+        return next(it, _END)
+    finally:
+        release_arrow_freed()
 
 
 def _settle(future: Future) -> None:
@@ -85,13 +96,13 @@ def read_ahead(items: Iterable[T], ahead: bool = True) -> Iterator[T]:
     if not ahead or usable_cores() <= 1:
         yield from it
         return
-    pending: Future = _pool().submit(next, it, _END)
+    pending: Future = _pool().submit(_next, it)
     try:
         while True:
             item = pending.result()
             if item is _END:
                 return
-            pending = _pool().submit(next, it, _END)
+            pending = _pool().submit(_next, it)
             yield item
     finally:
         _settle(pending)  # the iterator is not to be closed while it runs
