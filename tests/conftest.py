@@ -4,13 +4,17 @@ the hooks of ``tests/parts.py``, which mark each test by the part of the project
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from lakehouse import Catalog
 from lakehouse.bucket import hash_index
+from lakehouse.format import parquet
+from lakehouse.io.fs import FileIO
 from lakehouse.manifest.index_manifest import by_bucket
 from tests.parts import (  # noqa: F401 - the hooks that mark the parts of the suite
     pytest_addoption,
@@ -197,3 +201,24 @@ def rows(table: pa.Table, key: str | list[str] = "order_id") -> list[dict]:
     """Rows sorted by ``key`` as dicts, for order-insensitive comparisons."""
     keys = [key] if isinstance(key, str) else key
     return table.sort_by([(k, "ascending") for k in keys]).to_pylist()
+
+
+@pytest.fixture
+def decode_threads(tmp_path, monkeypatch) -> tuple[Callable[[], int], list[bool]]:
+    """A read of a small data file (:func:`lakehouse.format.parquet.iter_batches`, returning the
+    rows read) and, in order, whether each Parquet read it made asked for Arrow's threads."""
+    pq.write_table(pa.table({"a": range(100), "b": [str(i) for i in range(100)]}), tmp_path / "f.parquet")
+    io, root = FileIO.for_uri(str(tmp_path))
+    asked: list[bool] = []
+    iter_batches = pq.ParquetFile.iter_batches
+
+    def recording(self, *args, use_threads: bool = True, **kwargs):
+        asked.append(use_threads)
+        return iter_batches(self, *args, use_threads=use_threads, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", recording)
+
+    def read() -> int:
+        return sum(b.num_rows for b in parquet.iter_batches(io, f"{root}/f.parquet", ["a", "b"], 1000))
+
+    return read, asked

@@ -8,12 +8,9 @@ import time
 from collections.abc import Iterator
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
-from lakehouse.format import parquet
 from lakehouse.io.cores import THREADS_ENV, usable_cores
-from lakehouse.io.fs import FileIO
 from lakehouse.io.read_ahead import map_ahead, read_ahead, reading_ahead
 from lakehouse.mergetree.compactor import BATCH_ROWS
 
@@ -182,25 +179,16 @@ def test_a_merged_read_with_and_without_read_ahead_gives_the_same_rows(cores, ca
     assert ahead.column("v").to_pylist() == expected
 
 
-def test_files_read_ahead_decode_on_the_read_ahead_thread_alone(cores, tmp_path, monkeypatch):
+def test_files_read_ahead_decode_on_the_read_ahead_thread_alone(cores, decode_threads):
     """A read-ahead thread already works beside the caller's: Arrow's threads would contend."""
-    pq.write_table(pa.table({"a": range(100), "b": [str(i) for i in range(100)]}), tmp_path / "f.parquet")
-    io, root = FileIO.for_uri(str(tmp_path))
-    asked: list[bool] = []
-    iter_batches = pq.ParquetFile.iter_batches
+    read, asked = decode_threads
 
-    def recording(self, *args, use_threads: bool = True, **kwargs):
-        asked.append(use_threads)
-        return iter_batches(self, *args, use_threads=use_threads, **kwargs)
-
-    monkeypatch.setattr(pq.ParquetFile, "iter_batches", recording)
-
-    def batches() -> Iterator[pa.Table]:
+    def rows() -> Iterator[int]:
         assert reading_ahead()
-        yield from parquet.iter_batches(io, f"{root}/f.parquet", ["a", "b"], 1000)
+        yield read()
 
     assert not reading_ahead()
-    assert sum(b.num_rows for b in read_ahead(batches())) == 100
+    assert sum(read_ahead(rows())) == 100
     assert asked == [False]
-    assert sum(b.num_rows for b in parquet.iter_batches(io, f"{root}/f.parquet", ["a"], 1000)) == 100
+    assert read() == 100
     assert asked == [False, True]  # on the caller's thread, with cores to spare

@@ -13,14 +13,11 @@ from types import SimpleNamespace
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import pytest
 
 from lakehouse.errors import InvalidOptionError
-from lakehouse.format import parquet
 from lakehouse.io import memory, pool
 from lakehouse.io.cores import THREADS_ENV, cgroup_cpu_limit, count_cores, scheduler_cores, usable_cores
-from lakehouse.io.fs import FileIO
 from lakehouse.io.memory import JOBS, JobMemory
 from lakehouse.io.pool import map_parallel, spare_core
 from lakehouse.mergetree.compactor import BucketCompactor
@@ -279,28 +276,19 @@ def test_helpers_run_only_while_the_jobs_leave_a_core(sixteen_cores):
 
 
 def test_a_file_read_while_jobs_fill_the_cores_and_more_wait_decodes_on_its_own_thread(
-    sixteen_cores, tmp_path, monkeypatch
+    sixteen_cores, decode_threads
 ):
     """Arrow's threads decode a file's columns side by side unless the jobs keep every core busy
     for a while yet (more wait to start): they would only contend with them then (compacting
     16 buckets on 2 cores: 5-7% faster without). The last jobs use them on the cores the jobs
     ending before them leave."""
-    pq.write_table(pa.table({"a": range(100), "b": [str(i) for i in range(100)]}), tmp_path / "f.parquet")
-    io, root = FileIO.for_uri(str(tmp_path))
-    asked: list[bool] = []
-    iter_batches = pq.ParquetFile.iter_batches
-
-    def recording(self, *args, use_threads: bool = True, **kwargs):
-        asked.append(use_threads)
-        return iter_batches(self, *args, use_threads=use_threads, **kwargs)
-
-    monkeypatch.setattr(pq.ParquetFile, "iter_batches", recording)
+    read_file, asked = decode_threads
     started, read = threading.Barrier(16, timeout=30), threading.Barrier(16, timeout=30)
 
     def job(fill: int) -> int:
         if fill:
             started.wait()  # sixteen run at once, a seventeenth waits
-        rows = sum(b.num_rows for b in parquet.iter_batches(io, f"{root}/f.parquet", ["a", "b"], 1000))
+        rows = read_file()
         if fill:
             read.wait()  # and none ends before all sixteen have read
         return rows

@@ -209,7 +209,14 @@ def open_file(io: FileIO, path: str) -> pq.ParquetFile:
 def read_columns(io: FileIO, path: str, columns: list[str]) -> pa.Table:
     """Read the named columns (those present in the file) of a data file."""
     pf, names = _open_for(io, path, columns, takes=False)
-    return decoded(pf.read(columns=names, use_threads=not cores_stay_busy()))
+    return decoded(pf.read(columns=names, use_threads=_arrow_threads()))
+
+
+def _arrow_threads() -> bool:
+    """Whether a read decodes a file's columns side by side on Arrow's threads: not while jobs
+    keep every core busy for a while yet, nor on a read-ahead thread, which already works beside
+    the rest of its read (both: :mod:`lakehouse.io.pool`, :mod:`lakehouse.io.read_ahead`)."""
+    return not cores_stay_busy() and not reading_ahead()
 
 
 def _open_for(io: FileIO, path: str, columns: list[str], takes: bool) -> tuple[pq.ParquetFile, list[str]]:
@@ -286,8 +293,7 @@ def iter_batches(
     dictionary arrays; every other column comes plain (read as a dictionary where ``rows`` are
     taken here or the caller takes rows, and decoded here: see :func:`_open_for`)."""
     pf, names = _open_for(io, path, columns, takes=rows is not None or bool(dictionaries))
-    # Arrow's threads decode columns side by side, unless jobs or read-ahead keep the cores busy
-    threads = not cores_stay_busy() and not reading_ahead()
+    threads = _arrow_threads()
     meta = pf.metadata
     if batch_bytes is not None and meta.num_rows:
         fit = batch_bytes * meta.num_rows // max(1, decoded_bytes(meta))
