@@ -1,5 +1,6 @@
 """Read-ahead: items and steps produced on other threads arrive in order, errors where they
-happened, at most two steps in flight, and a caller that stops early leaves nothing running."""
+happened, items up to ``DEPTH`` ahead, at most two steps in flight, and a caller that stops
+early leaves nothing running."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from lakehouse.io.cores import THREADS_ENV, usable_cores
-from lakehouse.io.read_ahead import map_ahead, read_ahead, reading_ahead
+from lakehouse.io.read_ahead import DEPTH, map_ahead, read_ahead, reading_ahead
 from lakehouse.mergetree.compactor import BATCH_ROWS
 
 
@@ -69,7 +70,27 @@ def test_a_caller_that_stops_early_closes_the_source(cores):
     assert [next(items) for _ in range(3)] == [0, 1, 2]
     items.close()
     assert closed.is_set()
-    assert len(produced) <= 4  # one item ahead, never the whole source
+    assert len(produced) <= 3 + DEPTH  # a few items ahead, never the whole source
+
+
+def test_read_ahead_keeps_producing_up_to_depth_items_ahead_and_no_further(cores):
+    """The source does not wait for each item to be taken (a merge's largest run decodes on
+    while the merge works), but stops ``DEPTH`` items ahead of the caller."""
+    produced = []
+
+    def source():
+        for i in range(100):
+            produced.append(i)
+            yield i
+
+    items = read_ahead(source())
+    assert next(items) == 0
+    deadline = time.monotonic() + 10
+    while len(produced) < 1 + DEPTH and time.monotonic() < deadline:
+        time.sleep(0.001)
+    time.sleep(0.05)  # time enough to overshoot, were it to
+    assert len(produced) == 1 + DEPTH
+    assert list(items) == list(range(1, 100))
 
 
 def test_on_one_core_the_source_is_used_as_it_is(monkeypatch):

@@ -32,7 +32,7 @@ from lakehouse.deletionvectors.maintainer import BucketDeletionVectors
 from lakehouse.format import parquet
 from lakehouse.format.dictionaries import decoded
 from lakehouse.io.pool import spare_core
-from lakehouse.io.read_ahead import read_ahead
+from lakehouse.io.read_ahead import DEPTH, read_ahead
 from lakehouse.manifest.entries import DataFileMeta, FileSource
 from lakehouse.mergetree.changelog import ChangelogProducer, changelog_layout
 from lakehouse.mergetree.engine import MergeEngine
@@ -142,10 +142,11 @@ class BucketCompactor(BucketFiles):
 
     def job_bytes(self) -> int:
         """What a compaction of this bucket holds at most (measured): its merge (the runs'
-        batches, ``sort-spill-buffer-size`` in all, as much again read ahead, and the steps
-        merged from them) and the row groups being gathered and encoded; a bucket whose files
-        decode to less holds ``DATA_COPIES`` times their data. Reads the files' footers."""
-        most = 4 * self.merge_bytes + 2 * min(ROW_GROUP_BYTES, self.layout.target_size)
+        batches, ``sort-spill-buffer-size`` in all, ``read_ahead.DEPTH`` times as much read
+        ahead, and the steps merged from them) and the row groups being gathered and encoded;
+        a bucket whose files decode to less holds ``DATA_COPIES`` times their data. Reads the
+        files' footers."""
+        most = (3 + DEPTH) * self.merge_bytes + 2 * min(ROW_GROUP_BYTES, self.layout.target_size)
         return min(most, DATA_COPIES * decoded_bytes(self.table, self.bucket_path, self.files))
 
     # ---- compaction ----------------------------------------------------------------------

@@ -23,7 +23,7 @@ from lakehouse.format import parquet
 from lakehouse.format.dictionaries import concat, decoded
 from lakehouse.io.memory import JobMemory
 from lakehouse.io.pool import map_parallel, spare_core
-from lakehouse.io.read_ahead import map_ahead
+from lakehouse.io.read_ahead import DEPTH, map_ahead
 from lakehouse.manifest.entries import DataFileMeta
 from lakehouse.mergetree.compactor import BATCH_ROWS, read_runs, several_steps
 from lakehouse.mergetree.engine import ORDINAL, MergeEngine
@@ -51,11 +51,12 @@ READ_BATCH_ROWS = 1 << 20  # rows of a batch read straight from a file (fewer: s
 
 def split_memory(table: TableStore, beside_buffer: bool = False) -> JobMemory:
     """What reading one split of ``table`` holds beside the rows it returns: a batch per sorted
-    run (``sort-spill-buffer-size`` in all), as much again read ahead, and the two steps being
-    merged from them, or one batch of a file; ``beside_buffer``: the reads run beside a write
-    buffer (see ``CoreOptions.jobs_budget``)."""
+    run (``sort-spill-buffer-size`` in all), ``read_ahead.DEPTH`` times as much read ahead, and
+    the two steps being merged from them, or one batch of a file; ``beside_buffer``: the reads
+    run beside a write buffer (see ``CoreOptions.jobs_budget``)."""
     options = table.schema.core_options
-    return JobMemory(4 * options.memory(SORT_SPILL_BUFFER_SIZE), options.jobs_budget(beside_buffer))
+    merge = options.memory(SORT_SPILL_BUFFER_SIZE)
+    return JobMemory((3 + DEPTH) * merge, options.jobs_budget(beside_buffer))
 
 
 class TableRead:
