@@ -1,5 +1,5 @@
 """Read-ahead: items and steps produced on other threads arrive in order, errors where they
-happened, items up to ``DEPTH`` ahead, at most two steps in flight, and a caller that stops
+happened, items up to ``depth`` ahead, at most two steps in flight, and a caller that stops
 early leaves nothing running."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import pyarrow as pa
 import pytest
 
 from lakehouse.io.cores import THREADS_ENV, usable_cores
-from lakehouse.io.read_ahead import DEPTH, map_ahead, read_ahead, reading_ahead
+from lakehouse.io.read_ahead import map_ahead, read_ahead, reading_ahead
 from lakehouse.mergetree.compactor import BATCH_ROWS
+from lakehouse.read import table_read
 
 
 def believe_cores(monkeypatch, count: int) -> None:
@@ -70,12 +71,13 @@ def test_a_caller_that_stops_early_closes_the_source(cores):
     assert [next(items) for _ in range(3)] == [0, 1, 2]
     items.close()
     assert closed.is_set()
-    assert len(produced) <= 3 + DEPTH  # a few items ahead, never the whole source
+    assert len(produced) <= 4  # one item ahead, never the whole source
 
 
-def test_read_ahead_keeps_producing_up_to_depth_items_ahead_and_no_further(cores):
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_read_ahead_keeps_producing_up_to_depth_items_ahead_and_no_further(cores, depth):
     """The source does not wait for each item to be taken (a merge's largest run decodes on
-    while the merge works), but stops ``DEPTH`` items ahead of the caller."""
+    while the merge works), but stops ``depth`` items ahead of the caller."""
     produced = []
 
     def source():
@@ -83,13 +85,13 @@ def test_read_ahead_keeps_producing_up_to_depth_items_ahead_and_no_further(cores
             produced.append(i)
             yield i
 
-    items = read_ahead(source())
+    items = read_ahead(source(), depth)
     assert next(items) == 0
     deadline = time.monotonic() + 10
-    while len(produced) < 1 + DEPTH and time.monotonic() < deadline:
+    while len(produced) < 1 + depth and time.monotonic() < deadline:
         time.sleep(0.001)
     time.sleep(0.05)  # time enough to overshoot, were it to
-    assert len(produced) == 1 + DEPTH
+    assert len(produced) == 1 + depth
     assert list(items) == list(range(1, 100))
 
 
@@ -111,7 +113,7 @@ def test_work_too_small_to_overlap_stays_on_the_callers_thread(cores):
         threads.add(threading.current_thread().name)
         return x * 2
 
-    assert list(map_ahead(double, read_ahead(counted(5, threads), ahead=False), ahead=False)) == [
+    assert list(map_ahead(double, read_ahead(counted(5, threads), depth=0), ahead=False)) == [
         0,
         2,
         4,
@@ -176,10 +178,8 @@ def test_map_ahead_closed_early_waits_for_the_steps_in_flight(cores):
     assert sorted(started) == sorted(finished)  # nothing still runs once it has returned
 
 
-def test_a_merged_read_with_and_without_read_ahead_gives_the_same_rows(cores, catalog):
-    """A bucket of several sorted runs, more rows than a merge batch: merged on read-ahead
-    threads or on the caller's, the rows are the same and in key order."""
-    n = BATCH_ROWS + 5_000
+def runs_table(catalog, n: int):
+    """A table of one bucket holding ``n`` rows in three sorted runs."""
     schema = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.int64())])
     table = catalog.create_table(
         "db.t", schema, primary_keys=["k"], options={"bucket": "1", "write-only": "true"}
@@ -188,6 +188,14 @@ def test_a_merged_read_with_and_without_read_ahead_gives_the_same_rows(cores, ca
     for round_ in (1, 2):
         keys = list(range(round_, n, 7 * round_))
         table.write(pa.table({"k": pa.array(keys), "v": pa.array([round_] * len(keys))}, schema))
+    return table
+
+
+def test_a_merged_read_with_and_without_read_ahead_gives_the_same_rows(cores, catalog):
+    """A bucket of several sorted runs, more rows than a merge batch: merged on read-ahead
+    threads or on the caller's, the rows are the same and in key order."""
+    n = BATCH_ROWS + 5_000
+    table = runs_table(catalog, n)
     split = table.plan().splits[0]
     read = table.new_read()
     ahead, plain = read.read_split(split), read.read_split(split, read_ahead=False)
@@ -198,6 +206,24 @@ def test_a_merged_read_with_and_without_read_ahead_gives_the_same_rows(cores, ca
             expected[k] = round_
     assert ahead.column("k").to_pylist() == list(range(n))
     assert ahead.column("v").to_pylist() == expected
+
+
+def test_a_streamed_merge_reads_further_ahead_than_a_bulk_jobs(cores, catalog, monkeypatch):
+    """A caller streaming a split has its runs decoded ``STREAMED_DEPTH`` batches ahead; a bulk
+    job's read (``to_arrow``), whose memory its call reserved for one batch ahead, one."""
+    table = runs_table(catalog, BATCH_ROWS + 5_000)
+    depths, original = [], table_read.read_runs
+
+    def recorded(section, read, merge_bytes, depth):
+        depths.append(depth)
+        return original(section, read, merge_bytes, depth)
+
+    monkeypatch.setattr(table_read, "read_runs", recorded)
+    split, read = table.plan().splits[0], table.new_read()
+    streamed = pa.concat_tables(read.batches(split))
+    assert depths == [table_read.STREAMED_DEPTH] and table_read.STREAMED_DEPTH > 1
+    assert read.to_arrow([split]).equals(streamed)
+    assert depths[1:] == [1]
 
 
 def test_files_read_ahead_decode_on_the_read_ahead_thread_alone(cores, decode_threads):

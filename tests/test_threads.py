@@ -19,7 +19,7 @@ from lakehouse.errors import InvalidOptionError
 from lakehouse.io import memory, pool
 from lakehouse.io.cores import THREADS_ENV, cgroup_cpu_limit, count_cores, scheduler_cores, usable_cores
 from lakehouse.io.memory import JOBS, JobMemory
-from lakehouse.io.pool import map_parallel, spare_core
+from lakehouse.io.pool import in_job, map_parallel, spare_core
 from lakehouse.mergetree.compactor import BucketCompactor
 from lakehouse.write import table_write
 from lakehouse.write.table_write import TableWrite
@@ -298,6 +298,22 @@ def test_a_file_read_while_jobs_fill_the_cores_and_more_wait_decodes_on_its_own_
     assert map_parallel(job, [1] * 16 + [0]) == [100] * 17
     assert asked[1:] == [False] * 16 + [True]
     assert not pool.cores_stay_busy()
+
+
+def test_a_thread_knows_whether_it_runs_a_bulk_job(sixteen_cores):
+    """On the call's threads and on the caller's (one job runs there), nested or not; not
+    before, after, or after a nested call has ended."""
+
+    def nested(i: int) -> list[bool]:
+        inner = map_parallel(lambda _: in_job(), range(i))
+        return [*inner, in_job()]
+
+    assert not in_job()
+    assert map_parallel(lambda _: in_job(), range(4)) == [True] * 4
+    assert map_parallel(lambda _: in_job(), [0]) == [True]  # on the caller's thread
+    assert map_parallel(nested, [1, 3]) == [[True, True], [True] * 4]
+    assert map_parallel(nested, [2]) == [[True, True, True]]
+    assert not in_job()
 
 
 @pytest.mark.parametrize("budget", [100, 10_000])  # jobs one after another, or side by side

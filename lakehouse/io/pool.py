@@ -87,9 +87,11 @@ class _Running:
                 self.waiting -= 1
                 started += 1
                 self.count += 1
+            outer, _JOB.running = in_job(), True  # a job may run nested jobs on its own thread
             try:
                 return fn(item)
             finally:
+                _JOB.running = outer
                 with self._lock:
                     self.count -= 1
 
@@ -101,6 +103,7 @@ class _Running:
 
 
 _RUNNING = _Running()
+_JOB = threading.local()
 if hasattr(os, "register_at_fork"):  # POSIX
     os.register_at_fork(after_in_child=_RUNNING.clear)
 
@@ -108,6 +111,12 @@ if hasattr(os, "register_at_fork"):  # POSIX
 def spare_core() -> bool:
     """Whether a core is left beside the bulk jobs running now (a job's helper threads gain only then)."""
     return _RUNNING.count < usable_cores()
+
+
+def in_job() -> bool:
+    """Whether the calling thread runs a bulk job (of :func:`map_parallel`), whose memory its
+    call reserved (:class:`~lakehouse.io.memory.JobMemory`), not a caller's own work."""
+    return getattr(_JOB, "running", False)
 
 
 def cores_stay_busy() -> bool:

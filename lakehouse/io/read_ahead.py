@@ -4,8 +4,8 @@ produced on another thread while the caller uses the current one.
 A merge reads each sorted run a batch at a time and merges the batches it has; decoding a
 Parquet batch (Arrow, which releases the GIL) and merging the previous ones (Arrow and numpy
 kernels) can then run on two cores instead of taking turns on one. Each wrapped iterator keeps
-up to ``DEPTH`` items produced or in the making beyond the one its caller holds, so what it
-adds to a merge's memory is ``DEPTH`` more batches per run: bounded by the merge's buffer,
+up to ``depth`` items produced or in the making beyond the one its caller holds, so what it
+adds to a merge's memory is ``depth`` more batches per run: bounded by the merge's buffer,
 never by the data. The producing
 threads belong to a pool of their own whose tasks never wait on anything, so a caller that is
 itself a task of another pool cannot deadlock it. On a single core there is nothing to overlap:
@@ -28,7 +28,6 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 _END = object()
-DEPTH = 2  # items a read-ahead keeps beyond the caller's: decoding need not wait for each take
 
 
 _THREAD = threading.local()
@@ -89,19 +88,18 @@ def map_ahead(fn: Callable[[T], R], items: Iterable[T], ahead: bool = True) -> I
             _settle(future)
 
 
-def read_ahead(items: Iterable[T], ahead: bool = True) -> Iterator[T]:
-    """The items of ``items`` in order, produced on a read-ahead thread up to ``DEPTH`` items
+def read_ahead(items: Iterable[T], depth: int = 1) -> Iterator[T]:
+    """The items of ``items`` in order, produced on a read-ahead thread up to ``depth`` items
     ahead of the caller: one after the other, the next started as soon as the last is done
-    while fewer than ``DEPTH`` wait to be taken (a merge's largest run then decodes without
-    pausing at each batch the merge takes: a 10M-row table merged on read on 2 cores, 0.89-0.93
-    s with one item ahead, 0.80-0.83 s so). Errors are raised where the caller asks for the
+    while fewer than ``depth`` wait to be taken (with 2, a merge's largest run decodes without
+    pausing at each batch the merge takes). Errors are raised where the caller asks for the
     item that failed; a caller that stops early waits for the item in the making, and
-    ``items`` is closed. ``ahead=False``: the items as they come."""
+    ``items`` is closed. ``depth=0``: the items as they come."""
     it = iter(items)
-    if not ahead or usable_cores() <= 1:
+    if depth < 1 or usable_cores() <= 1:
         yield from it
         return
-    chain = _Chain(it)
+    chain = _Chain(it, depth)
     try:
         while True:
             item = chain.take()
@@ -115,10 +113,11 @@ def read_ahead(items: Iterable[T], ahead: bool = True) -> Iterator[T]:
 class _Chain:
     """The items of one iterator being produced on read-ahead threads, one at a time and in
     order, each started when the previous one is done (by that previous task's callback) or
-    taken, as long as fewer than ``DEPTH`` are waiting."""
+    taken, as long as fewer than ``depth`` are waiting."""
 
-    def __init__(self, it: Iterator[T]) -> None:
+    def __init__(self, it: Iterator[T], depth: int) -> None:
         self._it = it
+        self._depth = depth
         self._lock = threading.RLock()  # a future done before its callback is added calls it at once
         self._futures: deque[Future] = deque()  # in order: done and waiting, then the one in the making
         self._producing = False
@@ -140,7 +139,7 @@ class _Chain:
                 and not future.cancelled()
                 and future.exception() is None
                 and future.result() is not _END
-                and len(self._futures) < DEPTH
+                and len(self._futures) < self._depth
             ):
                 self._start()
 

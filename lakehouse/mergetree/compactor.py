@@ -32,7 +32,7 @@ from lakehouse.deletionvectors.maintainer import BucketDeletionVectors
 from lakehouse.format import parquet
 from lakehouse.format.dictionaries import decoded
 from lakehouse.io.pool import spare_core
-from lakehouse.io.read_ahead import DEPTH, read_ahead
+from lakehouse.io.read_ahead import read_ahead
 from lakehouse.manifest.entries import DataFileMeta, FileSource
 from lakehouse.mergetree.changelog import ChangelogProducer, changelog_layout
 from lakehouse.mergetree.engine import MergeEngine
@@ -142,11 +142,10 @@ class BucketCompactor(BucketFiles):
 
     def job_bytes(self) -> int:
         """What a compaction of this bucket holds at most (measured): its merge (the runs'
-        batches, ``sort-spill-buffer-size`` in all, ``read_ahead.DEPTH`` times as much read
-        ahead, and the steps merged from them) and the row groups being gathered and encoded;
-        a bucket whose files decode to less holds ``DATA_COPIES`` times their data. Reads the
-        files' footers."""
-        most = (3 + DEPTH) * self.merge_bytes + 2 * min(ROW_GROUP_BYTES, self.layout.target_size)
+        batches, ``sort-spill-buffer-size`` in all, as much again read ahead, and the steps
+        merged from them) and the row groups being gathered and encoded; a bucket whose files
+        decode to less holds ``DATA_COPIES`` times their data. Reads the files' footers."""
+        most = 4 * self.merge_bytes + 2 * min(ROW_GROUP_BYTES, self.layout.target_size)
         return min(most, DATA_COPIES * decoded_bytes(self.table, self.bucket_path, self.files))
 
     # ---- compaction ----------------------------------------------------------------------
@@ -344,7 +343,8 @@ class CompactTask:
         side), without deletes when they go to the top level."""
         for section in candidate:
             read = functools.partial(self._read, level=levels)
-            runs = read_runs(section, read, self.bucket.merge_bytes, several_steps(section) and spare_core())
+            depth = 1 if several_steps(section) and spare_core() else 0
+            runs = read_runs(section, read, self.bucket.merge_bytes, depth)
             merge = functools.partial(self.step.merge, changelog=changelog)
             for merged, changes in merged_steps(runs, self.bucket.engine.key, merge):
                 self._write_changelog(changes)
@@ -395,14 +395,14 @@ def read_runs(
     section: list[SortedRun],
     read: Callable[..., Iterator[pa.Table]],
     merge_bytes: int,
-    ahead: bool,
+    depth: int,
 ) -> list[Iterator[pa.Table]]:
     """Each sorted run of ``section`` as the batches of its files in turn, ``read(file,
     batch_bytes=...)`` with each run's share of the merge's ``merge_bytes``
-    (``sort-spill-buffer-size`` in all), the next batch decoded on a read-ahead thread if
-    ``ahead`` (see :func:`several_steps`)."""
+    (``sort-spill-buffer-size`` in all), up to ``depth`` next batches decoded on a read-ahead
+    thread (0: none, see :func:`several_steps`)."""
     budget = merge_bytes // len(section)
-    return [read_ahead((b for f in run.files for b in read(f, batch_bytes=budget)), ahead) for run in section]
+    return [read_ahead((b for f in run.files for b in read(f, batch_bytes=budget)), depth) for run in section]
 
 
 def gathered(pieces: Iterator[pa.Table], size: int) -> Iterator[pa.Table]:
