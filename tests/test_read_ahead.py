@@ -13,7 +13,7 @@ import pytest
 
 from lakehouse.io.cores import THREADS_ENV, usable_cores
 from lakehouse.io.read_ahead import map_ahead, read_ahead, reading_ahead
-from lakehouse.mergetree.compactor import BATCH_ROWS
+from lakehouse.mergetree.compactor import BATCH_ROWS, STREAMED_DEPTH
 from lakehouse.read import table_read
 
 
@@ -221,7 +221,7 @@ def test_a_streamed_merge_reads_further_ahead_than_a_bulk_jobs(cores, catalog, m
     monkeypatch.setattr(table_read, "read_runs", recorded)
     split, read = table.plan().splits[0], table.new_read()
     streamed = pa.concat_tables(read.batches(split))
-    assert depths == [table_read.STREAMED_DEPTH] and table_read.STREAMED_DEPTH > 1
+    assert depths == [STREAMED_DEPTH] and STREAMED_DEPTH > 1
     assert read.to_arrow([split]).equals(streamed)
     assert depths[1:] == [1]
 

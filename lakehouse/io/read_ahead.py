@@ -6,10 +6,9 @@ Parquet batch (Arrow, which releases the GIL) and merging the previous ones (Arr
 kernels) can then run on two cores instead of taking turns on one. Each wrapped iterator keeps
 up to ``depth`` items produced or in the making beyond the one its caller holds, so what it
 adds to a merge's memory is ``depth`` more batches per run: bounded by the merge's buffer,
-never by the data. The producing
-threads belong to a pool of their own whose tasks never wait on anything, so a caller that is
-itself a task of another pool cannot deadlock it. On a single core there is nothing to overlap:
-the iterator is used as it is.
+never by the data. The producing threads belong to a pool of their own whose tasks never wait
+on anything, so a caller that is itself a task of another pool cannot deadlock it. On a single
+core there is nothing to overlap: the iterator is used as it is.
 """
 
 from __future__ import annotations

@@ -22,10 +22,10 @@ from lakehouse.errors import SchemaMismatchError
 from lakehouse.format import parquet
 from lakehouse.format.dictionaries import concat, decoded
 from lakehouse.io.memory import JobMemory
-from lakehouse.io.pool import in_job, map_parallel, spare_core
+from lakehouse.io.pool import map_parallel
 from lakehouse.io.read_ahead import map_ahead
 from lakehouse.manifest.entries import DataFileMeta
-from lakehouse.mergetree.compactor import BATCH_ROWS, read_runs, several_steps
+from lakehouse.mergetree.compactor import BATCH_ROWS, ahead_depth, read_runs
 from lakehouse.mergetree.engine import ORDINAL, MergeEngine
 from lakehouse.mergetree.groups import drop_retracts
 from lakehouse.mergetree.keyorder import float_width
@@ -47,10 +47,6 @@ if TYPE_CHECKING:
 
 _SYSTEM = [parquet.SEQUENCE_NUMBER, parquet.VALUE_KIND]
 READ_BATCH_ROWS = 1 << 20  # rows of a batch read straight from a file (fewer: sort-spill-buffer-size)
-# batches a streamed merge (a caller's, outside bulk jobs) decodes ahead per run: its largest run
-# then decodes on while the merge works (a 10M-row table merged split by split on 2 cores:
-# 0.84-0.86 s one batch ahead, 0.73-0.79 s two); a bulk job's reads keep the one of split_memory
-STREAMED_DEPTH = 2
 
 
 def split_memory(table: TableStore, beside_buffer: bool = False) -> JobMemory:
@@ -143,9 +139,8 @@ class TableRead:
         ``read_ahead``: a merge decodes the next batches and merges the next step on other
         threads while the caller uses the current one (:mod:`lakehouse.io.read_ahead`), as long
         as a core is spare (:func:`~lakehouse.io.pool.spare_core`: splits read in parallel may
-        keep them all busy); ``STREAMED_DEPTH`` batches ahead per run when the caller is not a
-        bulk job (a stream's consumer: one split at a time), one in a job; False: on the
-        caller's thread alone."""
+        keep them all busy; how far: :func:`~lakehouse.mergetree.compactor.ahead_depth`);
+        False: on the caller's thread alone."""
         if self.changes:
             versions = iter([read_changed(self.table, split)])
         elif not self.key or split.raw_convertible:
@@ -187,10 +182,9 @@ class TableRead:
             return self._file_batches(split, position[id(meta)], batch_bytes)
 
         for section in sections(list(split.files), self.key_ranges):
-            overlap = read_ahead and several_steps(section) and spare_core()
-            depth = 0 if not overlap else 1 if in_job() else STREAMED_DEPTH
+            depth = ahead_depth(section) if read_ahead else 0
             runs = read_runs(section, read, self.merge_bytes, depth)
-            yield from map_ahead(self._merge, merge_steps(runs, self.key), overlap)
+            yield from map_ahead(self._merge, merge_steps(runs, self.key), depth > 0)
 
     def _merged_whole(self, split: Split) -> Iterator[pa.Table]:
         """The bucket's rows merged per key in one merge of all its versions."""
