@@ -32,10 +32,12 @@ def _column(value, dtype):
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c['types']}={c['values']}")
 def test_bytes_hash_and_bucket_match_java(case):
     types = [parse_type(t) for t in case["types"]]
-    rows = binary_row.encode_rows([_column(v, t) for v, t in zip(case["values"], types, strict=True)], types)
+    columns = [_column(v, t) for v, t in zip(case["values"], types, strict=True)]
+    rows = binary_row.encode_rows(columns, types)
     assert rows.row(0).hex() == case["bytes_hex"]
     h = int(rows.hash_codes()[0])
     assert h == case["hash_code"]
+    assert binary_row.row_hashes(columns, types).tolist() == [h]  # fixed-width rows: from their slots
     assert binary_row.hash_code(rows.row(0)) == h
     for n, bucket in case["bucket"].items():
         assert abs(math.fmod(h, int(n))) == bucket  # Java: Math.abs(hash % n)
@@ -88,3 +90,33 @@ def test_a_damaged_row_is_corrupt(row, types, problem):
 def test_a_serialized_row_shorter_than_its_arity_is_corrupt():
     with pytest.raises(CorruptFileError, match="shorter than its arity"):
         binary_row.deserialize(b"\x00\x00")
+
+
+@pytest.mark.parametrize("arity", [1, 3, 57])  # 57 fields: a 16-byte header
+@pytest.mark.parametrize("nulls", [False, True])
+def test_row_hashes_are_the_hash_codes_of_the_encoded_rows(arity, nulls):
+    """Bucket keys are hashed without encoding rows whose fields are all fixed-width and set;
+    the hashes are those of the encoded rows, whatever the fields and the width of the header."""
+    names = ["BIGINT", "INT", "DOUBLE", "BOOLEAN", "DATE", "TIMESTAMP(3)", "DECIMAL(10, 2)", "SMALLINT"]
+    types = [parse_type(names[i % len(names)]) for i in range(arity)]
+    n = 1000
+    columns = []
+    for i, t in enumerate(types):
+        values = pa.array(range(i * 7919 - 500, i * 7919 - 500 + n), pa.int64())
+        if t.root == "DECIMAL":
+            column = values.cast(pa.decimal128(19, 0)).cast(to_arrow(t))
+        elif t.root == "BOOLEAN":
+            column = pa.compute.equal(pa.compute.bit_wise_and(values, 1), 1)
+        elif t.root in ("TIMESTAMP", "DATE"):
+            column = values.cast(pa.int64() if t.root == "TIMESTAMP" else pa.int32()).cast(to_arrow(t))
+        else:
+            column = values.cast(to_arrow(t), safe=False)
+        if nulls and i == arity - 1:
+            column = pa.compute.if_else(pa.compute.equal(pa.compute.bit_wise_and(values, 3), 0), None, column)
+        columns.append(column)
+    expected = binary_row.encode_rows(columns, types).hash_codes()
+    assert binary_row.row_hashes(columns, types).tolist() == expected.tolist()
+    assert binary_row.row_hashes(columns, types)[:5].tolist() == [
+        binary_row.hash_code(binary_row.encode_rows([c.slice(r, 1) for c in columns], types).row(0))
+        for r in range(5)
+    ]

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from lakehouse.errors import CorruptFileError
 from lakehouse.io.pool import map_slices
-from lakehouse.murmur import murmur_hash
+from lakehouse.murmur import hash_words, murmur_hash
 from lakehouse.types import (
     BINARY_ROOTS,
     STRING_ROOTS,
@@ -129,11 +129,15 @@ HASHED_AT_ONCE = 1 << 20  # rows encoded at once (on all cores together) to hash
 def row_hashes(columns: list[pa.Array], types: list[DataType], num_rows: int = 1) -> np.ndarray:
     """``BinaryRow.hashCode()`` of every row of equally long columns (int32), slices of the rows
     encoded and hashed side by side on the cores, a bounded number of rows at a time: an encoding
-    holds ~8 bytes per field of each row it encodes."""
+    holds ~8 bytes per field of each row it encodes. Rows of fixed-width fields without nulls
+    (the usual bucket key) are hashed from their slots alone: their header is all zeros."""
 
     def hashed(start: int, stop: int) -> np.ndarray:
         block = [c.slice(start, stop - start) for c in columns]
-        return encode_rows(block, types, stop - start).hash_codes()
+        fields = _Fields(block, types, stop - start)
+        if fields.fixed_width():
+            return hash_words(fields.slots.view("<u4"), prefix=null_bits_width(len(types)))
+        return fields.encoded().hash_codes()
 
     hashes = map_slices(hashed, len(columns[0]) if columns else num_rows, HASHED_AT_ONCE)
     return hashes[0] if len(hashes) == 1 else np.concatenate(hashes)
@@ -144,58 +148,72 @@ def encode_rows(columns: list[pa.Array], types: list[DataType], num_rows: int = 
 
     ``num_rows`` only matters for arity 0 (no columns to count rows from).
     """
-    arity = len(types)
-    n = len(columns[0]) if columns else num_rows
-    nb = null_bits_width(arity)
-    fixed = nb + 8 * arity
-    slots = np.zeros((n, arity), dtype=np.uint64)
-    null_masks: list[np.ndarray | None] = []
-    var_parts: list[_VarPart | None] = []
-    for i, (arr, dtype) in enumerate(zip(columns, types, strict=True)):
-        arr = physical_array(arr, dtype)
-        nulls = _null_mask(arr)
-        null_masks.append(nulls)
-        slot, var = _encode_field(arr, dtype, nulls)
-        if nulls is not None:
-            slot = slot.copy()
-            slot[nulls] = 0  # setNullAt clears the slot
-        slots[:, i] = slot
-        var_parts.append(var)
+    return _Fields(columns, types, len(columns[0]) if columns else num_rows).encoded()
 
-    # Cursor of each variable part: fields append their rounded sizes in field order.
-    cursor = np.full(n, fixed, dtype=np.int64)
-    copies: list[tuple[_VarPart, np.ndarray]] = []  # parts with bytes to copy, and where they start
-    for i, var in enumerate(var_parts):
-        if var is None:
-            continue
-        if var.data is not None:
-            copies.append((var, cursor.copy()))
-        if var.reserve_all:
-            slots[:, i] |= cursor.astype(np.uint64) << np.uint64(32)
-        else:
-            big = var.lengths > 7
-            slots[big, i] = (cursor[big].astype(np.uint64) << np.uint64(32)) | var.lengths[big].astype(
-                np.uint64
-            )
-        cursor += var.reserved
-    sizes = cursor
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    buf = np.zeros(int(offsets[-1]), dtype=np.uint8)
 
-    words = buf.view("<u8")
-    row_words = offsets[:-1] // 8
-    for i in range(arity):
-        words[row_words + nb // 8 + i] = slots[:, i]
-        nulls = null_masks[i]
-        if nulls is not None and nulls.any():
-            bit = i + HEADER_BITS
-            pos = offsets[:-1][nulls] + bit // 8
-            buf[pos] |= np.uint8(1 << (bit % 8))
-    for var, starts in copies:
-        take = var.reserved > 0
-        _ragged_copy(var.data, var.starts[take], var.lengths[take], buf, offsets[:-1][take] + starts[take])
-    return EncodedRows(buf, offsets)
+class _Fields:
+    """The fields of ``n`` rows as BinaryRow encodes them: each row's 8-byte slots (an ``(n,
+    arity)`` matrix), each field's null mask and variable-length part."""
+
+    def __init__(self, columns: list[pa.Array], types: list[DataType], n: int) -> None:
+        self.n = n
+        self.slots = np.zeros((n, len(types)), dtype=np.uint64)
+        self.null_masks: list[np.ndarray | None] = []
+        self.var_parts: list[_VarPart | None] = []
+        for i, (arr, dtype) in enumerate(zip(columns, types, strict=True)):
+            arr = physical_array(arr, dtype)
+            nulls = _null_mask(arr)
+            self.null_masks.append(nulls)
+            slot, var = _encode_field(arr, dtype, nulls)
+            if nulls is not None:
+                slot = slot.copy()
+                slot[nulls] = 0  # setNullAt clears the slot
+            self.slots[:, i] = slot
+            self.var_parts.append(var)
+
+    def fixed_width(self) -> bool:
+        """Whether every row is its zero header and its slots: no nulls, no variable part."""
+        return all(m is None for m in self.null_masks) and all(v is None for v in self.var_parts)
+
+    def encoded(self) -> EncodedRows:
+        """The rows packed in one buffer."""
+        n, slots, arity = self.n, self.slots, self.slots.shape[1]
+        nb = null_bits_width(arity)
+        fixed = nb + 8 * arity
+        # Cursor of each variable part: fields append their rounded sizes in field order.
+        cursor = np.full(n, fixed, dtype=np.int64)
+        copies: list[tuple[_VarPart, np.ndarray]] = []  # parts with bytes to copy, and where they start
+        for i, var in enumerate(self.var_parts):
+            if var is None:
+                continue
+            if var.data is not None:
+                copies.append((var, cursor.copy()))
+            if var.reserve_all:
+                slots[:, i] |= cursor.astype(np.uint64) << np.uint64(32)
+            else:
+                big = var.lengths > 7
+                at = cursor[big].astype(np.uint64) << np.uint64(32)
+                slots[big, i] = at | var.lengths[big].astype(np.uint64)
+            cursor += var.reserved
+        sizes = cursor
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        buf = np.zeros(int(offsets[-1]), dtype=np.uint8)
+
+        words = buf.view("<u8")
+        row_words = offsets[:-1] // 8
+        for i in range(arity):
+            words[row_words + nb // 8 + i] = slots[:, i]
+            nulls = self.null_masks[i]
+            if nulls is not None and nulls.any():
+                bit = i + HEADER_BITS
+                pos = offsets[:-1][nulls] + bit // 8
+                buf[pos] |= np.uint8(1 << (bit % 8))
+        for var, starts in copies:
+            take = var.reserved > 0
+            at = offsets[:-1][take] + starts[take]
+            _ragged_copy(var.data, var.starts[take], var.lengths[take], buf, at)
+        return EncodedRows(buf, offsets)
 
 
 def encode_values(rows: list[list[Any]], types: list[DataType]) -> EncodedRows:
