@@ -268,7 +268,7 @@ class MergeEngine:
             deleted = resets[g.ends - 1]
             complete = _restarted(g, begin)
         columns = {name: agg.reduce(g.column(name), g, rows, retract) for name, agg in self.aggs.items()}
-        return _assemble(g.rows(g.ends - 1), columns, deleted, complete)
+        return _assemble(g, g.ends - 1, columns, deleted, complete)
 
     def _partial_update(self, g: KeyGroups) -> pa.Table:
         n = len(g.kinds)
@@ -289,7 +289,7 @@ class MergeEngine:
                     values, g.last_where(rows & np.asarray(values.is_valid()))[keep]
                 )
             complete = _restarted(g, begin)[keep]
-            return _assemble(g.rows(last_event[keep]), columns, deleted, complete)
+            return _assemble(g, last_event[keep], columns, deleted, complete)
         # each key's history counts from its last base (a removing -D or a complete row), which
         # stands in as a row of all its values; nothing but retracts in it: the key is deleted
         last = self._last_base(g)
@@ -317,7 +317,7 @@ class MergeEngine:
         removed[last >= 0] = g.kinds[last[last >= 0]] == RowKind.DELETE
         deleted = (last == g.ends - 1) & removed  # the last version removed the row
         deleted |= g.last_where(~is_retract(g.kinds)) < 0
-        return _assemble(g.rows(g.ends - 1), columns, deleted, ~deleted & (last >= 0))
+        return _assemble(g, g.ends - 1, columns, deleted, ~deleted & (last >= 0))
 
     def _last_base(self, g: KeyGroups) -> np.ndarray:
         """Per key, the last row that replaced the whole row (-1: none): a complete row, or a -D
@@ -325,12 +325,23 @@ class MergeEngine:
         (Paimon's ``remove-record-on-sequence-group``). The row's sequence of a group is the
         highest among the versions since the key's previous base, that base's own included, so
         one pass finds every removing -D when one group removes; with several, a removal can
-        lower another group's sequence, and each round settles the next removal of every key."""
+        lower another group's sequence, and each round settles the next removal of every key.
+        Only the keys with a -D are looked into: the others' last base is their last complete row."""
+        last = g.last_where(g.kinds == COMPLETE)
+        if not self.removing or not len(g.kinds):
+            return last
+        removing = np.flatnonzero(np.logical_or.reduceat(g.kinds == RowKind.DELETE, g.starts))
+        if len(removing):
+            sub, rows = g.subset(removing)
+            found = self._removals(sub)
+            last[removing] = np.where(found >= 0, rows[np.maximum(found, 0)], -1)
+        return last
+
+    def _removals(self, g: KeyGroups) -> np.ndarray:
+        """:meth:`_last_base` of keys that hold a -D (``g``: their rows alone)."""
         n = len(g.kinds)
         bases = g.kinds == COMPLETE
         last = g.last_where(bases)
-        if not self.removing or not n:
-            return last
         ranks = [_sequence_rank(g, group) for group in self.removing]
         candidates = (g.kinds == RowKind.DELETE) & np.any([r >= 0 for r in ranks], axis=0)
         starts = np.zeros(n, bool)
@@ -370,8 +381,9 @@ class MergeEngine:
         ids = g.group_ids()
         columns = {"__g": ids, **{f"__s{i}": s for i, s in enumerate(seq)}, "__pos": np.arange(len(ids))}
         table = pa.table(columns).filter(pa.array(eligible))
-        order = nulls_first.sort_indices(table, list(columns))
-        positions = table.column("__pos").to_numpy()[order.to_numpy()]
+        positions = table.column("__pos").to_numpy()
+        if len(seq) != 1 or not _in_sequence(table.column("__g").to_numpy(), table.column("__s0")):
+            positions = positions[nulls_first.sort_indices(table, list(columns)).to_numpy()]
         sub, owners = _regroup(g, positions, ids[positions])
         # each key's winner is its last row in that order
         winner = np.full(g.count, -1, np.int64)
@@ -423,6 +435,17 @@ def _sequence_rank(g: KeyGroups, group: SequenceGroup) -> np.ndarray:
     return np.where(empty, -1, rank.reshape(-1))
 
 
+def _in_sequence(ids: np.ndarray, sequence: pa.ChunkedArray) -> bool:
+    """Whether the rows of each key (``ids``, ascending) already come in the order of their
+    ``sequence`` values, nulls first: versions mostly arrive so, and need no sort."""
+    same = ids[1:] == ids[:-1]
+    if not same.any():
+        return True
+    a, b = sequence.slice(0, len(sequence) - 1), sequence.slice(1)
+    ordered = pc.or_kleene(a.is_null(), pc.and_kleene(b.is_valid(), pc.less_equal(a, b)))
+    return bool(np.asarray(ordered.fill_null(False))[same].all())
+
+
 def _regroup(g: KeyGroups, positions: np.ndarray, owner: np.ndarray) -> tuple[KeyGroups, np.ndarray]:
     """Ranges over a subset of ``g``'s rows already sorted by owning key, and each range's key."""
     change = np.flatnonzero(np.diff(owner)) + 1
@@ -445,21 +468,29 @@ def _restarted(g: KeyGroups, begin: np.ndarray) -> np.ndarray:
 
 
 def _assemble(
-    base: pa.Table, columns: dict[str, pa.Array], deleted: np.ndarray, complete: np.ndarray | None = None
+    g: KeyGroups,
+    rows: np.ndarray,
+    columns: dict[str, pa.Array],
+    deleted: np.ndarray,
+    complete: np.ndarray | None = None,
 ) -> pa.Table:
-    """``base`` rows (key, sequence number) with merged value ``columns`` and kinds: -D for
-    deleted keys (which keep their deleting row as it came), +U for complete rows, else +I."""
+    """The rows at sorted positions ``rows`` (a key's last, say) with merged value ``columns``
+    and kinds: -D for deleted keys (which keep their deleting row as it came), +U for complete
+    rows, else +I. A merged column is taken from ``rows`` only where some key is deleted."""
+    schema = g.table.schema
+    base = g.rows(rows, [name for name in schema.names if name not in columns])
     mask = pa.array(deleted) if deleted.any() else None
-    for name, values in columns.items():
-        i = base.schema.get_field_index(name)
-        field = base.schema.field(i)
-        values = values.cast(field.type)
+    out = []
+    for field in schema:
+        if field.name not in columns:
+            out.append(base.column(field.name))
+            continue
+        values = columns[field.name].cast(field.type)
         if mask is not None:
-            values = pc.if_else(mask, base.column(i).combine_chunks(), values)
-        base = base.set_column(i, field, values)
-    i = base.schema.get_field_index(VALUE_KIND)
+            values = pc.if_else(mask, g.rows(rows, [field.name]).column(0).combine_chunks(), values)
+        out.append(values)
     kinds = np.where(deleted, RowKind.DELETE, RowKind.INSERT)
     if complete is not None:
         kinds = np.where(~deleted & complete, COMPLETE, kinds)
-    kinds = pa.array(kinds.astype(np.int8))
-    return base.set_column(i, base.schema.field(i), kinds)
+    out[schema.get_field_index(VALUE_KIND)] = pa.array(kinds.astype(np.int8))
+    return pa.Table.from_arrays(out, schema=schema)

@@ -8,7 +8,7 @@ hash aggregations over range ids); nothing walks the rows one by one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -41,6 +41,8 @@ class KeyGroups:
     starts: np.ndarray
     ends: np.ndarray
     kinds: np.ndarray  # int8 row kind per sorted position
+    # the columns taken in merge order so far: an engine asks for a sequence field several times
+    _ordered: dict[str, pa.Array] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(
@@ -67,17 +69,31 @@ class KeyGroups:
         return cls(table, idx, starts, ends, kinds if idx is None else kinds[idx])
 
     def column(self, name: str) -> pa.Array:
-        """A column in merge order."""
-        col = self.table.column(name).combine_chunks()
-        return col if self.order is None else col.take(self.order)
+        """A column in merge order (taken once)."""
+        ordered = self._ordered.get(name)
+        if ordered is None:
+            ordered = self.table.column(name).combine_chunks()
+            if self.order is not None:
+                ordered = ordered.take(self.order)
+            self._ordered[name] = ordered
+        return ordered
 
     def positions(self, sorted_positions: np.ndarray) -> np.ndarray:
         """Where the rows at ``sorted_positions`` are in ``table``."""
         return sorted_positions if self.order is None else self.order[sorted_positions]
 
-    def rows(self, sorted_positions: np.ndarray) -> pa.Table:
-        """The rows at ``sorted_positions``."""
-        return self.table.take(self.positions(sorted_positions))
+    def rows(self, sorted_positions: np.ndarray, columns: list[str] | None = None) -> pa.Table:
+        """The rows at ``sorted_positions`` (of ``columns``, default all)."""
+        table = self.table if columns is None else self.table.select(columns)
+        return table.take(self.positions(sorted_positions))
+
+    def subset(self, keys: np.ndarray) -> tuple[KeyGroups, np.ndarray]:
+        """The groups of ``keys`` (ascending) alone, and where their rows are in this merge order."""
+        sizes = (self.ends - self.starts)[keys]
+        ends = np.cumsum(sizes)
+        starts = ends - sizes
+        rows = np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(starts - self.starts[keys], sizes)
+        return KeyGroups(self.table, self.positions(rows), starts, ends, self.kinds[rows]), rows
 
     @property
     def count(self) -> int:
