@@ -34,6 +34,7 @@ from dagster_lakehouse.metadata import (
     definition_metadata,
     partition_metadata,
     run_metadata,
+    run_row_counts,
 )
 from dagster_lakehouse.pipes import SparkSubmitPipes, check_submittable, step_extras
 from dagster_lakehouse.pipes_step import LINEAGE
@@ -166,10 +167,11 @@ def _materialized(
 ) -> MaterializeResult:
     """What a materialization reports: the run's commits to the table (after snapshot
     ``before``, as ``user``), per day and in all, and the column ``lineage``."""
-    for day, metadata in partition_metadata(table, days or (), user, before).items():
+    counts = run_row_counts(table, user, before)  # the days' rows and the table's, counted once
+    for day, metadata in partition_metadata(table, days or (), user, before, counts).items():
         context.add_asset_metadata(metadata, partition_key=day)
     traced = {COLUMN_LINEAGE: MetadataValue.column_lineage(lineage)} if lineage.deps_by_column else {}
-    return MaterializeResult(metadata={**run_metadata(table, user, before), **extra, **traced})
+    return MaterializeResult(metadata={**run_metadata(table, user, before, counts), **extra, **traced})
 
 
 def _incremental_writes(

@@ -27,6 +27,7 @@ COLUMN_SCHEMA = "dagster/column_schema"
 COLUMN_LINEAGE = "dagster/column_lineage"
 TABLE_NAME = "dagster/table_name"
 URI = "dagster/uri"
+PartitionCounts = dict[tuple[Any, ...], int]  # Table.partition_row_counts: values in key order -> rows
 
 
 def column_schema(schema: PaimonSchema) -> TableSchema:
@@ -72,17 +73,28 @@ def run_snapshots(table: Table, user: str, since: int) -> list[Snapshot]:
     return [s for s in table.list_snapshots(after=since) if s.commit_user == user]
 
 
-def run_metadata(table: Table, user: str, since: int) -> dict[str, Any]:
+def run_row_counts(table: Table, user: str, since: int) -> PartitionCounts:
+    """The exact rows of each partition as of the last snapshot the run (commit user ``user``)
+    committed after snapshot ``since`` (the latest if none): counted once for a materialization's
+    partition and table metadata, as counting merges the splits that need it."""
+    own = run_snapshots(table, user, since)
+    snapshot = table.snapshot(own[-1].id if own else None)
+    return {} if snapshot is None else table.partition_row_counts(snapshot_id=snapshot.id)
+
+
+def run_metadata(
+    table: Table, user: str, since: int, counts: PartitionCounts | None = None
+) -> dict[str, Any]:
     """What one run (commit user ``user``) did to ``table`` after snapshot ``since``, then the
     table as of the run's last snapshot: the data snapshot's kind, the rows it wrote, whether a
-    compaction followed, the partitions it touched."""
+    compaction followed, the partitions it touched. ``counts``: :func:`run_row_counts`, if known."""
     own = run_snapshots(table, user, since)
     if not own:
-        return {**table_metadata(table), "rows_written": MetadataValue.int(0)}
+        return {**table_metadata(table, counts=counts), "rows_written": MetadataValue.int(0)}
     data = [s for s in own if s.commit_kind != CommitKind.COMPACT]
     touched = {str(p): p for s in own for p in partitions_touched(table, s)}
     return {
-        **table_metadata(table, own[-1].id),
+        **table_metadata(table, own[-1].id, counts),
         "commit_kind": MetadataValue.text(data[0].commit_kind.value if data else CommitKind.COMPACT.value),
         "rows_written": MetadataValue.int(sum(e.file.row_count for e in _added(table, data))),
         "compacted": MetadataValue.bool(len(data) < len(own)),
@@ -90,14 +102,19 @@ def run_metadata(table: Table, user: str, since: int) -> dict[str, Any]:
     }
 
 
-def partition_metadata(table: Table, keys: Sequence[str], user: str, since: int) -> dict[str, dict[str, Any]]:
+def partition_metadata(
+    table: Table, keys: Sequence[str], user: str, since: int, counts: PartitionCounts | None = None
+) -> dict[str, dict[str, Any]]:
     """Per partition key of a run (a value of the table's single partition key): the rows the run
-    (commit user ``user``, after snapshot ``since``) wrote there, and the partition's exact rows;
-    none for a run without partition keys (of a table without daily partitions)."""
+    (commit user ``user``, after snapshot ``since``) wrote there, and the partition's exact rows
+    (``counts``: :func:`run_row_counts`, if known); none for a run without partition keys (of a
+    table without daily partitions)."""
     if not keys:
         return {}
     (column,) = table.partition_keys
-    counted = table.partition_row_counts(filter=col(column).isin(list(keys)))
+    counted = counts
+    if counted is None:
+        counted = table.partition_row_counts(filter=col(column).isin(list(keys)))
     rows = {str(values[0]): n for values, n in counted.items()}
     data = [s for s in run_snapshots(table, user, since) if s.commit_kind != CommitKind.COMPACT]
     written: Counter[str] = Counter()
@@ -116,11 +133,13 @@ def _added(table: Table, snapshots: Sequence[Snapshot]) -> list[ManifestEntry]:
     return [e for s in snapshots for e in table.delta_entries(s) if e.kind == FileKind.ADD]
 
 
-def table_metadata(table: Table, snapshot_id: int | None = None) -> dict[str, Any]:
-    """The table as of a snapshot (default latest): its exact row count, files, bytes, LSM shape,
-    schema, name and URI. No per-snapshot deltas: observations of maintenance runs share these
-    series with materializations, so they plot the table's state, never a compaction's negative
-    row delta."""
+def table_metadata(
+    table: Table, snapshot_id: int | None = None, counts: PartitionCounts | None = None
+) -> dict[str, Any]:
+    """The table as of a snapshot (default latest): its exact row count (the sum of ``counts``,
+    its partitions' rows as of that snapshot, if known), files, bytes, LSM shape, schema, name
+    and URI. No per-snapshot deltas: observations of maintenance runs share these series with
+    materializations, so they plot the table's state, never a compaction's negative row delta."""
     snapshot = table.snapshot(snapshot_id)
     identity = {TABLE_NAME: MetadataValue.text(table.name), URI: MetadataValue.url(table.uri)}
     if snapshot is None:
@@ -134,7 +153,9 @@ def table_metadata(table: Table, snapshot_id: int | None = None) -> dict[str, An
         **identity,
         COLUMN_SCHEMA: MetadataValue.table_schema(column_schema(table.schema_by_id(snapshot.schema_id))),
         "snapshot_id": MetadataValue.int(snapshot.id),
-        ROW_COUNT: MetadataValue.int(table.row_count(snapshot_id=snapshot.id)),
+        ROW_COUNT: MetadataValue.int(
+            sum(counts.values()) if counts is not None else table.row_count(snapshot_id=snapshot.id)
+        ),
         "data_files": MetadataValue.int(len(entries)),
         "bytes": MetadataValue.int(sum(e.file.file_size for e in entries)),
         "max_sorted_runs": MetadataValue.int(max((s.sorted_runs for s in shapes), default=0)),
