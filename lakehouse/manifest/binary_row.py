@@ -176,7 +176,7 @@ class _Fields:
         return all(m is None for m in self.null_masks) and all(v is None for v in self.var_parts)
 
     def encoded(self) -> EncodedRows:
-        """The rows packed in one buffer."""
+        """The rows packed in one buffer (once: the variable parts' offsets go into ``slots``)."""
         n, slots, arity = self.n, self.slots, self.slots.shape[1]
         nb = null_bits_width(arity)
         fixed = nb + 8 * arity

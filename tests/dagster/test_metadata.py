@@ -5,7 +5,7 @@ import pyarrow as pa
 import pytest
 
 from assets.definitions import defs
-from dagster_lakehouse.metadata import column_schema, partition_metadata, run_metadata, run_row_counts
+from dagster_lakehouse.metadata import column_schema, partition_metadata, run_commits, run_metadata
 from dagster_lakehouse.spec import asset_key
 from lakehouse import Catalog, Table
 
@@ -48,18 +48,19 @@ def test_a_runs_metadata_counts_only_its_own_snapshots(tmp_path):
 
 
 def test_a_materialization_counts_the_tables_rows_once(tmp_path, monkeypatch):
-    """The partitions' rows as of the run's last snapshot, counted once, give both the days'
-    and the table's counts; another run's later commit is not in them."""
+    """The run's snapshots, listed once, and the partitions' rows as of its last, counted once,
+    give both the days' and the table's counts; another run's later commit is not in them."""
     table = _table(tmp_path)
     since = table.write(_rows(5, "2024-01-01"), commit_user="other")
     table.write(_rows(3, "2024-01-02"), commit_user="dagster-run-a")
     table.write(_rows(7, "2024-01-02"), commit_user="dagster-run-b")  # after the run's last commit
-    counts = run_row_counts(table, "dagster-run-a", since)
-    assert counts == {("2024-01-01",): 5, ("2024-01-02",): 3}
+    run = run_commits(table, "dagster-run-a", since)
+    assert run.counts == {("2024-01-01",): 5, ("2024-01-02",): 3}
     monkeypatch.setattr(Table, "partition_row_counts", lambda *a, **k: pytest.fail("counted twice"))
-    days = partition_metadata(table, ["2024-01-02"], "dagster-run-a", since, counts)
+    monkeypatch.setattr(Table, "list_snapshots", lambda *a, **k: pytest.fail("listed twice"))
+    days = partition_metadata(table, ["2024-01-02"], "dagster-run-a", since, run)
     assert days["2024-01-02"]["dagster/partition_row_count"].value == 3
-    assert run_metadata(table, "dagster-run-a", since, counts)["dagster/row_count"].value == 8
+    assert run_metadata(table, "dagster-run-a", since, run)["dagster/row_count"].value == 8
 
 
 def test_the_column_schema_names_keys_and_comments(tmp_path):

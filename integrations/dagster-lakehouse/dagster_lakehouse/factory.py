@@ -33,8 +33,8 @@ from dagster_lakehouse.metadata import (
     TABLE_NAME,
     definition_metadata,
     partition_metadata,
+    run_commits,
     run_metadata,
-    run_row_counts,
 )
 from dagster_lakehouse.pipes import SparkSubmitPipes, check_submittable, step_extras
 from dagster_lakehouse.pipes_step import LINEAGE
@@ -167,11 +167,11 @@ def _materialized(
 ) -> MaterializeResult:
     """What a materialization reports: the run's commits to the table (after snapshot
     ``before``, as ``user``), per day and in all, and the column ``lineage``."""
-    counts = run_row_counts(table, user, before)  # the days' rows and the table's, counted once
-    for day, metadata in partition_metadata(table, days or (), user, before, counts).items():
+    run = run_commits(table, user, before)  # the days' rows and the table's, counted once
+    for day, metadata in partition_metadata(table, days or (), user, before, run).items():
         context.add_asset_metadata(metadata, partition_key=day)
     traced = {COLUMN_LINEAGE: MetadataValue.column_lineage(lineage)} if lineage.deps_by_column else {}
-    return MaterializeResult(metadata={**run_metadata(table, user, before, counts), **extra, **traced})
+    return MaterializeResult(metadata={**run_metadata(table, user, before, run), **extra, **traced})
 
 
 def _incremental_writes(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from dagster import (
@@ -73,22 +74,30 @@ def run_snapshots(table: Table, user: str, since: int) -> list[Snapshot]:
     return [s for s in table.list_snapshots(after=since) if s.commit_user == user]
 
 
-def run_row_counts(table: Table, user: str, since: int) -> PartitionCounts:
-    """The exact rows of each partition as of the last snapshot the run (commit user ``user``)
-    committed after snapshot ``since`` (the latest if none): counted once for a materialization's
-    partition and table metadata, as counting merges the splits that need it."""
+@dataclass(frozen=True)
+class RunCommits:
+    """What a materialization reports from, read once: the run's own snapshots and the exact rows
+    of each partition as of the last of them (the latest if none; counting merges the splits
+    that need it)."""
+
+    own: list[Snapshot]
+    counts: PartitionCounts
+
+
+def run_commits(table: Table, user: str, since: int) -> RunCommits:
+    """:class:`RunCommits` of the run committing as ``user`` after snapshot ``since``."""
     own = run_snapshots(table, user, since)
     snapshot = table.snapshot(own[-1].id if own else None)
-    return {} if snapshot is None else table.partition_row_counts(snapshot_id=snapshot.id)
+    counts = {} if snapshot is None else table.partition_row_counts(snapshot_id=snapshot.id)
+    return RunCommits(own, counts)
 
 
-def run_metadata(
-    table: Table, user: str, since: int, counts: PartitionCounts | None = None
-) -> dict[str, Any]:
+def run_metadata(table: Table, user: str, since: int, run: RunCommits | None = None) -> dict[str, Any]:
     """What one run (commit user ``user``) did to ``table`` after snapshot ``since``, then the
     table as of the run's last snapshot: the data snapshot's kind, the rows it wrote, whether a
-    compaction followed, the partitions it touched. ``counts``: :func:`run_row_counts`, if known."""
-    own = run_snapshots(table, user, since)
+    compaction followed, the partitions it touched. ``run``: its :func:`run_commits`, if read."""
+    own = run.own if run is not None else run_snapshots(table, user, since)
+    counts = run.counts if run is not None else None
     if not own:
         return {**table_metadata(table, counts=counts), "rows_written": MetadataValue.int(0)}
     data = [s for s in own if s.commit_kind != CommitKind.COMPACT]
@@ -103,20 +112,21 @@ def run_metadata(
 
 
 def partition_metadata(
-    table: Table, keys: Sequence[str], user: str, since: int, counts: PartitionCounts | None = None
+    table: Table, keys: Sequence[str], user: str, since: int, run: RunCommits | None = None
 ) -> dict[str, dict[str, Any]]:
     """Per partition key of a run (a value of the table's single partition key): the rows the run
     (commit user ``user``, after snapshot ``since``) wrote there, and the partition's exact rows
-    (``counts``: :func:`run_row_counts`, if known); none for a run without partition keys (of a
+    (``run``: its :func:`run_commits`, if read); none for a run without partition keys (of a
     table without daily partitions)."""
     if not keys:
         return {}
     (column,) = table.partition_keys
-    counted = counts
-    if counted is None:
-        counted = table.partition_row_counts(filter=col(column).isin(list(keys)))
-    rows = {str(values[0]): n for values, n in counted.items()}
-    data = [s for s in run_snapshots(table, user, since) if s.commit_kind != CommitKind.COMPACT]
+    if run is None:
+        run = RunCommits(
+            run_snapshots(table, user, since), table.partition_row_counts(filter=col(column).isin(list(keys)))
+        )
+    rows = {str(values[0]): n for values, n in run.counts.items()}
+    data = [s for s in run.own if s.commit_kind != CommitKind.COMPACT]
     written: Counter[str] = Counter()
     for e in _added(table, data):
         written[str(table.partition_spec(e.partition)[column])] += e.file.row_count
