@@ -72,6 +72,11 @@ def test_the_decoded_size_of_a_file_is_its_arrow_size_not_its_pages(tmp_path):
     pages = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
     assert pages < 0.75 * arrow  # what the estimate used to be
     assert arrow <= decoded_bytes(meta) <= 1.3 * arrow
+    # a read of some columns decodes those alone
+    some = ["id", "text", "amount"]
+    rest = [c for c in table.column_names if c not in some]
+    assert decoded_bytes(meta, some) + decoded_bytes(meta, rest) == decoded_bytes(meta)
+    assert table.select(some).nbytes <= decoded_bytes(meta, some) <= 1.3 * table.select(some).nbytes
 
 
 def test_rows_past_the_end_of_a_file_are_corrupt(tmp_path):

@@ -21,6 +21,7 @@ from lakehouse.io.cores import THREADS_ENV, cgroup_cpu_limit, count_cores, sched
 from lakehouse.io.memory import JOBS, JobMemory
 from lakehouse.io.pool import in_job, map_parallel, spare_core
 from lakehouse.mergetree.compactor import BucketCompactor
+from lakehouse.read import table_read
 from lakehouse.write import table_write
 from lakehouse.write.table_write import TableWrite
 
@@ -577,3 +578,61 @@ def test_a_failed_compaction_of_one_bucket_leaves_the_table_as_it_was(sixteen_co
         t.write(last)
     assert t.refresh().latest_snapshot_id() == before
     assert {p for p in Path(t.paths.root).rglob("*") if p.is_file()} == files
+
+
+def _read_of(catalog, primary_keys: list[str], writes: int):
+    """A table of 8 buckets of small files (``writes`` of 8,000 rows), its splits and a read."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
+    options = {"bucket": "8", "bucket-key": "id", "write-buffer-size": "4 mb"}
+    options["sort-spill-buffer-size"] = "1 mb"
+    t = catalog.create_table("db.t", schema, primary_keys=primary_keys, options=options)
+    n = 8_000
+    for i in range(writes):
+        t.write(pa.table({"id": pa.array(range(n), pa.int64()), "v": [f"{i}-{k}" for k in range(n)]}))
+    return t, t.plan().splits, t.new_read()
+
+
+@pytest.mark.parametrize("primary_keys", [[], ["id"]])
+def test_a_read_of_many_small_splits_reads_them_all_at_once(sixteen_cores, catalog, primary_keys):
+    """Splits whose files decode to far less than the merge buffer hold far less: their read
+    gets a thread each (under the buffer's bound alone, 2 of the 8 splits at a time)."""
+    t, splits, read = _read_of(catalog, primary_keys, writes=2)
+    bound = 4 * (1 << 20)
+    assert len(splits) == 8
+    assert (8 << 20) // bound == 2
+    memory = read.memory(splits)
+    assert 0 < memory.job < bound / 8 and memory.threads() >= 8
+    projected = t.new_read(columns=["id"]).memory(splits)  # the strings are not decoded
+    assert 0 < projected.job < memory.job
+    rows = read.to_arrow(splits).sort_by("id")
+    assert rows.num_rows == (8_000 if primary_keys else 16_000)
+    assert JOBS.held == 0
+
+
+def test_a_read_on_the_cores_its_bound_affords_reads_no_footer(catalog, monkeypatch):
+    """On 2 cores the buffer's bound already affords a thread per core: no footer is read."""
+    monkeypatch.setenv(THREADS_ENV, "2")
+    usable_cores.cache_clear()
+    t, splits, read = _read_of(catalog, ["id"], writes=2)
+
+    def footer(*args, **kwargs):
+        raise AssertionError("a footer was read")
+
+    monkeypatch.setattr(table_read, "file_decoded_bytes", footer)
+    try:
+        assert read.memory(splits).job == 4 * (1 << 20)
+        assert read.to_arrow(splits).num_rows == 8_000
+    finally:
+        usable_cores.cache_clear()
+
+
+def test_a_split_read_is_estimated_from_its_files_batches(sixteen_cores, catalog):
+    """A file read straight holds copies of one batch of it; a merge, copies of a batch per
+    sorted run: the estimate grows with the runs, never past the buffer's bound."""
+    _, one_run, read = _read_of(catalog, ["id"], writes=1)
+    one = read.memory(one_run).job
+    catalog.drop_table("db.t")
+    _, three_runs, read = _read_of(catalog, ["id"], writes=3)
+    assert not three_runs[0].raw_convertible
+    three = read.memory(three_runs).job
+    assert 2 * one < three <= 4 * (1 << 20)

@@ -241,18 +241,20 @@ _OFFSET = 4  # bytes of a string's or binary's offset in an Arrow array
 _DECIMAL_WIDTH = 16  # decimal128, Paimon's decimals (precision <= 38)
 
 
-def decoded_bytes(meta: pq.FileMetaData) -> int:
-    """What a file's rows take decoded into Arrow arrays, estimated from its footer: memory
-    budgets size batches and jobs by it. Fixed-width values take their width; a string or
-    binary its offset and its average length (of its chunk's min and max), never less than its
-    uncompressed pages. The pages alone undercount: a dictionary-encoded page holds each
-    distinct value once, where the decoded array holds one per row (ten times the pages' size
-    and more for a status column)."""
+def decoded_bytes(meta: pq.FileMetaData, columns: Collection[str] | None = None) -> int:
+    """What a file's rows take decoded into Arrow arrays (of its top-level ``columns``, all when
+    None), estimated from its footer: memory budgets size batches and jobs by it. Fixed-width
+    values take their width; a string or binary its offset and its average length (of its
+    chunk's min and max), never less than its uncompressed pages. The pages alone undercount:
+    a dictionary-encoded page holds each distinct value once, where the decoded array holds one
+    per row (ten times the pages' size and more for a status column)."""
     total = 0
     for g in range(meta.num_row_groups):
         group = meta.row_group(g)
         for c in range(group.num_columns):
             chunk = group.column(c)
+            if columns is not None and not _of_columns(chunk.path_in_schema, columns):
+                continue
             values = chunk.num_values
             kind = chunk.physical_type
             if kind == "FIXED_LEN_BYTE_ARRAY":  # Arrow holds a decimal in 16 bytes, whatever its precision
@@ -264,6 +266,12 @@ def decoded_bytes(meta: pq.FileMetaData) -> int:
                 width = _WIDTHS.get(kind, 8)
             total += max(chunk.total_uncompressed_size, values * width)
     return total
+
+
+def _of_columns(path: str, columns: Collection[str]) -> bool:
+    """Whether a column chunk (its dotted path) holds values of one of the top-level ``columns``
+    (a name with dots may match more than its own: an estimate then counts a column more)."""
+    return any(path == name or path.startswith(name + ".") for name in columns)
 
 
 def _average_length(chunk: pq.ColumnChunkMetaData) -> int:
@@ -296,7 +304,7 @@ def iter_batches(
     threads = _arrow_threads()
     meta = pf.metadata
     if batch_bytes is not None and meta.num_rows:
-        fit = batch_bytes * meta.num_rows // max(1, decoded_bytes(meta))
+        fit = batch_bytes * meta.num_rows // max(1, decoded_bytes(meta, set(names)))
         batch_rows = min(batch_rows, max(MIN_BATCH_ROWS, fit))
     if rows is None:
         for batch in pf.iter_batches(batch_size=batch_rows, columns=names, use_threads=threads):

@@ -21,11 +21,12 @@ from pyroaring import BitMap
 from lakehouse.errors import SchemaMismatchError
 from lakehouse.format import parquet
 from lakehouse.format.dictionaries import concat, decoded
+from lakehouse.io.cores import usable_cores
 from lakehouse.io.memory import JobMemory
-from lakehouse.io.pool import map_parallel
+from lakehouse.io.pool import map_parallel, map_reads
 from lakehouse.io.read_ahead import map_ahead
 from lakehouse.manifest.entries import DataFileMeta
-from lakehouse.mergetree.compactor import BATCH_ROWS, ahead_depth, read_runs
+from lakehouse.mergetree.compactor import BATCH_ROWS, DATA_COPIES, ahead_depth, read_runs
 from lakehouse.mergetree.engine import ORDINAL, MergeEngine
 from lakehouse.mergetree.groups import drop_retracts
 from lakehouse.mergetree.keyorder import float_width
@@ -39,7 +40,7 @@ from lakehouse.read.raw_files import RawFile, deleted_rows, raw_files
 from lakehouse.read.scan import Split
 from lakehouse.rowkind import ROW_KIND, ROW_KIND_FIELD, short_strings
 from lakehouse.schema import check_readable
-from lakehouse.store.data_reader import iter_data_file
+from lakehouse.store.data_reader import file_decoded_bytes, iter_data_file
 from lakehouse.types import arrow_field
 
 if TYPE_CHECKING:
@@ -50,15 +51,13 @@ _SYSTEM = [parquet.SEQUENCE_NUMBER, parquet.VALUE_KIND]
 # 10M rows in files of 2.5M peaked at 279 / 300 MB RSS (1 / 2 threads) with batches of 1M rows,
 # 185 / 200 MB with these, and took as long on 2 threads, 4-7% less on 1
 READ_BATCH_ROWS = 1 << 18
-
-
-def split_memory(table: TableStore, beside_buffer: bool = False) -> JobMemory:
-    """What reading one split of ``table`` holds beside the rows it returns: a batch per sorted
-    run (``sort-spill-buffer-size`` in all), as much again read ahead, and the two steps being
-    merged from them, or one batch of a file; ``beside_buffer``: the reads run beside a write
-    buffer (see ``CoreOptions.jobs_budget``)."""
-    options = table.schema.core_options
-    return JobMemory(4 * options.memory(SORT_SPILL_BUFFER_SIZE), options.jobs_budget(beside_buffer))
+# what a streamed merge holds at most, in shares of sort-spill-buffer-size: a batch per sorted run,
+# as much again read ahead, and the two steps being merged from them
+MERGE_COPIES = 4
+# what it holds at its peak, in its runs' batches, measured (Arrow's allocator): a split of a 64k-row
+# batch of 4.2 MB and a run of 6k rows held 27-29 MB; one of 64k-row batches of two runs of 500k and
+# 50k rows (6.8 MB), 30 MB
+MERGE_PEAK = 6
 
 
 class TableRead:
@@ -108,8 +107,44 @@ class TableRead:
         """All rows of ``splits`` in one table (splits read in parallel)."""
         if not splits:
             return self.output_schema.empty_table()
-        parts = map_parallel(self.read_split, splits, split_memory(self.table))
+        parts = map_parallel(self.read_split, splits, self.memory(splits))
         return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+
+    def memory(self, splits: list[Split], beside_buffer: bool = False) -> JobMemory:
+        """What reading one of ``splits`` holds beside the rows it returns, and what all such
+        reads of the process may hold together (``beside_buffer``: beside a write buffer, see
+        ``CoreOptions.jobs_budget``). At most ``MERGE_COPIES`` x ``sort-spill-buffer-size`` (a
+        batch per sorted run, each run's share of the buffer); less where the splits' files
+        decode to less, as their footers record it, which are read only when that bound would
+        leave cores idle (many splits on many cores: 16 buckets of 600k rows read 2 at a time
+        under the bound). Splits merged whole (keyed by floating-point columns) may hold more."""
+        bound = MERGE_COPIES * self.merge_bytes
+        budget = self.table.schema.core_options.jobs_budget(beside_buffer)
+        if budget // bound >= min(len(splits), usable_cores()):
+            return JobMemory(bound, budget)
+        sizes = map_reads(self._split_bytes, splits, parallel=not self.table.io.is_local)
+        return JobMemory(min(bound, max(sizes, default=0)), budget)
+
+    def _split_bytes(self, split: Split) -> int:
+        """What reading ``split`` holds (:meth:`memory`), from its files' footers: ``DATA_COPIES``
+        batches of a file read straight (or of the whole split, merged whole), ``MERGE_PEAK``
+        batches of each run of a streamed merge's widest section."""
+        system = _SYSTEM if self.key else []
+        table, path = self.table, split.bucket_path
+        decoded = {id(f): file_decoded_bytes(table, path, f, self.read_fields, system) for f in split.files}
+
+        def batch(f: DataFileMeta, rows: int, most: int) -> int:
+            return min(most, decoded[id(f)] * min(f.row_count, rows) // max(1, f.row_count))
+
+        if self.changes or self.key and not split.raw_convertible and not self.streams_merge:
+            return DATA_COPIES * sum(decoded.values())
+        if not self.key or split.raw_convertible:
+            return DATA_COPIES * max(batch(f, READ_BATCH_ROWS, self.merge_bytes) for f in split.files)
+        held = 0
+        for section in sections(list(split.files), self.key_ranges):
+            share = self.merge_bytes // len(section)
+            held = max(held, sum(max(batch(f, BATCH_ROWS, share) for f in run.files) for run in section))
+        return MERGE_PEAK * held
 
     def to_arrow_batch_reader(self, splits: list[Split]) -> pa.RecordBatchReader:
         """The rows of ``splits``, split after split, a batch at a time (see :meth:`batches`)."""

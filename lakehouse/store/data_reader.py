@@ -87,13 +87,26 @@ def iter_data_file(
 
 def decoded_bytes(table: TableStore, bucket_path: str, files: list[DataFileMeta]) -> int:
     """What decoding ``files`` whole takes, as their Parquet footers record it."""
-    total = 0
-    for meta in files:
-        path = table.paths.data_file(bucket_path, meta.file_name, meta.external_path)
+    return sum(file_decoded_bytes(table, bucket_path, meta) for meta in files)
+
+
+def file_decoded_bytes(
+    table: TableStore,
+    bucket_path: str,
+    meta: DataFileMeta,
+    fields: list[DataField] | None = None,
+    system: Sequence[str] = (),
+) -> int:
+    """What decoding one data file takes, as its Parquet footer records it: its columns that
+    hold ``fields`` of the current schema and the ``system`` columns, all when ``fields`` is None."""
+    if fields is None:
+        path, names = table.paths.data_file(bucket_path, meta.file_name, meta.external_path), None
         check_format(table.name, path)
-        with _reading(table, path):
-            total += parquet.decoded_bytes(parquet.open_file(table.io, path).metadata)
-    return total
+    else:
+        path, _, wanted = _locate(table, bucket_path, meta, fields, system)
+        names = set(wanted)
+    with _reading(table, path):
+        return parquet.decoded_bytes(parquet.open_file(table.io, path).metadata, names)
 
 
 def _locate(table: TableStore, bucket_path: str, meta: DataFileMeta, fields: list[DataField], system):

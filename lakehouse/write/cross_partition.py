@@ -34,7 +34,7 @@ from lakehouse.io.pool import map_parallel
 from lakehouse.manifest import binary_row
 from lakehouse.options import CROSS_PARTITION_UPSERT_INDEX_TTL, MergeEngineKind
 from lakehouse.read.scan import bucket_splits
-from lakehouse.read.table_read import TableRead, split_memory
+from lakehouse.read.table_read import TableRead
 from lakehouse.rowkind import RowKind
 from lakehouse.snapshot import Snapshot
 from lakehouse.store.data_writer import creation_time_millis
@@ -84,7 +84,7 @@ class KeyLocations:
         columns = list(dict.fromkeys([*self.key_names, *self.partition_names]))
         reader = TableRead(table, columns)
         keys, partitions, buckets = [], [], []
-        read = map_parallel(reader.read_split, splits, split_memory(table, beside_buffer=True))
+        read = map_parallel(reader.read_split, splits, reader.memory(splits, beside_buffer=True))
         for split, rows in zip(splits, read, strict=True):
             if rows.num_rows == 0:
                 continue
