@@ -52,3 +52,29 @@ def test_append_table_counts_from_metadata(tmp_path):
     table.write(_rows(list(range(5)), "a"))
     assert table.partition_row_counts() == {("a",): 10}
     assert table.row_count(filter=col("dt") == "zzz") == 0
+
+
+def test_merged_splits_are_counted_side_by_side_as_bulk_jobs(tmp_path, monkeypatch):
+    """Splits that need a merge are counted as bulk jobs (side by side, within the jobs budget),
+    the others from metadata alone, and every partition's count is what a read returns."""
+    from lakehouse.io.pool import in_job
+    from lakehouse.read.table_read import TableRead
+
+    table = _catalog(tmp_path).create_table(
+        "db.t", schema=SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "2"}
+    )
+    for day in "abcd":
+        table.write(_rows(list(range(40)), day))
+        if day != "d":  # a second run to merge
+            table.write(_rows(list(range(20, 60)), day))
+    table.compact(full=True, partitions={"dt": "d"})  # day d: one run at the top level, counted from metadata
+    merged = []
+    batches = TableRead.batches
+
+    def counted(self, split, read_ahead=True):
+        merged.append(in_job())
+        return batches(self, split, read_ahead)
+
+    monkeypatch.setattr(TableRead, "batches", counted)
+    assert table.partition_row_counts() == {("a",): 60, ("b",): 60, ("c",): 60, ("d",): 40}
+    assert len(merged) == 6 and all(merged)  # 2 buckets of 3 days

@@ -26,6 +26,7 @@ from lakehouse.iceberg.metadata import (
     try_sync_iceberg,
 )
 from lakehouse.io.fs import FileIO
+from lakehouse.io.pool import map_parallel
 from lakehouse.manifest.entries import IndexManifestEntry, ManifestEntry
 from lakehouse.manifest.files import ManifestStore
 from lakehouse.metastore import Metastore
@@ -58,6 +59,7 @@ from lakehouse.paths import MAIN_BRANCH, FileNamer, TablePaths, checked_name
 from lakehouse.predicate import Predicate
 from lakehouse.read import scan
 from lakehouse.read.changes import read_changes, replaced_partitions
+from lakehouse.read.scan import Split
 from lakehouse.read.table_read import TableRead
 from lakehouse.schema import SchemaManager, TableSchema
 from lakehouse.schema_change import (
@@ -470,15 +472,22 @@ class Table:
     ) -> dict[tuple[Any, ...], int]:
         """The exact rows of each partition (its values in partition-key order) a read returns.
         Counted from file metadata and deletion-vector cardinalities where a split needs no merge;
-        the other splits are merged on their key columns only, one split at a time."""
+        the other splits are merged on their key columns only, side by side, a batch at a time."""
         snap, view = self.store.travel(snapshot_id, None, None)
         reader = TableRead(view, self.primary_keys or self.arrow_schema.names[:1], None)
+        splits = scan.plan(view, snap, filter).splits
+        merged = [s for s in splits if s.merged_row_count is None]
+
+        def merged_rows(split: Split) -> int:
+            return sum(b.num_rows for b in reader.batches(split))
+
+        counted = map_parallel(merged_rows, merged, reader.memory(merged))
+        rows = {id(split): n for split, n in zip(merged, counted, strict=True)}
         counts: dict[bytes, int] = {}
-        for split in scan.plan(view, snap, filter).splits:
-            rows = split.merged_row_count
-            counts[split.partition] = counts.get(split.partition, 0) + (
-                sum(b.num_rows for b in reader.batches(split)) if rows is None else rows
-            )
+        for split in splits:
+            known = split.merged_row_count
+            n = rows[id(split)] if known is None else known
+            counts[split.partition] = counts.get(split.partition, 0) + n
         return {tuple(partition_values(view.schema, p).values()): n for p, n in counts.items()}
 
     # ---- maintenance ---------------------------------------------------------------------
