@@ -356,6 +356,36 @@ def test_the_run_map_answers_like_a_dict(batches):
     ).tolist() == [2, 9]
 
 
+def test_large_batches_search_and_merge_the_shards_side_by_side(monkeypatch):
+    """Batches of many hashes go to the shards on several threads (16 cores believed): the map
+    still answers like a dict."""
+    from lakehouse.bucket import bucket_map
+    from lakehouse.io.cores import THREADS_ENV, usable_cores
+
+    monkeypatch.setenv(THREADS_ENV, "16")
+    usable_cores.cache_clear()
+    calls = []
+    parallel = bucket_map.map_parallel
+    monkeypatch.setattr(
+        bucket_map, "map_parallel", lambda fn, items: calls.append(len(items)) or parallel(fn, items)
+    )
+    try:
+        rng = np.random.default_rng(5)
+        compact, plain = HashBucketMap(), {}
+        for i in range(3):
+            batch = np.unique(rng.integers(-(2**31), 2**31, 300_000).astype(np.int32))
+            absent = compact.lookup(batch) < 0
+            new = batch[absent]
+            compact.insert(new, np.full(len(new), i, np.int16))
+            plain.update(dict.fromkeys(new.tolist(), i))
+        probe = np.concatenate([batch[::-1], rng.integers(-(2**31), 2**31, 100_000).astype(np.int32)])
+        assert compact.lookup(probe).tolist() == [plain.get(h, -1) for h in probe.tolist()]
+        assert len(compact) == len(plain)
+        assert calls and all(workers > 1 for workers in calls)
+    finally:
+        usable_cores.cache_clear()
+
+
 # ---- persistence ------------------------------------------------------------------------------
 
 
