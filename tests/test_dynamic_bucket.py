@@ -359,15 +359,15 @@ def test_the_run_map_answers_like_a_dict(batches):
 def test_large_batches_search_and_merge_the_shards_side_by_side(monkeypatch):
     """Batches of many hashes go to the shards on several threads (16 cores believed): the map
     still answers like a dict."""
-    from lakehouse.bucket import bucket_map
+    from lakehouse.io import pool
     from lakehouse.io.cores import THREADS_ENV, usable_cores
 
     monkeypatch.setenv(THREADS_ENV, "16")
     usable_cores.cache_clear()
     calls = []
-    parallel = bucket_map.map_parallel
+    parallel = pool.map_parallel  # the shards' slices (map_slices) run through it
     monkeypatch.setattr(
-        bucket_map, "map_parallel", lambda fn, items: calls.append(len(items)) or parallel(fn, items)
+        pool, "map_parallel", lambda fn, items: calls.append(len(items)) or parallel(fn, items)
     )
     try:
         rng = np.random.default_rng(5)

@@ -476,18 +476,17 @@ class Table:
         snap, view = self.store.travel(snapshot_id, None, None)
         reader = TableRead(view, self.primary_keys or self.arrow_schema.names[:1], None)
         splits = scan.plan(view, snap, filter).splits
-        merged = [s for s in splits if s.merged_row_count is None]
+        known = [split.merged_row_count for split in splits]
+        merged = [split for split, rows in zip(splits, known, strict=True) if rows is None]
 
         def merged_rows(split: Split) -> int:
             return sum(b.num_rows for b in reader.batches(split))
 
-        counted = map_parallel(merged_rows, merged, reader.memory(merged))
-        rows = {id(split): n for split, n in zip(merged, counted, strict=True)}
+        counted = iter(map_parallel(merged_rows, merged, reader.memory(merged)))
         counts: dict[bytes, int] = {}
-        for split in splits:
-            known = split.merged_row_count
-            n = rows[id(split)] if known is None else known
-            counts[split.partition] = counts.get(split.partition, 0) + n
+        for split, rows in zip(splits, known, strict=True):
+            rows = next(counted) if rows is None else rows
+            counts[split.partition] = counts.get(split.partition, 0) + rows
         return {tuple(partition_values(view.schema, p).values()): n for p, n in counts.items()}
 
     # ---- maintenance ---------------------------------------------------------------------
