@@ -25,7 +25,7 @@ PARTS = {
     "iceberg": ("pyiceberg", "duckdb"),  # Iceberg readers of the Iceberg-compatible metadata (test extra)
     "spark": ("pyspark",),
     "dagster": ("dagster", "dagster_lakehouse", "pyspark"),
-    "s3": ("obstore", "moto"),
+    "s3": ("obstore", "moto", "pyspark"),  # the S3 server runs on the Spark extra's loopback helpers
     "postgres": ("psycopg", "pgserver"),
     "mysql": ("pymysql",),
     "rest": ("starlette", "uvicorn"),
@@ -46,21 +46,29 @@ def parts_of(item: pytest.Item) -> set[str]:
     return found - {None}
 
 
-class Unselected(importlib.abc.MetaPathFinder):
-    """Fails every import of the packages of the parts a run selects no test of, and records it."""
+class Unselected(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Fails every import of the packages of the parts a run selects no test of, and records it.
+    A probe that only looks for such a package (``importlib.util.find_spec``, as Polars looks for
+    pyiceberg) finds it and imports nothing: only loading it fails."""
 
     def __init__(self, packages: dict[str, list[str]]) -> None:
         self.packages = packages  # package -> the parts that use it
         self.imports: list[str] = []
 
     def find_spec(self, name, path=None, target=None):
-        parts = self.packages.get(name.partition(".")[0])
-        if parts is None:
+        if name.partition(".")[0] not in self.packages:
             return None
+        return importlib.util.spec_from_loader(name, self)
+
+    def create_module(self, spec):
+        parts = self.packages[spec.name.partition(".")[0]]
         test = os.environ.get("PYTEST_CURRENT_TEST", "collection").rpartition(" (")[0]
-        message = f"{test} imports {name}, a package of the {' or '.join(parts)} tests: mark it so"
+        message = f"{test} imports {spec.name}, a package of the {' or '.join(parts)} tests: mark it so"
         self.imports.append(message)
-        raise ModuleNotFoundError(f"{message} (this run selects none)", name=name)
+        raise ModuleNotFoundError(f"{message} (this run selects none)", name=spec.name)
+
+    def exec_module(self, module) -> None:
+        """Never reached: :meth:`create_module` fails every load."""
 
 
 UNSELECTED = Unselected({})
