@@ -10,8 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lakehouse.errors import CorruptFileError
+from lakehouse.format import parquet
 from lakehouse.format.parquet import ParquetFileWriter, ParquetOptions, decoded_bytes, even_step, iter_batches
+from lakehouse.io import read_ahead
+from lakehouse.io.cores import THREADS_ENV, usable_cores
 from lakehouse.io.fs import FileIO
+from lakehouse.io.pool import map_parallel
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 
@@ -90,6 +94,57 @@ def test_rows_past_the_end_of_a_file_are_corrupt(tmp_path):
     ]
     with pytest.raises(CorruptFileError, match="f.parquet has 10 rows, but row 10 of it is to be read"):
         list(iter_batches(io, path, ["x"], 100, rows=np.array([2, 10])))
+
+
+@pytest.mark.parametrize("kept", [None, "some"])
+def test_row_groups_read_side_by_side_come_as_one_after_the_other(tmp_path, monkeypatch, kept):
+    """With cores to spare, a file's row groups decode side by side, as many at once as fit in
+    the batch budget; the batches come in the file's order, rows to keep taken, repeating
+    strings as dictionaries where the caller asks, whatever the number of groups at once."""
+    monkeypatch.setenv(THREADS_ENV, "16")
+    usable_cores.cache_clear()
+    monkeypatch.setattr(read_ahead, "usable_cores", lambda: 16)
+    n = 10_000
+    table = pa.table(
+        {
+            "id": pa.array(np.arange(n)),
+            "status": pa.array(["paid", "shipped", "created", "cancelled"] * (n // 4)),
+            "day": pa.array(["2024-01-01"] * n),
+        }
+    )
+    path = str(tmp_path / "f.parquet")
+    pq.write_table(table, path, row_group_size=1_000)
+    io = FileIO.for_uri(str(tmp_path))[0]
+    rows = None if kept is None else np.flatnonzero(np.arange(n) % 7 == 3)[:-300]  # the last groups: none
+    widths = []
+    real = parquet.map_ahead
+
+    def spy(fn, items, ahead=True, width=2):
+        widths.append(width)
+        return real(fn, items, ahead, width)
+
+    monkeypatch.setattr(parquet, "map_ahead", spy)
+    columns = ["id", "status", "day"]
+    group = decoded_bytes(pq.ParquetFile(path).metadata) // 10
+    try:
+        read = 10 if rows is None else 8  # groups holding rows to read
+        for budget, at_once in ((None, []), (3 * group, [2]), (100 * group, [read])):
+            batches = list(iter_batches(io, path, columns, 600, budget, rows, dictionaries=["status"]))
+            assert widths == at_once  # one group less than the budget holds: the caller holds one
+            widths.clear()
+            assert all(b.num_rows <= 600 for b in batches)
+            got = pa.concat_tables(batches)
+            assert pa.types.is_dictionary(got.schema.field("status").type)  # as the caller asked
+            assert got.schema.field("day").type == pa.string()
+            expected = table if rows is None else table.take(rows)
+            assert got.column("id").to_pylist() == expected.column("id").to_pylist()
+            assert got.column("status").cast(pa.string()).equals(expected.column("status"))
+            assert got.column("day").equals(expected.column("day"))
+        # a bulk job (memory reserved for batches) reads one group after the other
+        map_parallel(lambda _: list(iter_batches(io, path, columns, 600, 100 * group, rows)), [0])
+        assert not widths
+    finally:
+        usable_cores.cache_clear()
 
 
 @pytest.mark.parametrize("primary_keys", [[], ["id"]])

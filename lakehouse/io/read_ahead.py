@@ -65,20 +65,21 @@ def _settle(future: Future) -> None:
         future.exception()
 
 
-def map_ahead(fn: Callable[[T], R], items: Iterable[T], ahead: bool = True) -> Iterator[R]:
+def map_ahead(fn: Callable[[T], R], items: Iterable[T], ahead: bool = True, width: int = 2) -> Iterator[R]:
     """``fn(x)`` for each of ``items``, in order, each call made on a read-ahead thread while
     the caller waits for the previous one's result: independent steps (the merges of a split's
-    consecutive keys) run two at a time. The caller's thread pulls ``items``; at most two calls
-    are in flight, whatever the number of cores. A caller that stops early waits for them.
-    ``ahead=False`` (work too small to gain from another thread): ``map(fn, items)``."""
-    if not ahead or usable_cores() <= 1:
+    consecutive keys, the row groups of a file) run ``width`` at a time. The caller's thread
+    pulls ``items``; at most ``width`` calls are in flight, whatever the number of cores. A
+    caller that stops early waits for them. ``ahead=False`` (work too small to gain from
+    another thread): ``map(fn, items)``."""
+    if not ahead or width < 2 or usable_cores() <= 1:
         yield from map(fn, items)
         return
     pending: deque[Future] = deque()
     try:
         for item in items:
             pending.append(_pool().submit(fn, item))
-            if len(pending) > 1:
+            if len(pending) >= width:
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
