@@ -77,3 +77,20 @@ def test_a_step_bound_counts_the_keys_at_most_it(keys, bound, key_type):
     image = comparable_keys(pa.table({"k": pa.array([bound], key_type)}), ["k"]).column("k")[0].as_py()
     expected = sum(1 for k in comparable_keys(run, ["k"]).column("k").to_pylist() if k <= image)
     assert count_at_most(run, ["k"], (image,)) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(runs, st.lists(st.one_of(st.none(), st.integers(0, 3)), min_size=1, max_size=5), st.data())
+def test_values_taken_at_sorted_positions_are_those_of_the_column_in_merge_order(keys, seq, data):
+    """A key's winning value is taken from the table at once (no column put in merge order
+    first), and is the value the column in merge order holds there; -1 takes a null."""
+    table = versions(keys, seq, pa.int64(), aged=False)
+    n = table.num_rows
+    picks = np.array(data.draw(st.lists(st.integers(-1, n - 1), max_size=10)), np.int64)
+    groups = KeyGroups.of(table, ["k"], ["s", "_SEQUENCE_NUMBER"], "_VALUE_KIND")
+    valid, taken = groups.valid("s"), groups.take("s", picks).to_pylist()
+    assert not groups._ordered  # neither put a column in merge order
+    ordered = groups.column("s").to_pylist()
+    assert taken == [None if p < 0 else ordered[p] for p in picks]
+    assert valid.tolist() == [v is not None for v in ordered]
+    assert groups.take("s", picks).to_pylist() == taken  # from the column in merge order, now taken

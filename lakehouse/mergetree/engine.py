@@ -284,10 +284,7 @@ class MergeEngine:
             deleted = resets[last_event[keep]] | (g.last_where(rows)[keep] < 0)
             columns = {}
             for f in self.value_fields:
-                values = g.column(f.name)
-                columns[f.name] = take_or_null(
-                    values, g.last_where(rows & np.asarray(values.is_valid()))[keep]
-                )
+                columns[f.name] = g.take(f.name, g.last_where(rows & g.valid(f.name))[keep])
             complete = _restarted(g, begin)[keep]
             return _assemble(g, last_event[keep], columns, deleted, complete)
         # each key's history counts from its last base (a removing -D or a complete row), which
@@ -307,12 +304,11 @@ class MergeEngine:
         for f in self.value_fields:
             if f.name in grouped:
                 continue
-            values = g.column(f.name)
             agg = self.aggs.get(f.name)
             if agg is not None:
-                columns[f.name] = agg.reduce(values, g, inserts, np.zeros(n, bool))
+                columns[f.name] = agg.reduce(g.column(f.name), g, inserts, np.zeros(n, bool))
             else:
-                columns[f.name] = take_or_null(values, g.last_where(inserts & np.asarray(values.is_valid())))
+                columns[f.name] = g.take(f.name, g.last_where(inserts & g.valid(f.name)))
         removed = np.zeros(g.count, bool)
         removed[last >= 0] = g.kinds[last[last >= 0]] == RowKind.DELETE
         deleted = (last == g.ends - 1) & removed  # the last version removed the row
@@ -392,12 +388,12 @@ class MergeEngine:
         out = {s: take_or_null(g.column(s), winner) for s in group.sequence}
         for name in group.fields:
             if name in self.aggs:
-                values = g.column(name).take(pa.array(positions))
+                values = g.take(name, positions)
                 everything = np.ones(len(positions), bool)
                 reduced = self.aggs[name].reduce(values, sub, everything, retract[positions])
                 out[name] = take_or_null(reduced, positions_of(owners, g.count))
             elif name not in out:
-                out[name] = take_or_null(g.column(name), np.where(won_by_retract, -1, winner))
+                out[name] = g.take(name, np.where(won_by_retract, -1, winner))
         return out
 
 

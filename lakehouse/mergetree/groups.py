@@ -78,6 +78,25 @@ class KeyGroups:
             self._ordered[name] = ordered
         return ordered
 
+    def take(self, name: str, sorted_positions: np.ndarray) -> pa.Array:
+        """Column ``name`` at ``sorted_positions`` (-1: null): from the column in merge order
+        where :meth:`column` took it so already, else straight from ``table`` (a take of the
+        rows asked for, not of every row and then of those: a key's winning value, say)."""
+        ordered = self._ordered.get(name)
+        if ordered is not None or self.order is None:
+            return take_or_null(self.table.column(name) if ordered is None else ordered, sorted_positions)
+        found = sorted_positions >= 0
+        rows = np.where(found, self.positions(found * sorted_positions), -1)
+        return take_or_null(self.table.column(name), rows)
+
+    def valid(self, name: str) -> np.ndarray:
+        """Whether each row (in merge order) holds a value in column ``name``."""
+        ordered = self._ordered.get(name)
+        if ordered is not None:
+            return np.asarray(ordered.is_valid())
+        valid = np.asarray(self.table.column(name).is_valid())
+        return valid if self.order is None else valid[self.order]
+
     def positions(self, sorted_positions: np.ndarray) -> np.ndarray:
         """Where the rows at ``sorted_positions`` are in ``table``."""
         return sorted_positions if self.order is None else self.order[sorted_positions]
