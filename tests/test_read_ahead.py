@@ -1,5 +1,5 @@
 """Read-ahead: items and steps produced on other threads arrive in order, errors where they
-happened, items up to ``depth`` ahead, at most two steps in flight, and a caller that stops
+happened, items up to ``depth`` ahead, at most ``width`` steps in flight, and a caller that stops
 early leaves nothing running."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pytest
 
+from lakehouse.io import read_ahead as read_ahead_module
 from lakehouse.io.cores import THREADS_ENV, usable_cores
 from lakehouse.io.read_ahead import map_ahead, read_ahead, reading_ahead
 from lakehouse.mergetree.compactor import BATCH_ROWS, STREAMED_DEPTH
@@ -123,7 +124,10 @@ def test_work_too_small_to_overlap_stays_on_the_callers_thread(cores):
     assert threads == {threading.current_thread().name}
 
 
-def test_map_ahead_keeps_the_order_and_at_most_two_steps_in_flight(cores):
+@pytest.mark.parametrize("width", [2, 3])
+def test_map_ahead_keeps_the_order_and_at_most_width_steps_in_flight(cores, monkeypatch, width):
+    released = []
+    monkeypatch.setattr(read_ahead_module, "release_arrow_freed", lambda: released.append(1))
     lock, running, most = threading.Lock(), [0], [0]
     second_started, overlapped = threading.Event(), []
 
@@ -140,10 +144,11 @@ def test_map_ahead_keeps_the_order_and_at_most_two_steps_in_flight(cores):
             running[0] -= 1
         return pa.table({"i": [i]})
 
-    got = [t.column("i")[0].as_py() for t in map_ahead(step, range(40))]
+    got = [t.column("i")[0].as_py() for t in map_ahead(step, range(40), width=width)]
     assert got == list(range(40))
     assert overlapped == [True]
-    assert most[0] == 2  # two at once, never more, whatever the cores
+    assert most[0] == width  # that many at once, never more, whatever the cores
+    assert len(released) == 40  # each step's thread hands back what it freed
 
 
 def test_map_ahead_raises_the_failed_step_and_stops(cores):

@@ -59,6 +59,15 @@ def _next(it: Iterator[T]) -> object:
         release_arrow_freed()
 
 
+def _call(fn: Callable[[T], R], item: T) -> R:
+    """``fn(item)`` on a read-ahead thread, which then hands back what it freed meanwhile (as
+    :func:`_next`): the calls of one map land on any of the pool's threads."""
+    try:
+        return fn(item)
+    finally:
+        release_arrow_freed()
+
+
 def _settle(future: Future) -> None:
     """Cancel ``future``, or wait for it if it already runs (its error is the caller's no more)."""
     if not future.cancel():
@@ -78,7 +87,7 @@ def map_ahead(fn: Callable[[T], R], items: Iterable[T], ahead: bool = True, widt
     pending: deque[Future] = deque()
     try:
         for item in items:
-            pending.append(_pool().submit(fn, item))
+            pending.append(_pool().submit(_call, fn, item))
             if len(pending) >= width:
                 yield pending.popleft().result()
         while pending:
