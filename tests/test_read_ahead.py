@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pytest
@@ -128,25 +129,28 @@ def test_work_too_small_to_overlap_stays_on_the_callers_thread(cores):
 def test_map_ahead_keeps_the_order_and_at_most_width_steps_in_flight(cores, monkeypatch, width):
     released = []
     monkeypatch.setattr(read_ahead_module, "release_arrow_freed", lambda: released.append(1))
+    threads = ThreadPoolExecutor(width + 1)  # room for more than width (the process's pool may have fewer)
+    monkeypatch.setattr(read_ahead_module, "_pool", lambda: threads)
     lock, running, most = threading.Lock(), [0], [0]
-    second_started, overlapped = threading.Event(), []
+    last_started, overlapped = threading.Event(), []
 
     def step(i: int) -> pa.Table:
         with lock:
             running[0] += 1
             most[0] = max(most[0], running[0])
-        if i == 1:
-            second_started.set()
-        if i == 0:  # the first step lasts until the second has started beside it
-            overlapped.append(second_started.wait(10))
+        if i == width - 1:
+            last_started.set()
+        if i < width:  # the first steps last until the last of them has started beside them
+            overlapped.append(last_started.wait(10))
         time.sleep(0.002 * (i % 3))  # later steps may finish first
         with lock:
             running[0] -= 1
         return pa.table({"i": [i]})
 
     got = [t.column("i")[0].as_py() for t in map_ahead(step, range(40), width=width)]
+    threads.shutdown()
     assert got == list(range(40))
-    assert overlapped == [True]
+    assert overlapped == [True] * width
     assert most[0] == width  # that many at once, never more, whatever the cores
     assert len(released) == 40  # each step's thread hands back what it freed
 
