@@ -34,6 +34,12 @@ def is_retract(kinds: np.ndarray) -> np.ndarray:
     return retract
 
 
+def inserts(rows: int) -> pa.Array:
+    """``+I`` for each of ``rows`` rows (the kind of every row of an append table), built by Arrow
+    without a Python string per row."""
+    return pa.repeat(pa.scalar(SHORT_STRINGS[RowKind.INSERT], pa.string()), rows)
+
+
 def short_strings(codes: pa.Array | pa.ChunkedArray) -> pa.Array:
     """Row kind bytes as ``+I``, ``-U``, ``+U``, ``-D``."""
     return pc.take(pa.array(SHORT_STRINGS), pc.cast(codes, pa.int32()))

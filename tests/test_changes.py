@@ -103,3 +103,29 @@ def test_replaced_partitions_are_those_overwrites_removed_rows_from(catalog):
     a.expire_snapshots(retain_min=1, retain_max=1)
     assert replaced_partitions(a.store, 1, 3) is None
     assert replaced_partitions(a.store, 3, 3) == set()
+
+
+def test_a_projected_incremental_read_decodes_its_columns_alone(catalog, monkeypatch):
+    """A read of the changes of a range (``incremental-between``) decodes the columns it returns
+    and filters on, not every column; an append table's rows are all inserts."""
+    from lakehouse import col
+    from lakehouse.read import changes as changes_module
+    from lakehouse.rowkind import inserts
+
+    a = catalog.create_table("db.a", ORDERS)
+    a.write(orders([1, 2]))
+    a.write(orders([3, 4], price=2.0))
+    decoded = []
+    read_data_file = changes_module.read_data_file
+
+    def spy(table, bucket_path, meta, fields, system=()):
+        decoded.append([f.name for f in fields])
+        return read_data_file(table, bucket_path, meta, fields, system)
+
+    monkeypatch.setattr(changes_module, "read_data_file", spy)
+    builder = a.copy({"incremental-between": "1,2"}).new_read_builder()
+    builder = builder.with_projection(["order_id"]).with_filter(col("price") > 1.5).with_row_kinds()
+    got = builder.new_read().to_arrow(builder.new_scan().plan().splits)
+    assert got.to_pydict() == {"order_id": [3, 4], "_row_kind": ["+I", "+I"]}
+    assert decoded and all(sorted(names) == ["order_id", "price"] for names in decoded)
+    assert inserts(3).equals(pa.array(["+I"] * 3)) and len(inserts(0)) == 0

@@ -29,13 +29,14 @@ from lakehouse.manifest.entries import FileKind, ManifestEntry
 from lakehouse.mergetree.changelog import ChangelogProducer
 from lakehouse.options import ChangelogProducerKind
 from lakehouse.read.scan import Split
-from lakehouse.rowkind import ROW_KIND_FIELD, short_strings
+from lakehouse.rowkind import ROW_KIND_FIELD, inserts, short_strings
 from lakehouse.snapshot import CommitKind, Snapshot
 from lakehouse.store import consumers
 from lakehouse.store.data_reader import read_data_file
 
 if TYPE_CHECKING:
     from lakehouse.store.table_store import TableStore
+    from lakehouse.types import DataField
 
 
 def read_changes(
@@ -116,14 +117,16 @@ def replaced_partitions(table: TableStore, start_snapshot_id: int, end_snapshot_
     return replaced
 
 
-def read_changed(table: TableStore, split: Split) -> pa.Table:
-    """The rows of a split of :func:`changed_splits` as they were written, each with its kind."""
+def read_changed(table: TableStore, split: Split, fields: list[DataField] | None = None) -> pa.Table:
+    """The rows of a split of :func:`changed_splits` as they were written, each with its kind:
+    columns ``fields`` (of the current schema; default all)."""
     schema = table.schema
+    fields = list(schema.fields) if fields is None else fields
     system = [parquet.VALUE_KIND] if schema.primary_keys else []
-    parts = [read_data_file(table, split.bucket_path, f, list(schema.fields), system) for f in split.files]
+    parts = [read_data_file(table, split.bucket_path, f, fields, system) for f in split.files]
     out = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     if not system:
-        return _with_kinds(out, pa.array(["+I"] * out.num_rows, pa.string()))
+        return _with_kinds(out, inserts(out.num_rows))
     return _with_kinds(out.drop_columns(system), short_strings(out.column(parquet.VALUE_KIND)))
 
 

@@ -38,7 +38,7 @@ from lakehouse.predicate import Predicate, bind, to_expression
 from lakehouse.read.changes import read_changed
 from lakehouse.read.raw_files import RawFile, deleted_rows, raw_files
 from lakehouse.read.scan import Split
-from lakehouse.rowkind import ROW_KIND, ROW_KIND_FIELD, short_strings
+from lakehouse.rowkind import ROW_KIND, ROW_KIND_FIELD, inserts, short_strings
 from lakehouse.schema import check_readable
 from lakehouse.store.data_reader import file_decoded_bytes, iter_data_file
 from lakehouse.types import arrow_field
@@ -180,7 +180,7 @@ class TableRead:
         keep them all busy; how far: :func:`~lakehouse.mergetree.compactor.ahead_depth`);
         False: on the caller's thread alone."""
         if self.changes:
-            versions = iter([read_changed(self.table, split)])
+            versions = iter([read_changed(self.table, split, self.read_fields)])
         elif not self.key or split.raw_convertible:
             versions = self._raw(split)
         elif self.streams_merge:
@@ -200,7 +200,7 @@ class TableRead:
         if not self.row_kinds:
             return out
         if not self.key:
-            return out.append_column(ROW_KIND_FIELD, pa.array(["+I"] * out.num_rows, pa.string()))
+            return out.append_column(ROW_KIND_FIELD, inserts(out.num_rows))
         return out.append_column(ROW_KIND_FIELD, short_strings(data.column(parquet.VALUE_KIND)))
 
     def _raw(self, split: Split) -> Iterator[pa.Table]:
