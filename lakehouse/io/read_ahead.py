@@ -49,21 +49,13 @@ def _pool() -> ThreadPoolExecutor:
     return process_pool("lakehouse-ahead", usable_cores(), _reads_ahead)
 
 
-def _next(it: Iterator[T]) -> object:
-    """The next item of ``it`` (``_END`` after the last), produced on a read-ahead thread, which
-    then hands back what it freed meanwhile: each of these threads would otherwise keep the
-    pages of its own decoding (Arrow's allocator keeps them for the thread that freed them)."""
+def _call(fn: Callable[..., R], *args: object) -> R:
+    """``fn(*args)`` on a read-ahead thread (an item of an iterator, a step of a map), which then
+    hands back what it freed meanwhile: each of these threads would otherwise keep the pages of
+    its own decoding (Arrow's allocator keeps them for the thread that freed them), and the
+    calls of one read land on any of them."""
     try:
-        return next(it, _END)
-    finally:
-        release_arrow_freed()
-
-
-def _call(fn: Callable[[T], R], item: T) -> R:
-    """``fn(item)`` on a read-ahead thread, which then hands back what it freed meanwhile (as
-    :func:`_next`): the calls of one map land on any of the pool's threads."""
-    try:
-        return fn(item)
+        return fn(*args)
     finally:
         release_arrow_freed()
 
@@ -136,7 +128,7 @@ class _Chain:
 
     def _start(self) -> None:
         self._producing = True
-        future = _pool().submit(_next, self._it)
+        future = _pool().submit(_call, next, self._it, _END)
         self._futures.append(future)
         future.add_done_callback(self._done)
 

@@ -385,7 +385,7 @@ class MergeEngine:
         winner = np.full(g.count, -1, np.int64)
         winner[owners] = positions[sub.ends - 1]
         won_by_retract = (winner >= 0) & retract[np.maximum(winner, 0)]
-        out = {s: take_or_null(g.column(s), winner) for s in group.sequence}
+        out = {s: g.take(s, winner) for s in group.sequence}
         for name in group.fields:
             if name in self.aggs:
                 values = g.take(name, positions)

@@ -83,8 +83,8 @@ class KeyGroups:
         where :meth:`column` took it so already, else straight from ``table`` (a take of the
         rows asked for, not of every row and then of those: a key's winning value, say)."""
         ordered = self._ordered.get(name)
-        if ordered is not None or self.order is None:
-            return take_or_null(self.table.column(name) if ordered is None else ordered, sorted_positions)
+        if ordered is not None:
+            return take_or_null(ordered, sorted_positions)
         found = sorted_positions >= 0
         rows = np.where(found, self.positions(found * sorted_positions), -1)
         return take_or_null(self.table.column(name), rows)
