@@ -5,15 +5,22 @@ sequence fields and composite keys."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakehouse import nulls_first
+from lakehouse.format.parquet import SEQUENCE_NUMBER
 from lakehouse.mergetree.groups import KeyGroups
 from lakehouse.mergetree.keyorder import comparable_keys
+from lakehouse.mergetree.levels import SortedRun, sequenced
 from lakehouse.mergetree.stream import count_at_most
+from lakehouse.read import table_read
+
+from .conftest import orders, pk_orders_table, rows
 
 runs = st.lists(
     st.lists(st.integers(-5, 30), min_size=0, max_size=25).map(sorted), min_size=1, max_size=4
@@ -94,3 +101,50 @@ def test_values_taken_at_sorted_positions_are_those_of_the_column_in_merge_order
     assert taken == [None if p < 0 else ordered[p] for p in picks]
     assert valid.tolist() == [v is not None for v in ordered]
     assert groups.take("s", picks).to_pylist() == taken  # from the column in merge order, now taken
+
+
+def test_runs_newer_one_after_another_merge_in_the_order_they_come(catalog, monkeypatch):
+    """A read merges runs whose sequence ranges follow one another (commits one after another)
+    without decoding sequence numbers; runs of concurrent writers, whose ranges interleave, by
+    them, in reads and compactions: the version with the higher sequence number wins even from
+    the run committed first."""
+    t = pk_orders_table(catalog, bucket="1", **{"write-only": "true"})
+    decoded: list[list[str]] = []
+    original = table_read.iter_data_file
+
+    def spy(table, bucket_path, meta, fields, system, *args, **kwargs):
+        decoded.append(list(system))
+        return original(table, bucket_path, meta, fields, system, *args, **kwargs)
+
+    monkeypatch.setattr(table_read, "iter_data_file", spy)
+    t.write(orders(range(10), price=1.0))
+    t.write(orders(range(5, 15), price=2.0))
+    t.write(orders([3], price=3.0))
+    expected = [(i, 3.0 if i == 3 else 1.0 if i < 5 else 2.0) for i in range(15)]
+    assert [(r["order_id"], r["price"]) for r in rows(t.read())] == expected
+    assert decoded and all(SEQUENCE_NUMBER not in system for system in decoded)
+
+    first, second = t.new_write(), t.new_write()  # both number their rows from the same sequence
+    first.write(orders([*range(20, 29), 0], price=4.0))  # key 0 is its 10th row
+    second.write(orders([0, *range(30, 50)], price=5.0))  # key 0 is its 1st: older, in a newer run
+    messages = [first.prepare_commit(), second.prepare_commit()]
+    for prepared in messages:  # the second commits files numbered as if the first had not
+        t.new_commit().commit(prepared)
+    decoded.clear()
+    got = {r["order_id"]: r["price"] for r in rows(t.read())}
+    assert got[0] == 4.0 and got[20] == 4.0 and got[30] == 5.0 and len(got) == 44
+    assert any(SEQUENCE_NUMBER in system for system in decoded)
+    t.compact(full=True)  # a compaction merges them by sequence numbers too
+    assert {r["order_id"]: r["price"] for r in rows(t.read())} == got
+
+
+def test_sequenced_runs_hold_rising_disjoint_sequence_ranges():
+    def run(*ranges: tuple[int, int]) -> SortedRun:
+        return SortedRun(
+            0, tuple(SimpleNamespace(min_sequence_number=a, max_sequence_number=b) for a, b in ranges)
+        )
+
+    assert sequenced([run((0, 9)), run((10, 10)), run((11, 20), (21, 30))])
+    assert not sequenced([run((0, 9)), run((9, 12))])  # a shared sequence number: file order breaks it
+    assert not sequenced([run((0, 4), (20, 30)), run((5, 19))])  # a run spanning another's range
+    assert sequenced([run((3, 3))])

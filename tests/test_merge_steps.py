@@ -57,6 +57,12 @@ def test_steps_hold_every_version_once_with_complete_keys_in_order(spec):
         assert previous is None or min(keys) > previous  # a key never spans two steps
         previous = max(keys)
         assert step.column(ORDINAL).to_pylist() == step.column("v").to_pylist()  # tagged with its run
+        seen: dict[int, list[int]] = {}
+        for k, v in zip(keys, step.column("v").to_pylist(), strict=True):
+            seen.setdefault(k, []).append(v)
+        assert all(runs == sorted(runs) for runs in seen.values())  # a key's versions run after run
+    untagged = list(merge_steps([iter(r) for r in runs], ["k"], tagged=False))
+    assert [s.to_pylist() for s in untagged] == [s.drop_columns([ORDINAL]).to_pylist() for s in steps]
 
 
 @given(st.lists(st.sets(st.integers(0, 1000), min_size=1, max_size=50), min_size=1, max_size=6))

@@ -37,7 +37,7 @@ from lakehouse.manifest.entries import DataFileMeta, FileSource
 from lakehouse.mergetree.changelog import ChangelogProducer, changelog_layout
 from lakehouse.mergetree.engine import MergeEngine
 from lakehouse.mergetree.groups import drop_retracts
-from lakehouse.mergetree.levels import KeyRanges, Levels, SortedRun, needs_lookup, sections
+from lakehouse.mergetree.levels import KeyRanges, Levels, SortedRun, needs_lookup, sections, sequenced
 from lakehouse.mergetree.lookup import Lookup
 from lakehouse.mergetree.step import StepMerge, merges_old_values
 from lakehouse.mergetree.stream import merge_steps, merged_steps
@@ -342,10 +342,11 @@ class CompactTask:
         """The merged rows of the candidate sections in key order (their changelog written on the
         side), without deletes when they go to the top level."""
         for section in candidate:
+            ordered = not levels and sequenced(section)  # runs newer one after another
             read = functools.partial(self._read, level=levels)
             runs = read_runs(section, read, self.bucket.merge_bytes, ahead_depth(section))
-            merge = functools.partial(self.step.merge, changelog=changelog)
-            for merged, changes in merged_steps(runs, self.bucket.engine.key, merge):
+            merge = functools.partial(self.step.merge, changelog=changelog, arrival_order=ordered)
+            for merged, changes in merged_steps(runs, self.bucket.engine.key, merge, tagged=not ordered):
                 self._write_changelog(changes)
                 if self.drop_delete:
                     merged = drop_retracts(merged)

@@ -216,8 +216,9 @@ class MergeEngine:
 
         ``table`` holds the value columns, the key, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND`` and
         optionally the file ordinal tiebreak; the result has the same columns but the ordinal.
-        ``arrival_order``: rows are numbered in table order (a write buffer), so a stable sort
-        needs no sequence column.
+        ``arrival_order``: each key's versions come oldest first in table order (a write
+        buffer's rows, runs newer one after another concatenated), so a stable sort needs no
+        sequence number column nor ordinal.
         """
         groups = self._groups(table, arrival_order)
         kept = KEPT.get(self.kind)

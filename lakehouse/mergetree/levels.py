@@ -148,3 +148,17 @@ def _pack_runs(files: list[DataFileMeta], ranges: KeyRanges) -> list[SortedRun]:
             runs.append([f])
     runs.sort(key=lambda run: max(f.max_sequence_number for f in run))
     return [SortedRun(min(x.level for x in run), tuple(run)) for run in runs]
+
+
+def sequenced(section: list[SortedRun]) -> bool:
+    """Whether every row of each run of ``section`` (oldest first, as :func:`sections` orders
+    them) has a higher sequence number than all rows of the runs before it, as the files' sequence
+    ranges record: runs written one commit or compaction after another. Concatenated run after
+    run, each key's versions then come oldest first, so a merge needs neither their sequence
+    numbers nor the files they came from to order them (concurrent writers' runs may interleave)."""
+    newest = -1
+    for run in section:
+        if min(f.min_sequence_number for f in run.files) <= newest:
+            return False
+        newest = max(f.max_sequence_number for f in run.files)
+    return True

@@ -52,10 +52,13 @@ class StepMerge:
         """Whether versions must carry their level even when no changelog is written."""
         return self.lookup is not None or self.lookup_merge
 
-    def merge(self, versions: pa.Table, changelog: bool) -> tuple[pa.Table, pa.Table | None]:
-        """One row per key of ``versions`` (key order), and their changelog when ``changelog``."""
+    def merge(
+        self, versions: pa.Table, changelog: bool, arrival_order: bool = False
+    ) -> tuple[pa.Table, pa.Table | None]:
+        """One row per key of ``versions`` (key order), and their changelog when ``changelog``.
+        ``arrival_order``: versions without levels come in order (``MergeEngine.merge``)."""
         if LEVEL not in versions.column_names:
-            return self.engine.merge(versions), None
+            return self.engine.merge(versions, arrival_order), None
         levels = KeyLevels.of(versions, self.engine.key, self.max_level)
         numbered = versions.append_column(_GROUP, pa.array(levels.group))
         if self.lookup_merge:

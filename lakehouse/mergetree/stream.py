@@ -23,10 +23,14 @@ from lakehouse.mergetree.keyorder import comparable
 R = TypeVar("R")
 
 
-def merge_steps(runs: Sequence[Iterator[pa.Table]], key: list[str]) -> Iterator[pa.Table]:
+def merge_steps(
+    runs: Sequence[Iterator[pa.Table]], key: list[str], tagged: bool = True
+) -> Iterator[pa.Table]:
     """The complete versions of the next keys of sorted runs (each a batch iterator), step by
-    step in key order, tagged with their run's ordinal unless the batches carry their own
-    (``ORDINAL``: later wins ties): each step is ready for one merge. A run whose batch a step
+    step in key order, each key's versions run after run. ``tagged``: each row carries its run's
+    ordinal unless the batches carry their own (``ORDINAL``: later wins ties); untagged steps
+    suit runs whose rows are newer run after run (a stable sort by key alone then puts each
+    key's versions in order). Each step is ready for one merge. A run whose batch a step
     took whole is asked for its next one before the step is handed on: a run that ends there
     no longer bounds the step, which then takes more of the others (runs of one batch each, a
     small bucket's, merge in one step, not one per run)."""
@@ -40,7 +44,8 @@ def merge_steps(runs: Sequence[Iterator[pa.Table]], key: list[str]) -> Iterator[
             for i, buffer in live:
                 count = count_at_most(buffer, key, bound)
                 if count:
-                    taken.append(_tagged(buffer.slice(0, count), i))
+                    step = buffer.slice(0, count)
+                    taken.append(_tagged(step, i) if tagged else step)
                     buffers[i] = buffer.slice(count)
                     if count == buffer.num_rows:
                         emptied.append(i)
@@ -54,12 +59,12 @@ def merge_steps(runs: Sequence[Iterator[pa.Table]], key: list[str]) -> Iterator[
 
 
 def merged_steps(
-    runs: Sequence[Iterator[pa.Table]], key: list[str], merge: Callable[[pa.Table], R]
+    runs: Sequence[Iterator[pa.Table]], key: list[str], merge: Callable[[pa.Table], R], tagged: bool = True
 ) -> Iterator[R]:
     """``merge`` of each step of :func:`merge_steps`, the step's versions dropped and what the
     merge freed handed back before the result goes on (a job merging a whole bucket would
     otherwise keep every page it freed: :func:`~lakehouse.io.memory.release_arrow_freed`)."""
-    for versions in merge_steps(runs, key):
+    for versions in merge_steps(runs, key, tagged):
         merged = merge(versions)
         del versions
         release_arrow_freed()

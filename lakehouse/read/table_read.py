@@ -11,6 +11,7 @@ is applied after the merge, so it can never resurrect a stale version of a row.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -30,7 +31,7 @@ from lakehouse.mergetree.compactor import BATCH_ROWS, DATA_COPIES, ahead_depth, 
 from lakehouse.mergetree.engine import ORDINAL, MergeEngine
 from lakehouse.mergetree.groups import drop_retracts
 from lakehouse.mergetree.keyorder import float_width
-from lakehouse.mergetree.levels import KeyRanges, sections
+from lakehouse.mergetree.levels import KeyRanges, sections, sequenced
 from lakehouse.mergetree.stream import merge_steps
 from lakehouse.mergetree.versions import LEVEL, KeyLevels, lookup_merge, with_level
 from lakehouse.options import SORT_SPILL_BUFFER_SIZE
@@ -213,16 +214,20 @@ class TableRead:
     def _merged(self, split: Split, read_ahead: bool) -> Iterator[pa.Table]:
         """The bucket's rows merged per key, a step at a time: each section of files with
         overlapping keys (``IntervalPartition``) is merged as sorted runs; a version's file
-        position breaks sequence ties (later files win)."""
+        position breaks sequence ties (later files win). Runs newer one after another
+        (:func:`sequenced`: commits one after another) merge in the order they come, without
+        reading sequence numbers."""
         position = {id(meta): i for i, meta in enumerate(split.files)}
 
-        def read(meta: DataFileMeta, batch_bytes: int) -> Iterator[pa.Table]:
-            return self._file_batches(split, position[id(meta)], batch_bytes)
+        def read(meta: DataFileMeta, batch_bytes: int, ordered: bool) -> Iterator[pa.Table]:
+            return self._file_batches(split, position[id(meta)], batch_bytes, ordered)
 
         for section in sections(list(split.files), self.key_ranges):
+            ordered = not self.lookup_merge and sequenced(section)
             depth = ahead_depth(section) if read_ahead else 0
-            runs = read_runs(section, read, self.merge_bytes, depth)
-            yield from map_ahead(self._merge, merge_steps(runs, self.key), depth > 0)
+            runs = read_runs(section, functools.partial(read, ordered=ordered), self.merge_bytes, depth)
+            merge = functools.partial(self._merge, arrival_order=ordered)
+            yield from map_ahead(merge, merge_steps(runs, self.key, tagged=not ordered), depth > 0)
 
     def _merged_whole(self, split: Split) -> Iterator[pa.Table]:
         """The bucket's rows merged per key in one merge of all its versions."""
@@ -231,24 +236,29 @@ class TableRead:
         if batches:
             yield self._merge(concat(batches))
 
-    def _merge(self, versions: pa.Table) -> pa.Table:
+    def _merge(self, versions: pa.Table, arrival_order: bool = False) -> pa.Table:
         """One row per key of complete versions (their file positions, and levels for lookup
-        merges, attached), deletes dropped."""
+        merges, attached), deletes dropped. ``arrival_order``: each key's versions come oldest
+        first, without sequence numbers or file positions (``MergeEngine.merge``)."""
         assert self.engine is not None, "only primary-key splits are merged"
         if self.lookup_merge:
             versions = versions.filter(pa.array(KeyLevels.of(versions, self.key).lookup_rows()))
             versions = versions.drop_columns([LEVEL])
         if self.engine.keeps_versions:  # the winners' columns but sequence numbers and file positions
             read = [*(f.name for f in self.read_fields), parquet.VALUE_KIND]
-            return decoded(drop_retracts(versions.select(read).take(self.engine.winners(versions))))
-        return drop_retracts(self.engine.merge(versions))
+            winners = self.engine.winners(versions, arrival_order)
+            return decoded(drop_retracts(versions.select(read).take(winners)))
+        return drop_retracts(self.engine.merge(versions, arrival_order))
 
-    def _file_batches(self, split: Split, i: int, batch_bytes: int | None = None) -> Iterator[pa.Table]:
+    def _file_batches(
+        self, split: Split, i: int, batch_bytes: int | None = None, ordered: bool = False
+    ) -> Iterator[pa.Table]:
         """File ``i`` of ``split`` as current-schema columns (plus, for primary keys, each row's
         kind and, in a merge, its sequence number), a batch at a time. Rows the file indexes did
         not select, or its deletion vector deletes, are left out (the filter still runs after).
         Batches of a merge carry the file's position (``ORDINAL``) and, for lookup merges, its
-        level."""
+        level; those of a merge whose runs come ``ordered`` (:func:`sequenced`) neither position
+        nor sequence number."""
         meta = split.files[i]
         selection = split.selections[i] if split.selections else None
         deletion = split.deletions[i] if split.deletions else None
@@ -258,7 +268,7 @@ class TableRead:
             rows = kept if rows is None else np.intersect1d(rows, kept, assume_unique=True)
         merging = batch_bytes is not None
         # a merge orders versions by sequence number; rows read straight need only their kinds
-        system = (_SYSTEM if merging else [parquet.VALUE_KIND]) if self.key else []
+        system = (_SYSTEM if merging and not ordered else [parquet.VALUE_KIND]) if self.key else []
         batch_rows = BATCH_ROWS if merging else READ_BATCH_ROWS
         batches = iter_data_file(
             self.table, split.bucket_path, meta, self.read_fields, system, batch_rows,
@@ -266,7 +276,7 @@ class TableRead:
             dictionaries=self.carried if merging else (),
         )  # fmt: skip
         for batch in batches:
-            if merging:
+            if merging and not ordered:
                 batch = batch.append_column(ORDINAL, pa.array(np.full(batch.num_rows, i, np.int32)))
                 if self.lookup_merge:
                     batch = with_level(batch, meta.level)

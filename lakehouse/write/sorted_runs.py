@@ -11,6 +11,7 @@ most ``sort-spill-threshold`` runs at once, each read a batch at a time.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -78,8 +79,12 @@ def merged_runs(
 
 
 def merge_sorted(engine: MergeEngine, runs: list[Iterator[pa.Table]]) -> Iterator[pa.Table]:
-    """The merge of key-unique sorted runs, keeping deletes (the output is not the oldest data)."""
+    """The merge of key-unique sorted runs, keeping deletes (the output is not the oldest data).
+    A write numbers its rows as they arrive, so each run's rows are newer than all of the runs
+    before it: each key's versions come in order (``arrival_order``)."""
     if len(runs) == 1:
         yield from runs[0]
         return
-    yield from merged_steps(runs, engine.key, engine.merge)
+    yield from merged_steps(
+        runs, engine.key, functools.partial(engine.merge, arrival_order=True), tagged=False
+    )
