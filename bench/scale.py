@@ -6,7 +6,7 @@ the generator holds one batch): raw pyarrow Parquet write and read (the baseline
 (a bloom-filter index on ``k``, sized for a partition's rows) and read, primary-key bulk write (4
 partitions x 4 buckets), 10 upsert commits of 1% of the keys each, full compaction, merged read,
 and a point query on ``k``.
-Reads go split by split and batch by batch (``TableRead.batches``) and only count rows.
+Reads go split after split and batch by batch (``TableRead.stream``) and only count rows.
 
 Metadata operations have their own sizes, ending at the issue's: planning the latest snapshot and
 one partition of an append table of 10k and 100k files (100 and 1,000 partitions), cold (the
@@ -126,9 +126,8 @@ def _catalog(d: Path):
 
 
 def _count(table, filter=None) -> int:
-    """Rows of ``table`` read split by split, a batch at a time."""
-    read = table.new_read(filter=filter)
-    return sum(b.num_rows for s in table.plan(filter=filter).splits for b in read.batches(s))
+    """Rows of ``table`` read split after split, a batch at a time."""
+    return sum(b.num_rows for b in table.new_read(filter=filter).stream(table.plan(filter=filter).splits))
 
 
 def op_raw_write(d: Path, rows: int) -> dict:

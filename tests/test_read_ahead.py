@@ -58,7 +58,8 @@ def test_read_ahead_raises_where_the_source_failed(cores):
     assert got == [0, 1, 2]
 
 
-def test_a_caller_that_stops_early_closes_the_source(cores):
+def watched() -> tuple[Iterator[int], list[int], threading.Event]:
+    """0..999, noting each item produced and when the source was closed."""
     produced, closed = [], threading.Event()
 
     def source():
@@ -69,7 +70,12 @@ def test_a_caller_that_stops_early_closes_the_source(cores):
         finally:
             closed.set()
 
-    items = read_ahead(source())
+    return source(), produced, closed
+
+
+def test_a_caller_that_stops_early_closes_the_source(cores):
+    source, produced, closed = watched()
+    items = read_ahead(source)
     assert [next(items) for _ in range(3)] == [0, 1, 2]
     items.close()
     assert closed.is_set()
@@ -248,3 +254,114 @@ def test_files_read_ahead_decode_on_the_read_ahead_thread_alone(cores, decode_th
     assert asked == [False]
     assert read() == 100
     assert asked == [False, True]  # on the caller's thread, with cores to spare
+
+
+def test_read_ahead_starts_at_once_and_dropped_closes_its_source(cores):
+    """Items are produced before the caller asks for one (a reader opens the next split's runs
+    while it reads the current one); dropping the iterator unread stops them and closes the source."""
+    source, produced, closed = watched()
+    items = read_ahead(source, 2)
+    deadline = time.monotonic() + 10
+    while len(produced) < 2 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    time.sleep(0.05)  # time enough to overshoot, were it to
+    assert produced == [0, 1]  # two ahead, none asked for yet
+    del items
+    assert closed.wait(10)
+    assert len(produced) == 2
+
+
+def buckets_table(catalog, buckets: int, rows: int):
+    """A table of ``buckets`` buckets, each holding two sorted runs (read by merging)."""
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.int64())])
+    table = catalog.create_table(
+        "db.b", schema, primary_keys=["k"], options={"bucket": str(buckets), "write-only": "true"}
+    )
+    table.write(pa.table({"k": pa.array(range(rows)), "v": pa.array([0] * rows)}, schema))
+    table.write(
+        pa.table({"k": pa.array(range(0, rows, 3)), "v": pa.array([1] * len(range(0, rows, 3)))}, schema)
+    )
+    return table
+
+
+def test_a_stream_gives_each_splits_batches_in_turn_and_opens_the_next_one_ahead(cores, catalog, monkeypatch):
+    """The next split is opened once the current one has given its first batch, and before it
+    has given its last; the batches are each split's, in order."""
+    table = buckets_table(catalog, 3, BATCH_ROWS * 4)
+    splits = table.plan().splits
+    assert len(splits) == 3
+    read = table.new_read()
+    expected = [(i, b) for i, s in enumerate(splits) for b in read.batches(s)]
+    assert all(sum(1 for j, _ in expected if j == i) > 1 for i in range(3))  # several batches each
+    events: list[tuple[str, int]] = []
+    original = table_read.TableRead.batches
+
+    def batches(self, split, read_ahead=True):
+        i = splits.index(split)
+        events.append(("open", i))
+
+        def noted():
+            for batch in original(self, split, read_ahead):
+                events.append(("batch", i))
+                yield batch
+
+        return noted()
+
+    monkeypatch.setattr(table_read.TableRead, "batches", batches)
+    got = list(read.stream(splits))
+    assert len(got) == len(expected) and all(a.equals(b) for a, (_, b) in zip(got, expected, strict=True))
+    for i in (1, 2):
+        opened = events.index(("open", i))
+        mine = [n for n, e in enumerate(events) if e == ("batch", i - 1)]
+        assert mine[0] < opened < mine[-1]
+    assert list(read.stream([])) == []
+
+
+def test_a_merged_split_starts_decoding_once_opened(cores, catalog, monkeypatch):
+    """Opening a merged split (``batches``) starts decoding its runs on read-ahead threads before
+    anything is read from it; reading it gives the rows as ever."""
+    table = buckets_table(catalog, 1, BATCH_ROWS * 2)
+    split = table.plan().splits[0]
+    read = table.new_read()
+    expected = read.read_split(split)
+    started = threading.Event()
+    original = table_read.TableRead._file_batches
+
+    def file_batches(self, *args, **kwargs):
+        if reading_ahead():
+            started.set()
+        yield from original(self, *args, **kwargs)
+
+    monkeypatch.setattr(table_read.TableRead, "_file_batches", file_batches)
+    opened = read.batches(split)
+    assert started.wait(10)
+    assert pa.concat_tables(opened).equals(expected)
+
+
+def test_a_stream_closed_early_leaves_no_read_running(cores, catalog, monkeypatch):
+    """A caller that stops after a split's first batch: every file read of the split it was
+    reading and of the one opened ahead of it is closed by then (their read-ahead stopped)."""
+    table = buckets_table(catalog, 2, BATCH_ROWS * 4)
+    read = table.new_read()
+    lock, started, finished = threading.Lock(), [], []
+    original = table_read.TableRead._file_batches
+
+    def file_batches(self, split, i, *args, **kwargs):
+        with lock:
+            started.append((id(split), i))
+        try:
+            yield from original(self, split, i, *args, **kwargs)
+        finally:
+            with lock:
+                finished.append((id(split), i))
+
+    monkeypatch.setattr(table_read.TableRead, "_file_batches", file_batches)
+    splits = table.plan().splits
+    stream = read.stream(splits)
+    assert next(stream).num_rows
+    deadline = time.monotonic() + 10
+    while {s for s, _ in started} != {id(s) for s in splits} and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert {s for s, _ in started} == {id(s) for s in splits}  # the second split was opened ahead
+    stream.close()
+    assert sorted(started) == sorted(finished)

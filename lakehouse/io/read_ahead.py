@@ -91,24 +91,46 @@ def map_ahead(fn: Callable[[T], R], items: Iterable[T], ahead: bool = True, widt
 
 def read_ahead(items: Iterable[T], depth: int = 1) -> Iterator[T]:
     """The items of ``items`` in order, produced on a read-ahead thread up to ``depth`` items
-    ahead of the caller: one after the other, the next started as soon as the last is done
-    while fewer than ``depth`` wait to be taken (with 2, a merge's largest run decodes without
-    pausing at each batch the merge takes). Errors are raised where the caller asks for the
-    item that failed; a caller that stops early waits for the item in the making, and
-    ``items`` is closed. ``depth=0``: the items as they come."""
+    ahead of the caller, from the moment this is called (a reader may open the next split's
+    runs while it reads the current one): one after the other, the next started as soon as the
+    last is done while fewer than ``depth`` wait to be taken (with 2, a merge's largest run
+    decodes without pausing at each batch the merge takes). Errors are raised where the caller
+    asks for the item that failed; closing the iterator (or dropping it) waits for the item in
+    the making and closes ``items``. ``depth=0``: the items as they come."""
     it = iter(items)
     if depth < 1 or usable_cores() <= 1:
-        yield from it
-        return
-    chain = _Chain(it, depth)
-    try:
-        while True:
+        return it
+    return _Ahead(it, depth)
+
+
+class _Ahead(Iterator[T]):
+    """An iterator's items being produced on read-ahead threads (:func:`read_ahead`)."""
+
+    def __init__(self, it: Iterator[T], depth: int) -> None:
+        self._chain: _Chain | None = _Chain(it, depth)
+
+    def __next__(self) -> T:
+        chain = self._chain
+        if chain is None:
+            raise StopIteration
+        try:
             item = chain.take()
-            if item is _END:
-                return
-            yield cast(T, item)
-    finally:
-        chain.close()
+        except BaseException:
+            self.close()
+            raise
+        if item is _END:
+            self.close()
+            raise StopIteration
+        return cast(T, item)
+
+    def close(self) -> None:
+        """Start nothing more, wait for the item in the making, close the source."""
+        chain, self._chain = self._chain, None
+        if chain is not None:
+            chain.close()
+
+    def __del__(self) -> None:
+        self.close()
 
 
 class _Chain:

@@ -12,7 +12,8 @@ is applied after the merge, so it can never resurrect a stale version of a row.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+import itertools
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -31,7 +32,7 @@ from lakehouse.mergetree.compactor import BATCH_ROWS, DATA_COPIES, ahead_depth, 
 from lakehouse.mergetree.engine import ORDINAL, MergeEngine
 from lakehouse.mergetree.groups import drop_retracts
 from lakehouse.mergetree.keyorder import float_width
-from lakehouse.mergetree.levels import KeyRanges, sections, sequenced
+from lakehouse.mergetree.levels import KeyRanges, SortedRun, sections, sequenced
 from lakehouse.mergetree.stream import merge_steps
 from lakehouse.mergetree.versions import LEVEL, KeyLevels, lookup_merge, with_level
 from lakehouse.options import SORT_SPILL_BUFFER_SIZE
@@ -148,9 +149,36 @@ class TableRead:
         return MERGE_PEAK * held
 
     def to_arrow_batch_reader(self, splits: list[Split]) -> pa.RecordBatchReader:
-        """The rows of ``splits``, split after split, a batch at a time (see :meth:`batches`)."""
-        batches = (b for split in splits for part in self.batches(split) for b in part.to_batches())
+        """The rows of ``splits``, split after split, a batch at a time (see :meth:`stream`)."""
+        batches = (b for part in self.stream(splits) for b in part.to_batches())
         return pa.RecordBatchReader.from_batches(self.output_schema, batches)
+
+    def stream(self, splits: Sequence[Split]) -> Iterator[pa.Table]:
+        """The rows of ``splits``, split after split, a batch at a time (:meth:`batches`). Once a
+        split has given its first batch, the next one is opened: its first sorted runs decode on
+        read-ahead threads while this one is read, where its first batch would otherwise come
+        with nothing beside it (a 10M-row table merged on read, 16 splits on 2 cores, best of 5
+        in three alternated runs: 0.63-0.65 s against 0.71-0.73 s). Holds at most two splits'
+        merges: the one read, and the next one's batches read ahead."""
+        upcoming = iter(splits)
+        first = next(upcoming, None)
+        opened = None if first is None else self.batches(first)
+        current: Iterator[pa.Table] | None = None
+        try:
+            while opened is not None:
+                current, opened = opened, None
+                after = next(upcoming, None)
+                for batch in current:
+                    if opened is None and after is not None:
+                        opened = self.batches(after)
+                    yield batch
+                if opened is None and after is not None:  # the split had no row
+                    opened = self.batches(after)
+        finally:
+            for started in (current, opened):
+                close = getattr(started, "close", None)
+                if close is not None:
+                    close()
 
     def raw_files(self, split: Split) -> list[RawFile] | None:
         """The files of ``split`` for readers of other engines, None when its files are merged by
@@ -180,14 +208,23 @@ class TableRead:
         as a core is spare (:func:`~lakehouse.io.pool.spare_core`: splits read in parallel may
         keep them all busy; how far: :func:`~lakehouse.mergetree.compactor.ahead_depth`);
         False: on the caller's thread alone."""
+        return self._outputs(self._versions(split, read_ahead))
+
+    def _versions(self, split: Split, read_ahead: bool) -> Iterator[pa.Table]:
+        """The rows of ``split`` before the filter and projection; a streamed merge's first runs
+        start decoding at once."""
         if self.changes:
-            versions = iter([read_changed(self.table, split, self.read_fields)])
-        elif not self.key or split.raw_convertible:
-            versions = self._raw(split)
-        elif self.streams_merge:
-            versions = self._merged(split, read_ahead)
-        else:
-            versions = self._merged_whole(split)
+            return self._changed(split)
+        if not self.key or split.raw_convertible:
+            return self._raw(split)
+        if self.streams_merge:
+            return self._merged(split, read_ahead)
+        return self._merged_whole(split)
+
+    def _changed(self, split: Split) -> Iterator[pa.Table]:
+        yield read_changed(self.table, split, self.read_fields)
+
+    def _outputs(self, versions: Iterator[pa.Table]) -> Iterator[pa.Table]:
         for data in versions:
             if self.filter is not None:
                 data = data.filter(to_expression(self.filter))
@@ -216,18 +253,25 @@ class TableRead:
         overlapping keys (``IntervalPartition``) is merged as sorted runs; a version's file
         position breaks sequence ties (later files win). Runs newer one after another
         (:func:`sequenced`: commits one after another) merge in the order they come, without
-        reading sequence numbers."""
+        reading sequence numbers. The first section's runs start decoding at once (a reader
+        opens the next split before it reads it: :meth:`stream`), the others' when they come."""
         position = {id(meta): i for i, meta in enumerate(split.files)}
 
         def read(meta: DataFileMeta, batch_bytes: int, ordered: bool) -> Iterator[pa.Table]:
             return self._file_batches(split, position[id(meta)], batch_bytes, ordered)
 
-        for section in sections(list(split.files), self.key_ranges):
+        def merged(section: list[SortedRun]) -> Iterator[pa.Table]:
             ordered = not self.lookup_merge and sequenced(section)
             depth = ahead_depth(section) if read_ahead else 0
             runs = read_runs(section, functools.partial(read, ordered=ordered), self.merge_bytes, depth)
             merge = functools.partial(self._merge, arrival_order=ordered)
-            yield from map_ahead(merge, merge_steps(runs, self.key, tagged=not ordered), depth > 0)
+            return map_ahead(merge, merge_steps(runs, self.key, tagged=not ordered), depth > 0)
+
+        parts = sections(list(split.files), self.key_ranges)
+        if not parts:
+            return iter(())
+        rest = (batch for section in parts[1:] for batch in merged(section))
+        return itertools.chain(merged(parts[0]), rest)
 
     def _merged_whole(self, split: Split) -> Iterator[pa.Table]:
         """The bucket's rows merged per key in one merge of all its versions."""

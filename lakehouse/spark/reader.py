@@ -87,11 +87,9 @@ class PaimonReader(DataSourceReader):
 
 def read_splits(builder: ReadBuilder, splits: Sequence[Split], layout: pa.Schema) -> Iterator[pa.RecordBatch]:
     """The rows of ``splits`` as ``builder`` reads them, as Arrow batches of Spark's ``layout``,
-    split after split, a batch at a time."""
-    reader = builder.new_read()
-    for split in splits:
-        for batch in reader.batches(split):
-            yield from to_spark_batches(batch, layout)
+    split after split, a batch at a time (the next split opened while one is read)."""
+    for batch in builder.new_read().stream(splits):
+        yield from to_spark_batches(batch, layout)
 
 
 class PushdownReader(PaimonReader):
