@@ -193,11 +193,11 @@ def test_map_ahead_closed_early_waits_for_the_steps_in_flight(cores):
     assert sorted(started) == sorted(finished)  # nothing still runs once it has returned
 
 
-def runs_table(catalog, n: int):
-    """A table of one bucket holding ``n`` rows in three sorted runs."""
+def runs_table(catalog, n: int, buckets: int = 1):
+    """A table of ``buckets`` buckets holding ``n`` rows, each bucket in three sorted runs."""
     schema = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.int64())])
     table = catalog.create_table(
-        "db.t", schema, primary_keys=["k"], options={"bucket": "1", "write-only": "true"}
+        "db.t", schema, primary_keys=["k"], options={"bucket": str(buckets), "write-only": "true"}
     )
     table.write(pa.table({"k": pa.array(range(n)), "v": pa.array([0] * n)}, schema))
     for round_ in (1, 2):
@@ -271,23 +271,10 @@ def test_read_ahead_starts_at_once_and_dropped_closes_its_source(cores):
     assert len(produced) == 2
 
 
-def buckets_table(catalog, buckets: int, rows: int):
-    """A table of ``buckets`` buckets, each holding two sorted runs (read by merging)."""
-    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.int64())])
-    table = catalog.create_table(
-        "db.b", schema, primary_keys=["k"], options={"bucket": str(buckets), "write-only": "true"}
-    )
-    table.write(pa.table({"k": pa.array(range(rows)), "v": pa.array([0] * rows)}, schema))
-    table.write(
-        pa.table({"k": pa.array(range(0, rows, 3)), "v": pa.array([1] * len(range(0, rows, 3)))}, schema)
-    )
-    return table
-
-
 def test_a_stream_gives_each_splits_batches_in_turn_and_opens_the_next_one_ahead(cores, catalog, monkeypatch):
     """The next split is opened once the current one has given its first batch, and before it
     has given its last; the batches are each split's, in order."""
-    table = buckets_table(catalog, 3, BATCH_ROWS * 4)
+    table = runs_table(catalog, BATCH_ROWS * 4, buckets=3)
     splits = table.plan().splits
     assert len(splits) == 3
     read = table.new_read()
@@ -320,7 +307,7 @@ def test_a_stream_gives_each_splits_batches_in_turn_and_opens_the_next_one_ahead
 def test_a_merged_split_starts_decoding_once_opened(cores, catalog, monkeypatch):
     """Opening a merged split (``batches``) starts decoding its runs on read-ahead threads before
     anything is read from it; reading it gives the rows as ever."""
-    table = buckets_table(catalog, 1, BATCH_ROWS * 2)
+    table = runs_table(catalog, BATCH_ROWS * 2)
     split = table.plan().splits[0]
     read = table.new_read()
     expected = read.read_split(split)
@@ -341,7 +328,7 @@ def test_a_merged_split_starts_decoding_once_opened(cores, catalog, monkeypatch)
 def test_a_stream_closed_early_leaves_no_read_running(cores, catalog, monkeypatch):
     """A caller that stops after a split's first batch: every file read of the split it was
     reading and of the one opened ahead of it is closed by then (their read-ahead stopped)."""
-    table = buckets_table(catalog, 2, BATCH_ROWS * 4)
+    table = runs_table(catalog, BATCH_ROWS * 4, buckets=2)
     read = table.new_read()
     lock, started, finished = threading.Lock(), [], []
     original = table_read.TableRead._file_batches
