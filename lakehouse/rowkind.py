@@ -19,6 +19,11 @@ class RowKind(IntEnum):
     UPDATE_AFTER = 2
     DELETE = 3
 
+    @property
+    def short_string(self) -> str:
+        """``+I``, ``-U``, ``+U`` or ``-D``: the kind as change reads show it."""
+        return SHORT_STRINGS[self]
+
 
 SHORT_STRINGS = ("+I", "-U", "+U", "-D")  # by byte value, as RowKind.shortString
 RETRACT_KINDS = (int(RowKind.UPDATE_BEFORE), int(RowKind.DELETE))  # RowKind.isRetract

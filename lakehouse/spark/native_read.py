@@ -22,6 +22,11 @@ pushable conjuncts of ``where``, :mod:`lakehouse.spark.conditions`) and divides 
 
 The union is filtered by ``where`` (all of it, by Spark) and projected to ``columns``: the rows of
 ``spark.read.format("paimon")``, every column nullable, as Spark's file sources read them.
+
+:func:`read_changes` reads what a range of snapshots changed the same way: each changed file (a
+changelog file, or a file a commit added) is read as it was written, by Spark where it can, each
+row with its kind: a primary-key file's ``_VALUE_KIND`` as ``+I``, ``-U``, ``+U``, ``-D``, an
+append file's rows as ``+I``.
 Everything is DataFrame operations, so it works over Spark Connect as in a classic session.
 """
 
@@ -52,6 +57,7 @@ from lakehouse import (
     Predicate,
     RawFile,
     ReadBuilder,
+    RowKind,
     RowType,
     Split,
     Table,
@@ -71,7 +77,7 @@ from lakehouse.spark.options import (
 from lakehouse.spark.parallelism import default_parallelism
 from lakehouse.spark.reader import SplitPartition, read_splits
 from lakehouse.spark.routing import hash_partition_keys
-from lakehouse.spark.source import open_table, register
+from lakehouse.spark.source import open_table
 from lakehouse.spark.types import arrow_layout, as_nullable, spark_type
 
 FILE, ROW = "__lakehouse_file", "__lakehouse_row"  # a deleted row: its file's name, its position
@@ -134,9 +140,10 @@ def read_changes(
     overwrites: bool = False,
 ) -> DataFrame:
     """The rows snapshots ``start+1 .. end`` of ``table`` changed, each with its kind in a
-    ``_row_kind`` column (``+I``, ``-U``, ``+U``, ``-D``), as ``Table.read_changes`` finds them;
-    ``overwrites``: the files overwrites added count as changes (``streaming-read-overwrite``)."""
-    register(spark)
+    ``_row_kind`` column (``+I``, ``-U``, ``+U``, ``-D``), as ``Table.read_changes`` finds them:
+    the changed files, by Spark's Parquet reader where it can (see the module), of the range the
+    call planned; ``overwrites``: the files overwrites added count as changes
+    (``streaming-read-overwrite``)."""
     given = {
         **(options or {}),
         **({"warehouse": warehouse} if warehouse else {}),
@@ -144,7 +151,8 @@ def read_changes(
         READ_CHANGELOG: "true",
         STREAMING_READ_OVERWRITE: str(overwrites).lower(),
     }
-    return spark.read.format("paimon").options(**given).load(table)
+    target = open_table({**given, "path": table})
+    return plan_read(target, parallelism=default_parallelism(spark), changes=True).frame(spark)
 
 
 def plan_read(
@@ -152,15 +160,19 @@ def plan_read(
     columns: Sequence[str] | None = None,
     where: Condition | None = None,
     parallelism: int | None = None,
+    changes: bool = False,
 ) -> NativeRead:
     """The read of ``columns`` of ``table`` (its handle's options address the snapshot) under
     ``where``, planned: which files Spark reads natively, which input partitions the engine reads
-    (sized for ``parallelism``)."""
+    (sized for ``parallelism``). ``changes``: the handle's options address a range of snapshots
+    (``incremental-between``), whose changed files are read with their rows' kinds (with
+    ``read.changelog``)."""
     builder = table.new_read_builder()
-    if builder.incremental is not None or ROW_KIND in builder.read_schema.names:
+    kinds = ROW_KIND in builder.read_schema.names
+    if not changes and (builder.incremental is not None or kinds):
         raise InvalidOptionError(
             "read.changelog and incremental-between read changes with their row kinds, which "
-            "lakehouse.spark.read does not: read them with spark.read.format('paimon')"
+            "lakehouse.spark.read does not: read them with lakehouse.spark.read_changes"
         )
     schema = builder.schema
     wanted = _wanted(columns, schema, table.name)
@@ -187,16 +199,22 @@ def plan_read(
             if layout is None:
                 engine.append(part)
                 continue
-            key = (file.schema_id, file.deletion is not None, bool(file.retracted_kinds))
+            # a changed file's rows are read as written: its retractions too, with their kinds
+            key = (file.schema_id, file.deletion is not None, bool(file.retracted_kinds) and not changes)
             groups.setdefault(key, (layout, []))[1].append(file)
+    stored_kinds = kinds and bool(schema.primary_keys)  # an append file's rows are all inserts
     files = [
-        FileGroup(layout, tuple(found), retracts) for (_, _, retracts), (layout, found) in groups.items()
+        FileGroup(layout, tuple(found), retracts, stored_kinds)
+        for (_, _, retracts), (layout, found) in groups.items()
     ]
     merged = [SplitPartition(tuple(g)) for g in plan.groups(parallelism, engine)]
     output = st.StructType([st.StructField(c, as_nullable(spark_type(schema.field(c).type))) for c in needed])
+    if kinds:
+        output = output.add(ROW_KIND, st.StringType(), nullable=False)  # as the data source's
     return NativeRead(
-        builder, schema, list(wanted), needed, where, predicate, plan, files, merged, output, parallelism
-    )
+        builder, schema, list(wanted), needed, where, predicate, plan, files, merged, output, parallelism,
+        kinds,
+    )  # fmt: skip
 
 
 def _wanted(columns: Sequence[str] | None, schema: TableSchema, table: str) -> list[str]:
@@ -278,6 +296,8 @@ class FileLayout:
             old = by_id.get(now.id)
             target = as_nullable(spark_type(now.type))
             if old is None:
+                if not _native_type(now.type):
+                    return None  # Spark may not even cast a null to it (TIME)
                 sources.append((name, None, target))
                 continue
             if not _native_type(old.type):
@@ -297,12 +317,14 @@ class FileLayout:
 
 @dataclass(frozen=True)
 class FileGroup:
-    """Data files one native Parquet scan reads: one layout, and whether the rows of their retracted
-    kinds are dropped; the files' deletion vectors drop their rows too."""
+    """Data files one native Parquet scan reads: one layout, whether the rows of their retracted
+    kinds are dropped, and whether each row's kind is read from the files (the changed files of
+    a primary-key table); the files' deletion vectors drop their rows too."""
 
     layout: FileLayout
     files: tuple[RawFile, ...]
     retracts: bool
+    kinds: bool = False
 
     @property
     def deleting(self) -> tuple[RawFile, ...]:
@@ -331,8 +353,9 @@ class NativeRead:
     plan: Plan
     files: list[FileGroup]
     merged: list[SplitPartition]
-    schema: st.StructType  # of the needed columns
+    schema: st.StructType  # of the needed columns, then the row kind with ``kinds``
     parallelism: int | None = field(default=None)
+    kinds: bool = False  # each row with its kind, in a last ``_row_kind`` column
 
     def frame(self, spark: SparkSession) -> DataFrame:
         parts = [self._native(spark, group) for group in self.files]
@@ -346,18 +369,20 @@ class NativeRead:
             return df  # every part has exactly these columns
         if self.where is not None:
             df = df.where(spark_condition(self.where, functions_for(df), self.table_schema))
-        return df.select(*[quoted(c) for c in self.columns])
+        return df.select(*[quoted(c) for c in self.columns], *([ROW_KIND] if self.kinds else []))
 
     def _native(self, spark: SparkSession, group: FileGroup) -> DataFrame:
         """The needed columns of a file group, read by Spark, retractions and deleted rows dropped."""
         read = st.StructType([st.StructField(name, dtype) for name, dtype in group.layout.read])
-        if group.retracts:
+        if group.retracts or group.kinds:
             read = read.add(RawFile.KIND_COLUMN, st.ByteType())
         df = spark.read.schema(read).options(**PARQUET_OPTIONS).parquet(*group.uris)
         f = functions_for(df)
         if group.retracts:
             df = df.where(~f.col(RawFile.KIND_COLUMN).isin(list(group.files[0].retracted_kinds)))
         columns = [_column(f, *source) for source in group.layout.sources]
+        if self.kinds:
+            columns.append(_row_kinds(f, group.kinds).alias(ROW_KIND))
         if not group.deleting:
             return df.select(*columns)
         located = df.select(*columns, f.col(f"{METADATA}.file_name").alias(FILE),
@@ -411,6 +436,15 @@ class EngineTasks:
             for blob in batch.column(TASK).to_pylist():
                 partition = pickle.loads(blob)  # written by this read's driver
                 yield from read_splits(self.builder, partition.splits, self.layout)
+
+
+def _row_kinds(f: ModuleType, stored: bool) -> Column:
+    """Each row's kind as ``+I``, ``-U``, ``+U`` or ``-D``: from the files' kind bytes if ``stored``,
+    else ``+I`` (an append table's rows)."""
+    if not stored:
+        return f.lit(RowKind.INSERT.short_string)
+    names = f.array(*[f.lit(kind.short_string) for kind in RowKind])  # by byte value
+    return f.element_at(names, f.col(RawFile.KIND_COLUMN).cast("int") + 1)
 
 
 def _column(f: ModuleType, name: str, stored: str | None, cast: st.DataType | None) -> Column | str:

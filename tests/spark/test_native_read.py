@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from lakehouse import Catalog, Predicate, col
 from lakehouse.errors import InvalidArgumentError, InvalidOptionError
-from lakehouse.spark import read
+from lakehouse.spark import read, read_changes
 from lakehouse.spark.kinds import functions_for
 from lakehouse.spark.native_read import FileGroup, FileLayout, plan_read
 from lakehouse.spark.types import as_nullable
@@ -41,10 +41,11 @@ def expected_frame(spark, warehouse, name="db.t", columns=None, where=None, **op
 
 
 def assert_same(got, expected, key="order_id"):
-    """Same columns, types (as file sources read them: nullable) and rows, in any order."""
+    """Same columns, types (as file sources read them: nullable, but for the row kind of changes,
+    which every row has) and rows, in any order."""
     assert got.columns == expected.columns
     assert [as_nullable(f.dataType) for f in got.schema] == [as_nullable(f.dataType) for f in expected.schema]
-    assert all(f.nullable for f in got.schema)
+    assert all(f.nullable != (f.name == "_row_kind") for f in got.schema)
     keys = [key] if isinstance(key, str) else key
     sort = [(k, "ascending") for k in keys]
     left, right = got.toArrow(), expected.toArrow()
@@ -251,6 +252,93 @@ def test_bad_reads_say_what_to_do(spark, catalog, warehouse):
         read(spark, "db.t$snapshots", warehouse=warehouse)
     with pytest.raises(InvalidOptionError, match="read.changelog"):
         read(spark, "db.t", warehouse=warehouse, options={"read.changelog": "true"})
+
+
+def changes_of(spark, warehouse, name, start, end, **options):
+    """``read_changes`` and what the ``paimon`` data source reads of the same range, checked equal."""
+    got = read_changes(spark, name, start, end, warehouse=warehouse, overwrites=bool(options))
+    expected = expected_frame(spark, warehouse, name, **{
+        "incremental-between": f"{start},{end}", "read.changelog": "true", **options,
+    })  # fmt: skip
+    assert_same(got, expected, key=["order_id", "_row_kind", "price"])
+    return got
+
+
+def planned_changes(catalog, name, start, end):
+    table = catalog.load_table(name).copy({"incremental-between": f"{start},{end}", "read.changelog": "true"})
+    return plan_read(table, parallelism=2, changes=True)
+
+
+def kinds(df):
+    return sorted((r.order_id, r._row_kind, r.price) for r in df.collect())
+
+
+def test_changes_are_read_natively_each_row_with_its_kind(any_spark, catalog, warehouse):
+    """The changelog files of a table with a producer, the files commits added to a table without
+    one (retractions kept: they are changes) and to an append table (every row +I) are read by
+    Spark, as the data source reads them."""
+    t = pk_orders_table(catalog, **{"changelog-producer": "lookup"})
+    t.write(orders(range(4), price=1.0))
+    first = t.latest_snapshot_id()
+    t.write(orders([1], price=2.0).append_column("_row_kind", pa.array(["+U"])))
+    t.write(orders([2]).append_column("_row_kind", pa.array(["-D"])))
+    plan = planned_changes(catalog, "db.t", first, t.latest_snapshot_id())
+    assert not plan.merged and plan.files and all(g.kinds and not g.retracts for g in plan.files)
+    got = changes_of(any_spark, warehouse, "db.t", first, t.latest_snapshot_id())
+    assert got.columns == [*ORDERS.names, "_row_kind"]
+    assert kinds(got) == [(1, "+U", 2.0), (1, "-U", 1.0), (2, "-D", 1.0)]
+
+    u = catalog.create_table("db.u", ORDERS, primary_keys=["order_id", "dt"], options={"bucket": "1"})
+    u.write(orders(range(3)))
+    u.write(orders([0, 5], price=3.0).append_column("_row_kind", pa.array(["-D", "+I"])))
+    assert all(g.kinds for g in planned_changes(catalog, "db.u", 1, 2).files)
+    assert kinds(changes_of(any_spark, warehouse, "db.u", 1, 2)) == [(0, "-D", 3.0), (5, "+I", 3.0)]
+
+    a = catalog.create_table("db.a", ORDERS, partition_keys=["dt"])
+    a.write(orders([1], dt="d1"))
+    a.write(orders([2, 3], dt="d2"))
+    a.write(orders([4], dt="d3"), overwrite={"dt": "d3"})
+    plan = planned_changes(catalog, "db.a", 0, 3)
+    assert not plan.merged and not any(g.kinds for g in plan.files)
+    inserted = [(1, "+I", 1.0), (2, "+I", 1.0), (3, "+I", 1.0)]
+    assert kinds(changes_of(any_spark, warehouse, "db.a", 0, 3)) == inserted
+    overwritten = changes_of(any_spark, warehouse, "db.a", 2, 3, **{"streaming-read-overwrite": "true"})
+    assert kinds(overwritten) == [(4, "+I", 1.0)]
+    assert changes_of(any_spark, warehouse, "db.a", 3, 3).count() == 0
+
+
+def test_changed_files_of_older_schemas_or_types_spark_cannot_read(spark, catalog, warehouse):
+    """Changed files of an older schema are mapped by field id; files with a type Spark's reader
+    does not read as the engine does go to the engine's tasks, with their kinds too."""
+    t = pk_orders_table(catalog, bucket="1")
+    t.write(orders(range(3), dt=["d1", "d2", "d1"]))
+    t.add_column("note", pa.string())
+    t.write(orders([1], dt="d2", price=5.0).append_column("note", pa.array(["n"])))
+    t.write(orders([2], dt="d1", price=6.0).append_column("note", pa.array([None], pa.string()))
+            .append_column("_row_kind", pa.array(["-D"])))  # fmt: skip
+    plan = planned_changes(catalog, "db.t", 0, 3)
+    assert len(plan.files) == 2 and sum(len(g.files) for g in plan.files) == 4 and not plan.merged
+    got = changes_of(spark, warehouse, "db.t", 0, 3)
+    assert got.columns == [*ORDERS.names, "note", "_row_kind"]
+    assert kinds(got) == [(0, "+I", 1.0), (1, "+I", 1.0), (1, "+I", 5.0), (2, "+I", 1.0), (2, "-D", 6.0)]
+    assert got.where("note = 'n'").count() == 1
+
+    timed = ORDERS.append(pa.field("clock", pa.time32("ms")))  # TIME: Spark's reader wants us or ns
+    u = catalog.create_table("db.u", timed, primary_keys=["order_id", "dt"], options={"bucket": "1"})
+    clock = pa.array([1000, None], pa.time32("ms"))
+    u.write(orders([1, 2]).append_column("clock", clock))
+    u.write(orders([1]).append_column("clock", clock[1:]).append_column("_row_kind", pa.array(["-D"])))
+    plan = planned_changes(catalog, "db.u", 0, 2)
+    assert not plan.files and sum(len(p.splits) for p in plan.merged) == 2
+    got = changes_of(spark, warehouse, "db.u", 0, 2)
+    assert kinds(got) == [(1, "+I", 1.0), (1, "-D", 1.0), (2, "+I", 1.0)]
+    # a TIME column added later: Spark cannot even hold its nulls, so the older files are the engine's
+    v = catalog.create_table("db.v", ORDERS)
+    v.write(orders(range(2)))
+    v.add_column("clock", pa.time32("ms"))
+    v.write(orders([5]).append_column("clock", pa.array([None], pa.time32("ms"))))
+    assert not planned(catalog, "db.v").files
+    check(spark, warehouse, "db.v")
 
 
 HISTORY = st.lists(
