@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -163,7 +163,7 @@ class TableRead:
         upcoming = iter(splits)
         first = next(upcoming, None)
         opened = None if first is None else self.batches(first)
-        current: Iterator[pa.Table] | None = None
+        current: Generator[pa.Table] | None = None
         try:
             while opened is not None:
                 current, opened = opened, None
@@ -176,9 +176,8 @@ class TableRead:
                     opened = self.batches(after)
         finally:
             for started in (current, opened):
-                close = getattr(started, "close", None)
-                if close is not None:
-                    close()
+                if started is not None:
+                    started.close()
 
     def raw_files(self, split: Split) -> list[RawFile] | None:
         """The files of ``split`` for readers of other engines, None when its files are merged by
@@ -196,7 +195,7 @@ class TableRead:
             return self.output_schema.empty_table()
         return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
-    def batches(self, split: Split, read_ahead: bool = True) -> Iterator[pa.Table]:
+    def batches(self, split: Split, read_ahead: bool = True) -> Generator[pa.Table]:
         """The rows of one split a batch at a time, in bounded memory whatever the split's size:
         files are read a batch at a time, and a primary-key bucket's sorted runs are merged step
         by step in key order (:func:`merge_steps`), holding about one batch per run of a
@@ -224,7 +223,7 @@ class TableRead:
     def _changed(self, split: Split) -> Iterator[pa.Table]:
         yield read_changed(self.table, split, self.read_fields)
 
-    def _outputs(self, versions: Iterator[pa.Table]) -> Iterator[pa.Table]:
+    def _outputs(self, versions: Iterator[pa.Table]) -> Generator[pa.Table]:
         for data in versions:
             if self.filter is not None:
                 data = data.filter(to_expression(self.filter))
