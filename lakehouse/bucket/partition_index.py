@@ -167,15 +167,16 @@ class PartitionIndex:
             arrived[first_rows] = True
             rank = (np.cumsum(arrived) - 1)[first_rows]
         plan = self._plan(len(hashes))
+        self._changed.update(self._queue[plan.taken > 0].tolist(), plan.created.tolist())
         buckets = np.empty(len(hashes), dtype=np.int32)
         placed = rank < len(plan.slots)
         buckets[placed] = plan.slots[rank[placed]]
         self._apply(plan)
         if not placed.all():
             spilled = hashes[~placed].astype(np.int64)
-            buckets[~placed] = self._buckets[np.abs(np.fmod(spilled, len(self._buckets)))]
+            buckets[~placed] = spilled_into = self._buckets[np.abs(np.fmod(spilled, len(self._buckets)))]
+            self._changed.update(np.unique(spilled_into).tolist())
         self.keys.insert(hashes, buckets)
-        self._changed.update(np.unique(buckets).tolist())
         return buckets
 
     def _plan(self, count: int) -> _Plan:
@@ -184,14 +185,14 @@ class PartitionIndex:
         room = np.maximum(target - self._counts[self._queue], 0)
         ends = np.cumsum(room)
         from_queue = min(count, int(ends[-1]) if len(ends) else 0)
-        entry = np.searchsorted(ends, np.arange(from_queue), side="right")
-        taken = np.bincount(entry, minlength=len(self._queue))
+        taken = np.diff(np.minimum(ends, from_queue), prepend=0)
         left = count - from_queue
         created = np.zeros(0, dtype=np.int32)
         if left and not self._bound_reached:
             created = self._free_ids(-(-left // target))
         into_created = min(left, len(created) * target)
-        slots = np.concatenate([self._queue[entry], created[np.arange(into_created) // target]])
+        filled = np.clip(into_created - target * np.arange(len(created)), 0, target)  # each created bucket's
+        slots = np.concatenate([np.repeat(self._queue, taken), np.repeat(created, filled)])
         bound_reached = self._bound_reached or into_created < left
         if into_created < left:
             if self.max_buckets == UNLIMITED:
