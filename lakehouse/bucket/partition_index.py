@@ -191,7 +191,7 @@ class PartitionIndex:
         if left and not self._bound_reached:
             created = self._free_ids(-(-left // target))
         into_created = min(left, len(created) * target)
-        filled = np.clip(into_created - target * np.arange(len(created)), 0, target)  # each created bucket's
+        filled = np.clip(into_created - target * np.arange(len(created)), 0, target)  # per created bucket
         slots = np.concatenate([np.repeat(self._queue, taken), np.repeat(created, filled)])
         bound_reached = self._bound_reached or into_created < left
         if into_created < left:

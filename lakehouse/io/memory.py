@@ -105,7 +105,7 @@ class _MallInfo(ctypes.Structure):
 @dataclass(frozen=True)
 class _Glibc:
     """glibc's ``malloc_trim``, ``mallinfo2`` (None: a glibc before 2.33, which has no
-    ``mallinfo2``: every release trims) and ``mallopt``."""
+    ``mallinfo2``: every release trims) and ``mallopt`` (None where the C library has none)."""
 
     trim: Callable[[int], int]
     info: Callable[[], _MallInfo] | None
