@@ -57,14 +57,18 @@ class HashBucketMap:
     def lookup(self, hashes: np.ndarray) -> np.ndarray:
         """Bucket of each hash (int32), -1 where absent. Ascending ``hashes`` search fastest."""
         hashes = hashes.astype(np.int32, copy=False)
-        shard = (hashes >> 24).astype(np.int16)
-        order = np.argsort(shard, kind="stable")  # a radix sort; the identity for ascending hashes
-        ordered = hashes[order]
         found = np.full(len(hashes), -1, dtype=np.int32)
+        if len(hashes) < 2 or bool((hashes[1:] >= hashes[:-1]).all()):
+            order = None  # already in shard order
+            ordered = hashes
+        else:
+            order = np.argsort((hashes >> 24).astype(np.int16), kind="stable")  # a radix sort
+            ordered = hashes[order]
 
         def search(s: int, start: int, end: int) -> None:
             if self._shards[s]:
-                found[order[start:end]] = _lookup(self._shards[s], ordered[start:end])
+                where = slice(start, end) if order is None else order[start:end]
+                found[where] = _lookup(self._shards[s], ordered[start:end])
 
         _by_shard(search, ordered)
         return found

@@ -135,7 +135,7 @@ class PartitionIndex:
         elif new.any():
             buckets[new] = self._place(hashes[new], first_rows[new], count)
         out = np.empty(count, dtype=np.int32)
-        out[rows] = buckets if distinct else buckets[np.cumsum(first) - 1]
+        out[rows] = buckets if distinct else buckets[np.cumsum(first, dtype=np.int32) - 1]
         return out
 
     def take_changes(self) -> dict[int, np.ndarray]:
@@ -165,14 +165,18 @@ class PartitionIndex:
         else:
             arrived = np.zeros(count, dtype=bool)
             arrived[first_rows] = True
-            rank = (np.cumsum(arrived) - 1)[first_rows]
+            rank = (np.cumsum(arrived, dtype=np.int32) - 1)[first_rows]
         plan = self._plan(len(hashes))
         self._changed.update(self._queue[plan.taken > 0].tolist(), plan.created.tolist())
-        buckets = np.empty(len(hashes), dtype=np.int32)
         placed = rank < len(plan.slots)
-        buckets[placed] = plan.slots[rank[placed]]
+        spills = not placed.all()  # rule 4: the keys beyond the slots of rules 2 and 3
+        if spills:
+            buckets = np.empty(len(hashes), dtype=np.int32)
+            buckets[placed] = plan.slots[rank[placed]]
+        else:
+            buckets = plan.slots[rank].astype(np.int32, copy=False)
         self._apply(plan)
-        if not placed.all():
+        if spills:
             spilled = hashes[~placed].astype(np.int64)
             buckets[~placed] = spilled_into = self._buckets[np.abs(np.fmod(spilled, len(self._buckets)))]
             self._changed.update(np.unique(spilled_into).tolist())
