@@ -167,6 +167,7 @@ class PartitionIndex:
             arrived[first_rows] = True
             rank = (np.cumsum(arrived, dtype=np.int32) - 1)[first_rows]
         plan = self._plan(len(hashes))
+        # the buckets rules 2 and 3 give keys to: plan.taken counts along the queue _apply replaces
         self._changed.update(self._queue[plan.taken > 0].tolist(), plan.created.tolist())
         placed = rank < len(plan.slots)
         spills = not placed.all()  # rule 4: the keys beyond the slots of rules 2 and 3
