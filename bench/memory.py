@@ -16,8 +16,9 @@ the seconds the write took; the parent prints them with the budget the engine ai
     .venv/bin/python bench/memory.py [--rows 4M,12M,24M] [--buckets 4,16] [--only pk,append]
         [--option write-buffer-spillable=false]
 
-Arrow's allocator is the children's too: ``ARROW_DEFAULT_MEMORY_POOL=jemalloc .venv/bin/python
-bench/memory.py`` measures a write under jemalloc.
+Arrow's allocator is the children's too: the engine's (jemalloc) unless
+``ARROW_DEFAULT_MEMORY_POOL`` names one; ``ARROW_DEFAULT_MEMORY_POOL=mimalloc .venv/bin/python
+bench/memory.py`` measures a write under pyarrow's own default.
 """
 
 from __future__ import annotations

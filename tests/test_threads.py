@@ -367,16 +367,23 @@ def test_glibc_is_trimmed_only_when_its_arenas_hold_much_freed(monkeypatch):
     assert trims == [0, 0]  # a glibc that cannot tell is trimmed after every job
 
 
-def test_glibc_heap_thresholds_are_settled_unless_the_user_set_them():
+def test_glibc_heap_parameters_are_settled_unless_the_user_set_them():
     calls: list[tuple[int, int]] = []
     glibc = memory._Glibc(lambda pad: 0, None, lambda option, value: calls.append((option, value)) or 1)
-    assert memory.settle_heap(glibc, {})
-    assert calls == [(-3, 32 << 20), (-1, 64 << 20)]  # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
+    assert memory.settle_heap(glibc, {}) == [memory.HEAP_THRESHOLDS, memory.HEAP_ARENAS]
+    # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD, M_ARENA_MAX
+    assert calls == [(-3, 32 << 20), (-1, 64 << 20), (-8, 4)]
+    calls.clear()
     for user in ({"MALLOC_TRIM_THRESHOLD_": "1"}, {"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=4096"}):
-        assert not memory.settle_heap(glibc, user)
-    assert len(calls) == 2
-    assert memory.settle_heap(glibc, {"GLIBC_TUNABLES": "glibc.malloc.arena_max=2"})
-    assert not memory.settle_heap(memory._Glibc(lambda pad: 0, None), {})  # no mallopt: left alone
+        assert memory.settle_heap(glibc, user) == [memory.HEAP_ARENAS]
+    assert calls == [(-8, 4), (-8, 4)]
+    calls.clear()
+    for user in ({"MALLOC_ARENA_MAX": "2"}, {"GLIBC_TUNABLES": "glibc.malloc.arena_max=2"}):
+        assert memory.settle_heap(glibc, user) == [memory.HEAP_THRESHOLDS]
+    assert calls == [(-3, 32 << 20), (-1, 64 << 20)] * 2
+    both = {"MALLOC_TOP_PAD_": "0", "GLIBC_TUNABLES": "glibc.malloc.arena_max=1"}
+    assert memory.settle_heap(glibc, both) == []
+    assert memory.settle_heap(memory._Glibc(lambda pad: 0, None), {}) == []  # no mallopt: left alone
 
 
 FAULTING_STEPS = """
@@ -404,6 +411,91 @@ def test_importing_the_engine_keeps_glibc_from_handing_back_each_steps_heap():
         return int(out.stdout)
 
     assert faults("engine") * 10 < faults("numpy alone")
+
+
+ARENAS_OF_THREADS = """
+import ctypes, os, sys, tempfile, threading
+import numpy as np
+if sys.argv[1] == "engine":
+    import lakehouse
+together = threading.Barrier(12)
+
+def allocate():  # 12 threads allocating at once: each wants an arena of its own
+    together.wait()
+    held = [np.ones(100_000) for _ in range(4)]
+    together.wait()
+
+threads = [threading.Thread(target=allocate) for _ in range(12)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+libc = ctypes.CDLL(None)
+libc.fdopen.restype, libc.fdopen.argtypes = ctypes.c_void_p, [ctypes.c_int, ctypes.c_char_p]
+libc.malloc_info.argtypes, libc.fclose.argtypes = [ctypes.c_int, ctypes.c_void_p], [ctypes.c_void_p]
+with tempfile.TemporaryFile() as report:
+    stream = libc.fdopen(os.dup(report.fileno()), b"w")
+    libc.malloc_info(0, stream)
+    libc.fclose(stream)
+    report.seek(0)
+    print(report.read().decode().count("<heap nr="))
+"""
+
+
+@pytest.mark.skipif(memory._GLIBC is None or memory._GLIBC.option is None, reason="glibc only")
+def test_importing_the_engine_bounds_glibcs_arenas_whatever_the_threads():
+    """glibc gives each of 12 threads allocating at once an arena of its own (up to 8 per core),
+    each keeping what its thread freed; after importing the engine they share 4."""
+
+    def arenas(imported: str) -> int:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("MALLOC_", "GLIBC_TUNABLES"))}
+        out = subprocess.run([sys.executable, "-c", ARENAS_OF_THREADS, imported], env=env,
+                             capture_output=True, text=True, check=True)  # fmt: skip
+        return int(out.stdout)
+
+    assert arenas("engine") == memory.ARENAS
+    assert arenas("numpy alone") > memory.ARENAS
+
+
+JEMALLOC = "jemalloc" in pa.supported_memory_backends()
+
+
+@pytest.mark.skipif(not JEMALLOC, reason="this pyarrow has no jemalloc")
+def test_jemalloc_becomes_arrows_allocator_unless_the_user_chose_one(monkeypatch):
+    chosen: list[str] = []
+    monkeypatch.setattr(pa, "set_memory_pool", lambda p: chosen.append(p.backend_name))
+    assert memory.settle_arrow_pool({}) == "jemalloc"
+    assert memory.settle_arrow_pool({"ARROW_DEFAULT_MEMORY_POOL": "mimalloc"}) is None
+    assert chosen == ["jemalloc"]
+
+    def missing() -> pa.MemoryPool:
+        raise NotImplementedError("built without jemalloc")
+
+    monkeypatch.setattr(pa, "jemalloc_memory_pool", missing)  # a pyarrow without it: its own stays
+    assert memory.settle_arrow_pool({}) is None
+    assert chosen == ["jemalloc"]
+
+
+ARROW_POOL = """
+import pyarrow as pa
+import lakehouse
+big = pa.array(range(1_000_000))  # allocated after the import, from the pool it chose
+print(pa.default_memory_pool().backend_name, pa.jemalloc_memory_pool().bytes_allocated() >= big.nbytes)
+"""
+
+
+@pytest.mark.skipif(not JEMALLOC, reason="this pyarrow has no jemalloc")
+def test_importing_the_engine_after_pyarrow_allocates_from_jemalloc():
+    """pyarrow imported first (its default pool already made), as a user's program does."""
+
+    def run(**user: str) -> str:
+        env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+        out = subprocess.run([sys.executable, "-c", ARROW_POOL], env={**env, **user},
+                             capture_output=True, text=True, check=True)  # fmt: skip
+        return out.stdout.strip()
+
+    assert run() == "jemalloc True"
+    assert run(ARROW_DEFAULT_MEMORY_POOL="mimalloc") == "mimalloc False"
 
 
 def test_writes_and_compactions_on_many_cores_keep_every_row(sixteen_cores, catalog):

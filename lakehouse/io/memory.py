@@ -3,7 +3,7 @@
 A table's buffers (``write-buffer-size``, ``sort-spill-buffer-size``, the target file size) say
 what one job - a bucket's flush, merge or compaction - holds. Jobs that run side by side each
 hold their own, and more: every thread that allocates keeps memory it freed in a heap of its own
-(Arrow's mimalloc, glibc's arenas for numpy). So the number of threads, not only the number of
+(Arrow's allocator, glibc's arenas for numpy). So the number of threads, not only the number of
 jobs running, sets the peak: a 10M-row primary-key write on 16 threads held 0.7 GiB of live Arrow
 data and peaked at 2.1 GiB RSS; on 16 threads that ran only 2 jobs at a time, at 1.7 GiB; on 2
 threads, at 0.75 GiB.
@@ -131,55 +131,104 @@ class _Glibc:
 
 _GLIBC = _Glibc.load()
 
-# glibc's mallopt parameters, and the thresholds where its own adaptation of them stops
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-MMAP_ABOVE = 32 << 20  # DEFAULT_MMAP_THRESHOLD_MAX on 64-bit
+
+@dataclass(frozen=True)
+class HeapSettings:
+    """glibc malloc parameters the engine sets on import (``mallopt``), as one group: the
+    environment variables and ``GLIBC_TUNABLES`` names by which a user sets them instead."""
+
+    options: tuple[tuple[int, int], ...]  # (mallopt parameter, value)
+    variables: tuple[str, ...]
+    tunables: tuple[str, ...]
+
+    def set_by(self, environ: Mapping[str, str]) -> bool:
+        """Whether ``environ`` sets any of them: the user's then stand."""
+        tunables = environ.get("GLIBC_TUNABLES", "")
+        return any(v in environ for v in self.variables) or any(t in tunables for t in self.tunables)
+
+
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
+MMAP_ABOVE = 32 << 20  # DEFAULT_MMAP_THRESHOLD_MAX on 64-bit: where glibc's own adaptation ends
 TRIM_TOP_ABOVE = 2 * MMAP_ABOVE
-# how a user sets glibc's heap thresholds themselves: variables, and tunables in GLIBC_TUNABLES
-_HEAP_VARIABLES = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_")
-_HEAP_TUNABLES = ("glibc.malloc.mmap_threshold", "glibc.malloc.trim_threshold", "glibc.malloc.top_pad")
+ARENAS = 4
+HEAP_THRESHOLDS = HeapSettings(
+    ((_M_MMAP_THRESHOLD, MMAP_ABOVE), (_M_TRIM_THRESHOLD, TRIM_TOP_ABOVE)),
+    ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_"),
+    ("glibc.malloc.mmap_threshold", "glibc.malloc.trim_threshold", "glibc.malloc.top_pad"),
+)
+HEAP_ARENAS = HeapSettings(((_M_ARENA_MAX, ARENAS),), ("MALLOC_ARENA_MAX",), ("glibc.malloc.arena_max",))
 
 
-def settle_heap(glibc: _Glibc | None, environ: Mapping[str, str]) -> bool:
-    """Set glibc's mmap and trim thresholds where its own adaptation of them ends (32 MiB and
-    64 MiB), unless ``environ`` sets them; whether they were set.
+def settle_heap(glibc: _Glibc | None, environ: Mapping[str, str]) -> list[HeapSettings]:
+    """Set glibc's heap parameters that ``environ`` does not set; the groups that were set.
 
-    glibc starts both at 128 KiB and raises them only when a program frees an mmapped block, so
-    a process that merely reads - merge steps of many arrays below 128 KiB, freed together -
-    grows its heap by brk and hands the top back after every step: 115-125k page faults per
-    merged read of a 10M-row table, 15% of its time on one core (a process that wrote first
-    had raised them and read without faults). Set once: what a process that freed a large
-    block holds anyway."""
-    tunables = environ.get("GLIBC_TUNABLES", "")
-    if any(name in environ for name in _HEAP_VARIABLES) or any(t in tunables for t in _HEAP_TUNABLES):
-        return False
+    Thresholds: glibc starts its mmap and trim thresholds at 128 KiB and raises them only when
+    a program frees an mmapped block, so a process that merely reads - merge steps of many
+    arrays below 128 KiB, freed together - grows its heap by brk and hands the top back after
+    every step: 115-125k page faults per merged read of a 10M-row table, 15% of its time on one
+    core. They are set where glibc's own adaptation ends (32 MiB, 64 MiB): a trim threshold of
+    16 MiB made assigning 10M keys to dynamic buckets 20% slower on 2 threads.
+
+    Arenas: glibc gives threads up to 8 arenas per core, each keeping up to the trim threshold
+    and more of what its threads freed, so its freed memory grows with the cores; 4 bound it
+    (as Hadoop's containers do): a 24M-row primary-key write into 4 buckets on 16 threads
+    peaked at 797-847 MB with the 16 arenas glibc allows on 2 cores, at 748-791 MB with 4, as
+    fast. Set on import, before the engine's threads allocate: arenas made before it stay."""
     if glibc is None or glibc.option is None:
-        return False
-    glibc.option(_M_MMAP_THRESHOLD, MMAP_ABOVE)
-    glibc.option(_M_TRIM_THRESHOLD, TRIM_TOP_ABOVE)
-    return True
+        return []
+    settled = [group for group in (HEAP_THRESHOLDS, HEAP_ARENAS) if not group.set_by(environ)]
+    for group in settled:
+        for option, value in group.options:
+            glibc.option(option, value)
+    return settled
 
 
 settle_heap(_GLIBC, os.environ)
 
 
+ARROW_POOL_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
+
+
+def settle_arrow_pool(environ: Mapping[str, str]) -> str | None:
+    """Make jemalloc Arrow's default allocator, unless ``environ`` names one
+    (``ARROW_DEFAULT_MEMORY_POOL``) or this pyarrow has none; the backend set, or None.
+
+    pyarrow's default, mimalloc, gives the pages of a block back only when the thread that
+    allocated it allocates or collects again: what Arrow's decoding and the engine's read-ahead
+    and encoding threads allocate and a job frees stays with the thread, idle or not, so freed
+    memory grows with the threads. jemalloc's arenas give it back by decay and when released. A
+    24M-row primary-key write into 4 buckets on 16 threads peaked at 842-844 MB under mimalloc,
+    748-791 MB under jemalloc, in 23-24 s instead of 26 s; 10M-row compactions and upserts ran
+    10-14% faster on one core. Arrays allocated before stay with their pool."""
+    if ARROW_POOL_VARIABLE in environ:
+        return None
+    try:
+        pool = pa.jemalloc_memory_pool()
+    except NotImplementedError:
+        return None
+    pa.set_memory_pool(pool)
+    return pool.backend_name
+
+
+settle_arrow_pool(os.environ)
+
+
 def release_arrow_freed() -> None:
-    """Hand back the pages Arrow's allocator keeps of what this thread freed (mimalloc holds
-    them for the thread that freed them): cheap, so a long job calls it between its steps. A
-    12M-row primary-key write into 4 buckets on 16 threads peaked at 807-848 MB merging its
-    spilled runs (Arrow held 140-270 MB of it live), and at 777-782 MB releasing after each
-    merge step; 24M rows: 931-965 MB, and 830-867 MB."""
+    """Hand back the pages Arrow's allocator keeps freed (jemalloc until they decay; mimalloc,
+    where a user chose it, for the thread that allocated them): cheap, so a long job calls it
+    between its steps. Under mimalloc, a 12M-row primary-key write into 4 buckets on 16 threads
+    peaked at 807-848 MB merging its spilled runs (Arrow held 140-270 MB of it live), and at
+    777-782 MB releasing after each merge step; 24M rows: 931-965 MB, and 830-867 MB."""
     pa.default_memory_pool().release_unused()
 
 
 def release_freed() -> None:
-    """Hand what this process's allocators hold freed back to the system: Arrow's (mimalloc
-    keeps what a thread freed for that thread) and glibc's, whose per-thread arenas keep the
-    freed numpy arrays of merges and sorts (a 24M-row primary-key write on 16 threads peaked
-    0.1 GiB higher without it). Called when a job or a flush ends, before the next allocates.
-    glibc is trimmed only when its arenas hold more than ``TRIM_ABOVE`` freed: a trim hands
-    back every free page, which the next job then faults in again (a merged read of 16 small
-    buckets on 2 threads: 10% slower trimming after each)."""
+    """Hand what this process's allocators hold freed back to the system: Arrow's, and glibc's,
+    whose per-thread arenas keep the freed numpy arrays of merges and sorts (a 24M-row
+    primary-key write on 16 threads peaked 0.1 GiB higher without it). Called when a job or a
+    flush ends, before the next allocates. glibc is trimmed only when its arenas hold more than
+    ``TRIM_ABOVE`` freed: a trim hands back every free page, which the next job then faults in
+    again (a merged read of 16 small buckets on 2 threads: 10% slower trimming after each)."""
     release_arrow_freed()
     if _GLIBC is not None and _GLIBC.holds_freed():
         _GLIBC.trim(0)
