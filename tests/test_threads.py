@@ -386,6 +386,15 @@ def test_glibc_heap_parameters_are_settled_unless_the_user_set_them():
     assert memory.settle_heap(memory._Glibc(lambda pad: 0, None), {}) == []  # no mallopt: left alone
 
 
+def fresh_python(script: str, *args: str, **user: str) -> str:
+    """The stripped output of ``script`` run by a new interpreter whose environment sets none of
+    the allocators' settings but ``user``'s."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MALLOC_", "GLIBC_TUNABLES", "ARROW_"))}
+    out = subprocess.run([sys.executable, "-c", script, *args], env={**env, **user},
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    return out.stdout.strip()
+
+
 FAULTING_STEPS = """
 import resource, sys
 import numpy as np
@@ -405,10 +414,7 @@ def test_importing_the_engine_keeps_glibc_from_handing_back_each_steps_heap():
     (about 750 page faults each: 3 MB); with them, only the first step faults its pages in."""
 
     def faults(imported: str) -> int:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("MALLOC_", "GLIBC_TUNABLES"))}
-        out = subprocess.run([sys.executable, "-c", FAULTING_STEPS, imported], env=env,
-                             capture_output=True, text=True, check=True)  # fmt: skip
-        return int(out.stdout)
+        return int(fresh_python(FAULTING_STEPS, imported))
 
     assert faults("engine") * 10 < faults("numpy alone")
 
@@ -448,10 +454,7 @@ def test_importing_the_engine_bounds_glibcs_arenas_whatever_the_threads():
     each keeping what its thread freed; after importing the engine they share 4."""
 
     def arenas(imported: str) -> int:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("MALLOC_", "GLIBC_TUNABLES"))}
-        out = subprocess.run([sys.executable, "-c", ARENAS_OF_THREADS, imported], env=env,
-                             capture_output=True, text=True, check=True)  # fmt: skip
-        return int(out.stdout)
+        return int(fresh_python(ARENAS_OF_THREADS, imported))
 
     assert arenas("engine") == memory.ARENAS
     assert arenas("numpy alone") > memory.ARENAS
@@ -489,10 +492,7 @@ def test_importing_the_engine_after_pyarrow_allocates_from_jemalloc():
     """pyarrow imported first (its default pool already made), as a user's program does."""
 
     def run(**user: str) -> str:
-        env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
-        out = subprocess.run([sys.executable, "-c", ARROW_POOL], env={**env, **user},
-                             capture_output=True, text=True, check=True)  # fmt: skip
-        return out.stdout.strip()
+        return fresh_python(ARROW_POOL, **user)
 
     assert run() == "jemalloc True"
     assert run(ARROW_DEFAULT_MEMORY_POOL="mimalloc") == "mimalloc False"
