@@ -13,7 +13,8 @@ and :mod:`lakehouse.errors` only, as any other engine or job can be:
 - writes in Paimon's shape: ``table.new_batch_write_builder()`` -> ``new_write()``
   :class:`TableWrite` -> ``prepare_commit()`` :class:`CommitMessage` -> ``new_commit()``
   ``commit`` / ``abort``; streams through :class:`StreamWriteBuilder` (commit identifiers);
-  writes spread over processes through :class:`WriteJob` and :class:`RowRouter`;
+  writes spread over processes through :class:`WriteJob` and :class:`RowRouter` (its
+  :attr:`~RowRouter.formula` for engines that route rows themselves);
 - maintenance as :class:`MaintenanceJob` (start, units, run, finish) and its reports;
 - metadata records: :class:`TableSchema` and its types, :class:`Snapshot`, :class:`ManifestEntry`.
 """
@@ -26,6 +27,7 @@ from lakehouse.commit.table_commit import Overwrite, TableCommit
 from lakehouse.deletionvectors.index_file import DeletionFile
 from lakehouse.iceberg.metadata import IcebergSync
 from lakehouse.io.fs import storage_options
+from lakehouse.manifest.binary_row import Slot
 from lakehouse.manifest.entries import DataFileMeta, FileKind, ManifestEntry
 from lakehouse.murmur import murmur_hash
 from lakehouse.ops.branches import Branch, FastForward
@@ -105,7 +107,7 @@ from lakehouse.types import (
     type_param,
 )
 from lakehouse.write.message import CommitMessage
-from lakehouse.write.router import RowRouter
+from lakehouse.write.router import ChannelFormula, FixedBucketFormula, HashedField, RowRouter
 from lakehouse.write.table_write import TableWrite
 
 __all__ = [
@@ -174,6 +176,10 @@ __all__ = [
     "Rollback",
     "RowKind",
     "RowRouter",
+    "ChannelFormula",
+    "FixedBucketFormula",
+    "HashedField",
+    "Slot",
     "RowType",
     "SchemaMerge",
     "Snapshot",

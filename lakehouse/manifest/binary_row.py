@@ -18,6 +18,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable
 from decimal import Decimal
+from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,31 @@ _FIXED_WIDTH = {
     "FLOAT": 4,
     "DOUBLE": 8,
 }
+
+
+class Slot(Enum):
+    """How a field's value fills its 8-byte slot, for code that builds BinaryRows elsewhere (in
+    another engine's expressions). ``INT8`` .. ``INT64``: the low 1, 2, 4 or 8 bytes of the
+    physical integer (BOOLEAN 0 or 1, DATE days, TIME millis of day), little-endian, the rest
+    zero; ``BYTES``: a string's UTF-8 bytes or a binary, up to 7 inline (last slot byte ``0x80 |
+    length``), longer ones in the variable part (slot ``offset << 32 | length``); ``OTHER``: a
+    layout not described here (floats' bits, decimals, timestamps). A null field's slot is zero."""
+
+    INT8 = 1
+    INT16 = 2
+    INT32 = 4
+    INT64 = 8
+    BYTES = "bytes"
+    OTHER = "other"
+
+    @classmethod
+    def of(cls, dtype: DataType) -> Slot:
+        root = dtype.root
+        if root in STRING_ROOTS or root in BINARY_ROOTS:
+            return cls.BYTES
+        if root in _FIXED_WIDTH and root not in ("FLOAT", "DOUBLE"):
+            return cls(_FIXED_WIDTH[root])
+        return cls.OTHER
 
 
 def null_bits_width(arity: int) -> int:

@@ -16,7 +16,8 @@ before handing it to the ``paimon`` data source:
 
 :func:`write_stream` routes a streaming DataFrame the same way, each micro-batch's rows.
 
-The bucket or channel of a row is computed by an Arrow UDF over only the key columns.
+The bucket or channel of a row is computed by Spark from integer key columns
+(:mod:`lakehouse.spark.row_hash`), else by the engine in an Arrow UDF over only the key columns.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql.types import IntegerType
 
 from lakehouse import BucketMode, Overwrite, RowRouter, Table, murmur_hash
-from lakehouse.spark.kinds import arrow_udf_for
+from lakehouse.spark.kinds import arrow_udf_for, functions_for
 from lakehouse.spark.options import write_options
 from lakehouse.spark.parallelism import default_parallelism
+from lakehouse.spark.row_hash import with_route
 from lakehouse.spark.source import open_table, register
 
 if TYPE_CHECKING:
@@ -82,17 +84,25 @@ class ChannelRoute:
 def routed(df: DataFrame, table: Table, num_tasks: int) -> DataFrame:
     """``df`` shuffled so that each bucket (or dynamic-bucket assigner) is in one partition."""
     router = table.new_row_router(num_tasks)
-    if router.mode == BucketMode.HASH_FIXED:
-        route = _route_udf(router.route, df)(*(df[k] for k in router.columns))
-        keys = list(table.partition_keys)
-    elif router.mode == BucketMode.HASH_DYNAMIC:
-        route = _route_udf(ChannelRoute(router), df)(*(df[c] for c in router.columns))
-        keys = []
-    elif router.mode == BucketMode.KEY_DYNAMIC:
+    if router.mode == BucketMode.KEY_DYNAMIC:
         return df.repartition(1)  # one writer knows where every key lives
-    else:
+    formula = router.formula
+    if formula is None:
         return df
-    return df.withColumn(ROUTE, route).repartition(num_tasks, *keys, ROUTE).drop(ROUTE)
+    out = with_route(df, formula, ROUTE)  # in Spark's JVM, else by the engine in a Python worker
+    columns = [df[c] for c in router.columns]
+    if router.mode == BucketMode.HASH_FIXED:
+        out = df.withColumn(ROUTE, _route_udf(router.route, df)(*columns)) if out is None else out
+        keys = list(table.partition_keys)
+    else:
+        if out is None:
+            out = df.withColumn(ROUTE, _route_udf(ChannelRoute(router), df)(*columns))
+        else:
+            F = functions_for(df)
+            partition_keys = F.array(*(F.lit(int(k)) for k in hash_partition_keys(router.writers)))
+            out = out.withColumn(ROUTE, F.element_at(partition_keys, F.col(ROUTE) + 1))
+        keys = []
+    return out.repartition(num_tasks, *keys, ROUTE).drop(ROUTE)
 
 
 def write(

@@ -13,18 +13,58 @@ way too. :class:`RowRouter` computes, from a row's key columns alone, what decid
   that assigner owns;
 - ``KEY_DYNAMIC``: every row to one writer (only it knows where each key lives);
 - ``BUCKET_UNAWARE``: anywhere.
+
+:attr:`RowRouter.formula` states what :meth:`RowRouter.route` computes in terms another engine can
+evaluate itself (Spark in its JVM, say): the BinaryRows hashed (each field's column, type and
+:class:`Slot`), and the arithmetic on their hash codes.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 
+from lakehouse.bucket.channels import assigners_per_partition
+from lakehouse.bucket.dynamic import DynamicBucketOptions
 from lakehouse.bucket.fixed import fixed_buckets
 from lakehouse.bucket.mode import BucketMode
 from lakehouse.errors import InvalidArgumentError
+from lakehouse.manifest.binary_row import Slot
 from lakehouse.schema import TableSchema
+from lakehouse.types import DataType
 from lakehouse.write.bucket_assigner import assigner_channels
+
+
+@dataclass(frozen=True)
+class HashedField:
+    """One field of a hashed BinaryRow: the column it is read from, its type, how it fills its slot."""
+
+    name: str
+    type: DataType
+    slot: Slot
+
+
+@dataclass(frozen=True)
+class FixedBucketFormula:
+    """``HASH_FIXED``: a row's route is its bucket, ``abs(h % buckets)`` (Java's truncating ``%``),
+    ``h`` the ``BinaryRow.hashCode`` of its ``key`` fields."""
+
+    key: tuple[HashedField, ...]
+    buckets: int
+
+
+@dataclass(frozen=True)
+class ChannelFormula:
+    """``HASH_DYNAMIC``: a row's route is its assigner channel, ``(abs(p % channels) + abs(k %
+    assigners)) % channels`` (Java's ``%``), ``p`` and ``k`` the ``BinaryRow.hashCode`` of its
+    ``partition`` and ``key`` fields."""
+
+    partition: tuple[HashedField, ...]
+    key: tuple[HashedField, ...]
+    channels: int
+    assigners: int
 
 
 class RowRouter:
@@ -45,6 +85,25 @@ class RowRouter:
         if self.mode == BucketMode.HASH_DYNAMIC:
             return [*self.schema.partition_keys, *self.schema.trimmed_primary_keys]
         return []
+
+    @property
+    def formula(self) -> FixedBucketFormula | ChannelFormula | None:
+        """What :meth:`route` computes, as hashes of BinaryRows and arithmetic on them (None: the
+        table routes no rows)."""
+        if self.mode == BucketMode.HASH_FIXED:
+            return FixedBucketFormula(self._hashed(self.schema.bucket_keys), self.schema.core_options.bucket)
+        if self.mode == BucketMode.HASH_DYNAMIC:
+            initial = DynamicBucketOptions.from_table(self.schema.core_options).initial_buckets
+            return ChannelFormula(
+                self._hashed(self.schema.partition_keys),
+                self._hashed(self.schema.trimmed_primary_keys),
+                self.writers,
+                assigners_per_partition(self.writers, initial),
+            )
+        return None
+
+    def _hashed(self, names: list[str] | tuple[str, ...]) -> tuple[HashedField, ...]:
+        return tuple(HashedField(f.name, f.type, Slot.of(f.type)) for f in self.schema.fields_named(names))
 
     def route(self, *columns: pa.Array) -> np.ndarray:
         """Per row, from the :attr:`columns`: its bucket (``HASH_FIXED``) or its writer's
