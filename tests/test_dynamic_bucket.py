@@ -425,9 +425,16 @@ def test_reloading_from_written_files_continues_as_if_never_reloaded(
 # ---- dynamic-bucket tables: writes, reads, index manifest --------------------------------------
 
 from lakehouse.errors import CommitConflictError  # noqa: E402
-from lakehouse.write.bucket_assigner import assigner_channels, assigner_splits  # noqa: E402
+from lakehouse.write.bucket_assigner import assigner_splits  # noqa: E402
+from lakehouse.write.router import RowRouter  # noqa: E402
 
 from .conftest import ORDERS, orders, rows, stored_hashes  # noqa: E402
+
+
+def assigner_channels(schema, data: pa.Table, writers: int) -> np.ndarray:
+    """The assigner channel of each row of ``data`` among ``writers`` writers."""
+    router = RowRouter(schema, writers)
+    return router.route(*(data.column(c).combine_chunks() for c in router.columns))
 
 
 def dynamic_table(catalog, name="db.d", **options):

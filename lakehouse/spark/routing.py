@@ -30,7 +30,7 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql.types import IntegerType
 
-from lakehouse import BucketMode, Overwrite, RowRouter, Table, murmur_hash
+from lakehouse import BucketMode, Overwrite, Table, murmur_hash
 from lakehouse.spark.kinds import arrow_udf_for, functions_for
 from lakehouse.spark.options import write_options
 from lakehouse.spark.parallelism import default_parallelism
@@ -69,18 +69,6 @@ def _route_udf(route: Callable[..., np.ndarray], df: DataFrame) -> Callable[...,
     return arrow_udf_for(df, ids, IntegerType())
 
 
-class ChannelRoute:
-    """Per row, the int that sends it to the Spark partition numbered like its assigner channel
-    (picklable: it runs in Spark's Python workers)."""
-
-    def __init__(self, router: RowRouter) -> None:
-        self.router = router
-        self.keys = hash_partition_keys(router.writers)
-
-    def __call__(self, *columns: pa.Array) -> np.ndarray:
-        return self.keys[self.router.route(*columns)]
-
-
 def routed(df: DataFrame, table: Table, num_tasks: int) -> DataFrame:
     """``df`` shuffled so that each bucket (or dynamic-bucket assigner) is in one partition."""
     router = table.new_row_router(num_tasks)
@@ -90,19 +78,14 @@ def routed(df: DataFrame, table: Table, num_tasks: int) -> DataFrame:
     if formula is None:
         return df
     out = with_route(df, formula, ROUTE)  # in Spark's JVM, else by the engine in a Python worker
-    columns = [df[c] for c in router.columns]
+    if out is None:
+        out = df.withColumn(ROUTE, _route_udf(router.route, df)(*(df[c] for c in router.columns)))
     if router.mode == BucketMode.HASH_FIXED:
-        out = df.withColumn(ROUTE, _route_udf(router.route, df)(*columns)) if out is None else out
-        keys = list(table.partition_keys)
-    else:
-        if out is None:
-            out = df.withColumn(ROUTE, _route_udf(ChannelRoute(router), df)(*columns))
-        else:
-            F = functions_for(df)
-            partition_keys = F.array(*(F.lit(int(k)) for k in hash_partition_keys(router.writers)))
-            out = out.withColumn(ROUTE, F.element_at(partition_keys, F.col(ROUTE) + 1))
-        keys = []
-    return out.repartition(num_tasks, *keys, ROUTE).drop(ROUTE)
+        return out.repartition(num_tasks, *table.partition_keys, ROUTE).drop(ROUTE)
+    F = functions_for(df)  # channel c -> a value that Spark's hash partitioning sends to partition c
+    partition_keys = F.array(*(F.lit(int(k)) for k in hash_partition_keys(router.writers)))
+    out = out.withColumn(ROUTE, F.element_at(partition_keys, F.col(ROUTE) + 1))
+    return out.repartition(num_tasks, ROUTE).drop(ROUTE)
 
 
 def write(

@@ -49,7 +49,7 @@ def with_route(df: DataFrame, formula: FixedBucketFormula | ChannelFormula, name
         return None
     hashes = [f"{_STATE}{i}" for i in range(len(rows))]
     for fields, hashed in zip(rows, hashes, strict=True):
-        df = _with_hash(df, F, fields, hashed)
+        df = _with_hash(df, F, [(f, types[f.name]) for f in fields], hashed)
     codes = [_signed(F, F.col(h)) for h in hashes]
     if isinstance(formula, FixedBucketFormula):
         route = F.abs(codes[0] % formula.buckets)
@@ -65,9 +65,12 @@ def _integral(given: st.DataType | None, field: HashedField) -> bool:
     return integer_slot and isinstance(given, _INTEGERS) and given == spark_type(field.type)
 
 
-def _with_hash(df: DataFrame, F: ModuleType, fields: Sequence[HashedField], name: str) -> DataFrame:
-    """``df`` with column ``name``: the ``BinaryRow.hashCode`` of ``fields`` (as a word, 0 .. 2^32-1)."""
-    words = [*_header(F, fields), *(w for f in fields for w in _slot(F, f))]
+def _with_hash(
+    df: DataFrame, F: ModuleType, fields: Sequence[tuple[HashedField, st.DataType]], name: str
+) -> DataFrame:
+    """``df`` with column ``name``: the ``BinaryRow.hashCode`` of ``fields`` (each with its Spark
+    type), as a word (0 .. 2^32-1)."""
+    words = [*_header(F, [f for f, _ in fields]), *(w for f, given in fields for w in _slot(F, f, given))]
     scrambled = [f"{name}_{i}" for i in range(len(words))]
     df = df.withColumns({s: _scrambled(F, w) for s, w in zip(scrambled, words, strict=True)})
     state: Column = F.lit(SEED).cast("long")
@@ -92,10 +95,10 @@ def _header(F: ModuleType, fields: Sequence[HashedField]) -> list[Column]:
     return words
 
 
-def _slot(F: ModuleType, field: HashedField) -> tuple[Column, Column]:
+def _slot(F: ModuleType, field: HashedField, given: st.DataType) -> tuple[Column, Column]:
     """A field's slot as two words: the low bytes of its integer, little-endian, zero when null."""
     value = _column(F, field.name)
-    number = (F.unix_date(value) if field.type.root == "DATE" else value).cast("long")
+    number = (F.unix_date(value) if isinstance(given, st.DateType) else value).cast("long")
     assert isinstance(field.slot.value, int)
     if field.slot is not Slot.INT64:
         number = number.bitwiseAND((1 << (8 * field.slot.value)) - 1)

@@ -2,7 +2,7 @@
 
 A writer runs either every assigner of the table's ``dynamic-bucket.assigner-parallelism``
 (:class:`~lakehouse.bucket.dynamic.BucketAssignerGroup`), or one assigner split of a job whose
-writers each receive the rows of their own assigner channel (:func:`assigner_channels`) and write
+writers each receive the rows of their own assigner channel (``RowRouter.route``) and write
 only the buckets that assigner owns - Paimon's assigner tasks with the bucket writers in the same
 task. Such writers never write a common bucket, so their commit messages go into one commit.
 
@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from lakehouse.bucket import hash_index
-from lakehouse.bucket.channels import AssignerSplit, assigner_channel, assigners_per_partition
+from lakehouse.bucket.channels import AssignerSplit
 from lakehouse.bucket.dynamic import (
     BucketAssignerGroup,
     DynamicBucketOptions,
@@ -31,7 +31,6 @@ from lakehouse.bucket.dynamic import (
     key_hashes,
 )
 from lakehouse.errors import InvalidOptionError
-from lakehouse.manifest import binary_row
 from lakehouse.manifest.entries import IndexFileMeta, IndexManifestEntry
 from lakehouse.paths import FileNamer
 from lakehouse.schema import TableSchema
@@ -132,15 +131,3 @@ def assigner_splits(schema: TableSchema, num_writers: int) -> list[AssignerSplit
     return AssignerSplit.tasks(
         num_writers, DynamicBucketOptions.from_table(schema.core_options).initial_buckets
     )
-
-
-def assigner_channels(schema: TableSchema, data: pa.Table, num_writers: int) -> np.ndarray:
-    """The writer (0..num_writers-1) whose assigner split serves each row, from the row's partition
-    and trimmed primary-key columns (``BucketAssigner.computeAssigner``)."""
-    options = DynamicBucketOptions.from_table(schema.core_options)
-    assigners = assigners_per_partition(num_writers, options.initial_buckets)
-    keys = list(schema.trimmed_primary_keys)
-    hashes = key_hashes(data, keys, [f.type for f in schema.fields_named(keys)])
-    partitions = [data.column(p).combine_chunks() for p in schema.partition_keys]
-    partition_hashes = binary_row.row_hashes(partitions, schema.partition_types(), data.num_rows)
-    return assigner_channel(partition_hashes, hashes, num_writers, assigners)

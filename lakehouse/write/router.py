@@ -26,15 +26,15 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from lakehouse.bucket.channels import assigners_per_partition
+from lakehouse.bucket.channels import assigner_channel, assigners_per_partition
 from lakehouse.bucket.dynamic import DynamicBucketOptions
-from lakehouse.bucket.fixed import fixed_buckets
+from lakehouse.bucket.fixed import java_bucket
 from lakehouse.bucket.mode import BucketMode
 from lakehouse.errors import InvalidArgumentError
+from lakehouse.manifest import binary_row
 from lakehouse.manifest.binary_row import Slot
 from lakehouse.schema import TableSchema
 from lakehouse.types import DataType
-from lakehouse.write.bucket_assigner import assigner_channels
 
 
 @dataclass(frozen=True)
@@ -107,17 +107,24 @@ class RowRouter:
 
     def route(self, *columns: pa.Array) -> np.ndarray:
         """Per row, from the :attr:`columns`: its bucket (``HASH_FIXED``) or its writer's
-        assigner channel (``HASH_DYNAMIC``), int32."""
-        names = self.columns
-        if not names:
+        assigner channel (``HASH_DYNAMIC``), int32: the :attr:`formula`, evaluated."""
+        formula = self.formula
+        if formula is None:
             raise InvalidArgumentError(f"{self.mode} tables route no rows: any writer may take them")
         types = self.schema.arrow_types()
-        arrays = [c if c.type == types[n] else c.cast(types[n]) for c, n in zip(columns, names, strict=True)]
-        if self.mode == BucketMode.HASH_FIXED:
-            fields = self.schema.fields_named(names)
-            ids = fixed_buckets(arrays, [f.type for f in fields], self.schema.core_options.bucket)
+        given = {
+            n: c if c.type == types[n] else c.cast(types[n])
+            for c, n in zip(columns, self.columns, strict=True)
+        }
+        rows = len(columns[0])
+
+        def hashed(fields: tuple[HashedField, ...]) -> np.ndarray:
+            return binary_row.row_hashes([given[f.name] for f in fields], [f.type for f in fields], rows)
+
+        if isinstance(formula, FixedBucketFormula):
+            ids = java_bucket(hashed(formula.key), formula.buckets)
         else:
-            ids = assigner_channels(
-                self.schema, pa.table(dict(zip(names, arrays, strict=True))), self.writers
+            ids = assigner_channel(
+                hashed(formula.partition), hashed(formula.key), formula.channels, formula.assigners
             )
         return np.asarray(ids, np.int32)

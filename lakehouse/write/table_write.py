@@ -76,7 +76,7 @@ class TableWrite:
 
     ``assigner``: for dynamic-bucket tables written by several writers at once, the split of this
     writer (see :mod:`lakehouse.write.bucket_assigner`); it must receive exactly the rows
-    ``assigner_channels`` sends to it. ``names``: this writer's file names in its write's scope
+    ``RowRouter.route`` sends to it. ``names``: this writer's file names in its write's scope
     (:meth:`WriteScope.namer`; default: a write of its own). ``compact=False``: the writer leaves
     compaction to someone else (``Table.write`` under ``compaction.async``).
     """
