@@ -1,5 +1,5 @@
-"""A code location of its own for tests/dagster/test_launcher.py: jobs that record their run's
-process, wait to be terminated, or fail."""
+"""A code location of its own for tests/dagster/test_launcher.py: jobs that record the process
+of their step (in the run's process, or in a subprocess of it), wait to be terminated, or fail."""
 
 import json
 import os
@@ -36,6 +36,11 @@ def record() -> None:
     record_process()
 
 
+@dg.job(executor_def=dg.multiprocess_executor)
+def record_in_subprocess() -> None:
+    record_process()
+
+
 @dg.job
 def waits() -> None:
     wait_to_be_terminated()
@@ -46,4 +51,4 @@ def fails() -> None:
     fail()
 
 
-defs = dg.Definitions(jobs=[record, waits, fails], executor=dg.in_process_executor)
+defs = dg.Definitions(jobs=[record, record_in_subprocess, waits, fails], executor=dg.in_process_executor)

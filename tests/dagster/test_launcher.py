@@ -93,6 +93,15 @@ def test_runs_fork_from_the_warm_process_once_it_has_imported(tmp_path):
         assert json.loads((tmp_path / "1").read_text())["parent"] != launcher.warm_process.pid
 
 
+def test_a_forked_run_runs_its_steps_in_subprocesses_as_dagsters_default_executor_does(tmp_path):
+    with launched(tmp_path) as (instance, context):
+        assert launcher_of(instance).warm_process.ready(READY_S)
+        run = launch(instance, context, "record_in_subprocess", tmp_path / "1")
+        assert finished(instance, run) == DagsterRunStatus.SUCCESS
+        step = json.loads((tmp_path / "1").read_text())
+        assert str(step["parent"]) == instance.get_run_by_id(run.run_id).tags[PID_TAG]
+
+
 def test_a_forked_run_fails_and_is_terminated_as_a_run_of_the_code_server(tmp_path):
     with launched(tmp_path) as (instance, context):
         launcher = launcher_of(instance)
