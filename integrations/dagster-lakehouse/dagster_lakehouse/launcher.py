@@ -162,11 +162,12 @@ class WarmRunLauncher(DefaultRunLauncher):
         request = serialize_value(
             ExecuteRunArgs(job_origin=origin, run_id=run.run_id, instance_ref=self._instance.get_ref())
         )
+        warm = self.warm_process
         try:
-            pid = self.warm_process.fork(request)
+            pid = warm.fork(request)
         except WarmProcessError as error:  # this run goes through the code server
             if not isinstance(error, WarmProcessStarting):
-                self.dispose()  # the next run starts a new warm process
+                self._retire(warm)  # the next run starts a new warm process
             self._instance.report_engine_event(
                 f"Launching the run through its code server: {error}.", run, cls=type(self)
             )
@@ -187,10 +188,17 @@ class WarmRunLauncher(DefaultRunLauncher):
         return True
 
     def dispose(self) -> None:
+        self._retire(None)
+
+    def _retire(self, warm: WarmProcess | None) -> None:
+        """Stop the warm process, if it is still ``warm`` (whichever it is, for None): a launch
+        that found its process dead must not stop the one another launch has started since."""
         with self._lock:
-            if self._warm is not None:
-                self._warm.stop()
-                self._warm = None
+            current = self._warm
+            if current is None or warm not in (None, current):
+                return
+            self._warm = None
+        current.stop()  # outside the lock: launches need not wait for it
 
     @property
     def warm_process(self) -> WarmProcess:
