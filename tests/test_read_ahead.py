@@ -15,7 +15,7 @@ import pytest
 from lakehouse.io import read_ahead as read_ahead_module
 from lakehouse.io.cores import THREADS_ENV, usable_cores
 from lakehouse.io.read_ahead import map_ahead, read_ahead, reading_ahead
-from lakehouse.mergetree.compactor import BATCH_ROWS, STREAMED_DEPTH
+from lakehouse.mergetree.compactor import STREAMED_DEPTH
 from lakehouse.read import table_read
 
 
@@ -193,6 +193,16 @@ def test_map_ahead_closed_early_waits_for_the_steps_in_flight(cores):
     assert sorted(started) == sorted(finished)  # nothing still runs once it has returned
 
 
+BATCH_ROWS = 4096  # rows a read's merge reads per run and step in these tests
+
+
+@pytest.fixture
+def small_batches(monkeypatch):
+    """Reads merge ``BATCH_ROWS`` at a time (``table_read.READ_BATCH_ROWS``): tables of a few
+    merge steps stay small."""
+    monkeypatch.setattr(table_read, "READ_BATCH_ROWS", BATCH_ROWS)
+
+
 def runs_table(catalog, n: int, buckets: int = 1):
     """A table of ``buckets`` buckets holding ``n`` rows, each bucket in three sorted runs."""
     schema = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.int64())])
@@ -206,7 +216,7 @@ def runs_table(catalog, n: int, buckets: int = 1):
     return table
 
 
-def test_a_merged_read_with_and_without_read_ahead_gives_the_same_rows(cores, catalog):
+def test_a_merged_read_with_and_without_read_ahead_gives_the_same_rows(cores, small_batches, catalog):
     """A bucket of several sorted runs, more rows than a merge batch: merged on read-ahead
     threads or on the caller's, the rows are the same and in key order."""
     n = BATCH_ROWS + 5_000
@@ -223,7 +233,7 @@ def test_a_merged_read_with_and_without_read_ahead_gives_the_same_rows(cores, ca
     assert ahead.column("v").to_pylist() == expected
 
 
-def test_a_streamed_merge_reads_further_ahead_than_a_bulk_jobs(cores, catalog, monkeypatch):
+def test_a_streamed_merge_reads_further_ahead_than_a_bulk_jobs(cores, small_batches, catalog, monkeypatch):
     """A caller streaming a split has its runs decoded ``STREAMED_DEPTH`` batches ahead; a bulk
     job's read (``to_arrow``), whose memory its call reserved for one batch ahead, one."""
     table = runs_table(catalog, BATCH_ROWS + 5_000)
@@ -271,9 +281,11 @@ def test_read_ahead_starts_at_once_and_dropped_closes_its_source(cores):
     assert len(produced) == 2
 
 
-def test_a_stream_gives_each_splits_batches_in_turn_and_opens_the_next_one_ahead(cores, catalog, monkeypatch):
-    """The next split is opened once the current one has given its first batch, and before it
-    has given its last; the batches are each split's, in order."""
+def test_a_stream_read_a_split_at_a_time_opens_the_next_one_ahead(cores, small_batches, catalog, monkeypatch):
+    """Where the budget affords one split at a time, the next split is opened once the current
+    one has given its first batch, and before it has given its last; the batches are each
+    split's, in order."""
+    monkeypatch.setattr(table_read, "parallel_workers", lambda items, memory: 1)
     table = runs_table(catalog, BATCH_ROWS * 4, buckets=3)
     splits = table.plan().splits
     assert len(splits) == 3
@@ -304,7 +316,7 @@ def test_a_stream_gives_each_splits_batches_in_turn_and_opens_the_next_one_ahead
     assert list(read.stream([])) == []
 
 
-def test_a_merged_split_starts_decoding_once_opened(cores, catalog, monkeypatch):
+def test_a_merged_split_starts_decoding_once_opened(cores, small_batches, catalog, monkeypatch):
     """Opening a merged split (``batches``) starts decoding its runs on read-ahead threads before
     anything is read from it; reading it gives the rows as ever."""
     table = runs_table(catalog, BATCH_ROWS * 2)
@@ -325,7 +337,7 @@ def test_a_merged_split_starts_decoding_once_opened(cores, catalog, monkeypatch)
     assert pa.concat_tables(opened).equals(expected)
 
 
-def test_a_stream_closed_early_leaves_no_read_running(cores, catalog, monkeypatch):
+def test_a_stream_closed_early_leaves_no_read_running(cores, small_batches, catalog, monkeypatch):
     """A caller that stops after a split's first batch: every file read of the split it was
     reading and of the one opened ahead of it is closed by then (their read-ahead stopped)."""
     table = runs_table(catalog, BATCH_ROWS * 4, buckets=2)

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -327,6 +328,113 @@ def test_a_failed_call_leaves_no_job_waiting(sixteen_cores, budget):
     with pytest.raises(ValueError, match="bad item"):
         map_parallel(job, range(40), JobMemory(job=100, budget=budget))
     assert pool._RUNNING.waiting == 0 and pool._RUNNING.count == 0
+
+
+# ---- streams of items side by side ---------------------------------------------------------------
+
+
+def _stream_items(work: Workload, side_by_side: threading.Barrier | None = None):
+    """Item ``i`` gives ``i`` x 10 .. ``i`` x 10 + 4; the first two wait for each other."""
+
+    def elements(i: int):
+        work.start()
+        try:
+            if side_by_side is not None and i < 2:
+                side_by_side.wait()
+            for k in range(5):
+                yield i * 10 + k
+        finally:
+            work.end()
+
+    return elements
+
+
+def test_streams_run_side_by_side_and_come_item_after_item(sixteen_cores):
+    work = Workload(30)
+    elements = _stream_items(work, threading.Barrier(2, timeout=30))
+    memory = JobMemory(job=30, budget=100)
+    held = []
+    out = []
+    for element in pool.map_streams(elements, range(6), memory, 3, lambda _: 1, ahead=2):
+        held.append(JOBS.held)
+        out.append(element)
+    assert out == [i * 10 + k for i in range(6) for k in range(5)]
+    assert work.ran == 6 and work.high_water <= 90
+    assert set(held) == {90}  # the call holds its jobs' memory while it runs
+    assert JOBS.held == 0 and pool._RUNNING.count == 0 and pool._RUNNING.waiting == 0
+
+
+def test_a_stream_makes_no_more_than_ahead_before_the_caller_takes(sixteen_cores):
+    made = {0: 0, 1: 0}
+    second_waits = threading.Event()
+
+    def elements(i: int):
+        for k in range(100):
+            made[i] += 1
+            yield k
+        if i == 1:
+            second_waits.set()
+
+    streams = pool.map_streams(elements, [0, 1], JobMemory(job=1, budget=10), 2, lambda k: 10, ahead=30)
+    assert next(streams) == 0  # the first item's first; the second item runs meanwhile
+    deadline = time.monotonic() + 30
+    while made[1] < 4 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)  # time to make more, were it allowed to
+    assert made[1] == 4  # 3 waiting (30 bytes), the fourth made and waiting to be handed on
+    assert not second_waits.is_set()
+    assert list(streams) == list(range(1, 100)) + list(range(100))
+    assert second_waits.is_set()
+
+
+def test_a_failed_stream_raises_where_its_elements_were_due(sixteen_cores):
+    def elements(i: int):
+        yield i
+        if i == 1:
+            raise ValueError("bad item")
+        yield i
+
+    got = []
+    with pytest.raises(ValueError, match="bad item"):
+        for element in pool.map_streams(elements, range(8), JobMemory(job=10, budget=100), 4, lambda _: 1, 1):
+            got.append(element)
+    assert got == [0, 0, 1]
+    assert JOBS.held == 0 and pool._RUNNING.count == 0 and pool._RUNNING.waiting == 0
+
+
+def test_a_stream_closed_early_stops_its_jobs(sixteen_cores):
+    started, closed = [], []
+
+    def elements(i: int):
+        started.append(i)
+        try:
+            yield from range(1_000_000)
+        finally:
+            closed.append(i)
+
+    streams = pool.map_streams(elements, range(50), JobMemory(job=10, budget=100), 2, lambda _: 1, 1)
+    assert next(streams) == 0
+    streams.close()
+    assert sorted(started) == sorted(closed) == [0, 1]  # the two running; no other starts
+    assert JOBS.held == 0 and pool._RUNNING.count == 0 and pool._RUNNING.waiting == 0
+
+
+def test_a_merged_read_streams_its_splits_side_by_side_in_order(sixteen_cores, catalog, monkeypatch):
+    t, splits, read = _read_of(catalog, ["id"], writes=2)
+    assert not any(split.raw_convertible for split in splits)
+    threads = set()
+    batches = read.batches
+
+    def recorded(split, read_ahead=True):
+        threads.add(threading.get_ident())
+        return batches(split, read_ahead)
+
+    monkeypatch.setattr(read, "batches", recorded)
+    streamed = pa.concat_tables(read.stream(splits))
+    assert streamed.equals(pa.concat_tables([t.new_read().read_split(split) for split in splits]))
+    assert streamed.num_rows == 8_000 and streamed.column("v").to_pylist()[0].startswith("1-")
+    assert threading.get_ident() not in threads and len(threads) > 1
+    assert JOBS.held == 0
 
 
 def test_threads_of_a_budget():

@@ -106,7 +106,7 @@ def test_duplicate_keys_in_one_write_keep_the_last(catalog):
 def test_a_bucket_is_read_merged_a_batch_at_a_time(catalog, monkeypatch):
     from lakehouse.read import table_read
 
-    monkeypatch.setattr(table_read, "BATCH_ROWS", 7)  # rows a merge reads from a run at a time
+    monkeypatch.setattr(table_read, "READ_BATCH_ROWS", 7)  # rows a merge reads from a run at a time
     t = pk_orders_table(catalog, **{"write-only": "true", "bucket": "1"})
     for i in range(4):  # four overlapping sorted runs
         t.write(orders(range(i * 50, i * 50 + 100), price=float(i)))

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 from lakehouse.io.cores import usable_cores
 from lakehouse.io.memory import JOBS, JobMemory, release_freed
@@ -153,6 +154,13 @@ def submit(fn: Callable[..., R], *args: object) -> Future:
     return _pool().submit(fn, *args)
 
 
+def parallel_workers(items: int, memory: JobMemory | None = None) -> int:
+    """How many of ``items`` bulk jobs run side by side: one per usable core, as many as
+    ``memory`` affords beside the jobs running now."""
+    workers = min(items, usable_cores())
+    return workers if memory is None else min(workers, memory.threads(JOBS.held))
+
+
 def map_parallel(fn: Callable[[T], R], items: Iterable[T], memory: JobMemory | None = None) -> list[R]:
     """``[fn(x) for x in items]`` on up to one thread per usable core, for work that spends its
     time in Arrow and numpy (which release the GIL); order kept. Its threads live for this call
@@ -164,15 +172,119 @@ def map_parallel(fn: Callable[[T], R], items: Iterable[T], memory: JobMemory | N
     freed back to the system when it ends.
     """
     items = list(items)
-    workers = min(len(items), usable_cores())
+    workers = parallel_workers(len(items), memory)
     if memory is not None:
-        workers = min(workers, memory.threads(JOBS.held))
         fn = _reserving(fn, memory)
     with _RUNNING.calling(fn, len(items)) as job:
         if workers <= 1:
             return [job(x) for x in items]
         with ThreadPoolExecutor(workers) as pool:
             return list(pool.map(job, items))
+
+
+def map_streams(
+    fn: Callable[[T], Iterable[R]],
+    items: Sequence[T],
+    memory: JobMemory,
+    workers: int,
+    size: Callable[[R], int],
+    ahead: int,
+) -> Iterator[R]:
+    """The elements of ``fn(x)`` for each of ``items``, item after item, as ``itertools.chain``
+    would give them, with up to ``workers`` of the items' iterators run side by side as bulk
+    jobs (:func:`parallel_workers`), each on a thread of its own: the splits of a read, each
+    merged or decoded by one job, while the caller takes the first one's rows. A job waits
+    while what it made and the caller has not taken is ``ahead`` bytes (``size`` of each
+    element) or more, so ``memory.job`` is to include them; the call holds ``workers`` such
+    jobs of its ``memory`` while it runs. The next item starts as the first one ahead ends.
+    Closing the iterator stops the jobs after the element each is making; an error is raised
+    where its item's elements were due."""
+    channels = [_Channel(size, ahead) for _ in items]
+
+    def produce(index: int) -> None:
+        channel = channels[index]
+        elements = iter(fn(items[index]))
+        try:
+            for element in elements:
+                if not channel.put(element):
+                    break
+            channel.put(_END)
+        except BaseException as error:  # the caller raises it where this item's elements were due
+            channel.fail(error)
+        finally:
+            close = getattr(elements, "close", None)
+            if close is not None:
+                close()
+
+    with JOBS.reserve(workers * memory.job, memory.budget), _RUNNING.calling(produce, len(items)) as job:
+        pool = ThreadPoolExecutor(workers)
+        futures = [pool.submit(job, index) for index in range(len(items))]
+        try:
+            for channel in channels:
+                while (element := channel.take()) is not _END:
+                    yield cast(R, element)
+        finally:
+            for future in futures:
+                future.cancel()
+            for channel in channels:
+                channel.close()
+            pool.shutdown(wait=True)
+            release_freed()
+
+
+_END = object()
+
+
+class _Channel:
+    """Hands one producer's elements to the consumer in order: ``put`` waits while those
+    waiting to be taken are ``ahead`` bytes or more."""
+
+    def __init__(self, size: Callable[[Any], int], ahead: int) -> None:
+        self._size = size
+        self._ahead = ahead
+        self._changed = threading.Condition()
+        self._waiting: deque[tuple[object, int]] = deque()
+        self._bytes = 0  # of the elements waiting
+        self._error: BaseException | None = None
+        self._closed = False
+
+    def put(self, element: object) -> bool:
+        """Hand ``element`` on once there is room; False once the consumer is gone."""
+        nbytes = 0 if element is _END else self._size(element)
+        with self._changed:
+            while self._bytes >= self._ahead and not self._closed:
+                self._changed.wait()
+            if self._closed:
+                return False
+            self._waiting.append((element, nbytes))
+            self._bytes += nbytes
+            self._changed.notify_all()
+            return True
+
+    def fail(self, error: BaseException) -> None:
+        with self._changed:
+            self._error = error
+            self._changed.notify_all()
+
+    def take(self) -> object:
+        """The next element (``_END`` after the last), raising the producer's error in its place."""
+        with self._changed:
+            while not self._waiting and self._error is None:
+                self._changed.wait()
+            if self._waiting:
+                element, nbytes = self._waiting.popleft()
+                self._bytes -= nbytes
+                self._changed.notify_all()
+                return element
+            error = self._error
+            assert error is not None  # the loop ends on an element or an error
+            raise error
+
+    def close(self) -> None:
+        with self._changed:
+            self._closed = True
+            self._waiting.clear()
+            self._changed.notify_all()
 
 
 MIN_SLICE_ROWS = 1 << 16  # fewer rows per thread cost more to hand over than they take

@@ -391,13 +391,14 @@ class CompactTask:
 STREAMED_DEPTH = 2
 
 
-def ahead_depth(section: list[SortedRun]) -> int:
+def ahead_depth(section: list[SortedRun], batch_rows: int = BATCH_ROWS) -> int:
     """How many batches per run a merge of ``section`` decodes ahead on read-ahead threads
     (:func:`read_runs`): none for a merge of one step (``section`` holds no more rows than a
-    batch: reading ahead would only hand it to another thread) or while the bulk jobs keep every
-    core busy (:func:`~lakehouse.io.pool.spare_core`); one in a bulk job, whose call reserved
-    that much (``TableRead.memory``, :meth:`BucketCompactor.job_bytes`); ``STREAMED_DEPTH`` outside."""
-    if sum(f.row_count for run in section for f in run.files) <= BATCH_ROWS or not spare_core():
+    batch of ``batch_rows``: reading ahead would only hand it to another thread) or while the
+    bulk jobs keep every core busy (:func:`~lakehouse.io.pool.spare_core`); one in a bulk job,
+    whose call reserved that much (``TableRead.memory``, :meth:`BucketCompactor.job_bytes`);
+    ``STREAMED_DEPTH`` outside."""
+    if sum(f.row_count for run in section for f in run.files) <= batch_rows or not spare_core():
         return 0
     return 1 if in_job() else STREAMED_DEPTH
 

@@ -25,10 +25,10 @@ from lakehouse.format import parquet
 from lakehouse.format.dictionaries import concat, decoded
 from lakehouse.io.cores import usable_cores
 from lakehouse.io.memory import JobMemory
-from lakehouse.io.pool import map_parallel, map_reads
+from lakehouse.io.pool import map_parallel, map_reads, map_streams, parallel_workers
 from lakehouse.io.read_ahead import map_ahead
 from lakehouse.manifest.entries import DataFileMeta
-from lakehouse.mergetree.compactor import BATCH_ROWS, DATA_COPIES, ahead_depth, read_runs
+from lakehouse.mergetree.compactor import DATA_COPIES, ahead_depth, read_runs
 from lakehouse.mergetree.engine import ORDINAL, MergeEngine
 from lakehouse.mergetree.groups import drop_retracts
 from lakehouse.mergetree.keyorder import float_width
@@ -49,16 +49,19 @@ if TYPE_CHECKING:
     from lakehouse.store.table_store import TableStore
 
 _SYSTEM = [parquet.SEQUENCE_NUMBER, parquet.VALUE_KIND]
-# rows of a batch read straight from a file (fewer: sort-spill-buffer-size); a streamed read of
-# 10M rows in files of 2.5M peaked at 279 / 300 MB RSS (1 / 2 threads) with batches of 1M rows,
-# 185 / 200 MB with these, and took as long on 2 threads, 4-7% less on 1
+# rows of a batch read from a file (fewer: sort-spill-buffer-size), straight or by a merge: a
+# streamed read of 10M rows in files of 2.5M peaked at 279 / 300 MB RSS (1 / 2 threads) with
+# batches of 1M rows, 185 / 200 MB with these, and took as long on 2 threads, 4-7% less on 1. A
+# merge's steps take 4x compaction's (BATCH_ROWS) as splits merge side by side (``stream``): each
+# step's Python between Arrow's kernels holds the GIL, for which the splits' threads queued with
+# the smaller ones (10M rows, 16 buckets of 2 runs on 2 cores: 0.49 s against 0.67-0.70 s)
 READ_BATCH_ROWS = 1 << 18
 # what a streamed merge holds at most, in shares of sort-spill-buffer-size: a batch per sorted run,
 # as much again read ahead, and the two steps being merged from them
 MERGE_COPIES = 4
 # what it holds at its peak, in its runs' batches, measured (Arrow's allocator): a split of a 64k-row
 # batch of 4.2 MB and a run of 6k rows held 27-29 MB; one of 64k-row batches of two runs of 500k and
-# 50k rows (6.8 MB), 30 MB
+# 50k rows (6.8 MB), 30 MB; one of 256k-row batches of a run of 625k rows (15.8 MB) and one of 6k, 45 MB
 MERGE_PEAK = 6
 
 
@@ -112,20 +115,21 @@ class TableRead:
         parts = map_parallel(self.read_split, splits, self.memory(splits))
         return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
-    def memory(self, splits: list[Split], beside_buffer: bool = False) -> JobMemory:
-        """What reading one of ``splits`` holds beside the rows it returns, and what all such
-        reads of the process may hold together (``beside_buffer``: beside a write buffer, see
-        ``CoreOptions.jobs_budget``). At most ``MERGE_COPIES`` x ``sort-spill-buffer-size`` (a
-        batch per sorted run, each run's share of the buffer); less where the splits' files
-        decode to less, as their footers record it, which are read only when that bound would
-        leave cores idle (many splits on many cores: 16 buckets of 600k rows read 2 at a time
-        under the bound). Splits merged whole (keyed by floating-point columns) may hold more."""
+    def memory(self, splits: list[Split], beside_buffer: bool = False, ahead: int = 0) -> JobMemory:
+        """What reading one of ``splits`` holds beside the rows it returns (and ``ahead`` bytes
+        of them made before they are taken), and what all such reads of the process may hold
+        together (``beside_buffer``: beside a write buffer, see ``CoreOptions.jobs_budget``). At
+        most ``MERGE_COPIES`` x ``sort-spill-buffer-size`` (a batch per sorted run, each run's
+        share of the buffer); less where the splits' files decode to less, as their footers
+        record it, which are read only when that bound would leave cores idle (many splits on
+        many cores: 16 buckets of 600k rows read 2 at a time under the bound). Splits merged
+        whole (keyed by floating-point columns) may hold more."""
         bound = MERGE_COPIES * self.merge_bytes
         budget = self.table.schema.core_options.jobs_budget(beside_buffer)
-        if budget // bound >= min(len(splits), usable_cores()):
-            return JobMemory(bound, budget)
+        if budget // (bound + ahead) >= min(len(splits), usable_cores()):
+            return JobMemory(bound + ahead, budget)
         sizes = map_reads(self._split_bytes, splits, parallel=not self.table.io.is_local)
-        return JobMemory(min(bound, max(sizes, default=0)), budget)
+        return JobMemory(min(bound, max(sizes, default=0)) + ahead, budget)
 
     def _split_bytes(self, split: Split) -> int:
         """What reading ``split`` holds (:meth:`memory`), from its files' footers: ``DATA_COPIES``
@@ -145,7 +149,7 @@ class TableRead:
         held = 0
         for section in sections(list(split.files), self.key_ranges):
             share = self.merge_bytes // len(section)
-            held = max(held, sum(max(batch(f, BATCH_ROWS, share) for f in run.files) for run in section))
+            held = max(held, sum(max(batch(f, READ_BATCH_ROWS, share) for f in run.files) for run in section))
         return MERGE_PEAK * held
 
     def to_arrow_batch_reader(self, splits: list[Split]) -> pa.RecordBatchReader:
@@ -154,12 +158,23 @@ class TableRead:
         return pa.RecordBatchReader.from_batches(self.output_schema, batches)
 
     def stream(self, splits: Sequence[Split]) -> Iterator[pa.Table]:
-        """The rows of ``splits``, split after split, a batch at a time (:meth:`batches`). Once a
-        split has given its first batch, the next one is opened: its first sorted runs decode on
-        read-ahead threads while this one is read, where its first batch would otherwise come
-        with nothing beside it (a 10M-row table merged on read, 16 splits on 2 cores, best of 5
-        in three alternated runs: 0.63-0.65 s against 0.71-0.73 s). Holds at most two splits'
-        merges: the one read, and the next one's batches read ahead."""
+        """The rows of ``splits``, split after split, a batch at a time (:meth:`batches`).
+
+        Splits merged by key are read side by side, one per usable core as far as the memory
+        budget affords (:meth:`memory`), each up to ``sort-spill-buffer-size`` of its rows ahead
+        of the caller (:func:`map_streams`): a split's merge is a chain of steps that each wait
+        on the last, which read-ahead threads overlap only in part (a 10M-row table of 16 buckets
+        of two runs each, on 2 cores: 0.46-0.51 s so, 0.60-0.65 s a split at a time, 0.83-0.89 s
+        on one core). Splits read whole decode their columns side by side on Arrow's threads
+        instead, a split at a time: once a split has given its first batch, the next one is
+        opened, so that its first batch is decoded by the time it is wanted."""
+        if any(self._merges(split) for split in splits):
+            ahead = self.merge_bytes
+            memory = self.memory(list(splits), ahead=ahead)
+            workers = parallel_workers(len(splits), memory)
+            if workers > 1:
+                yield from map_streams(self.batches, splits, memory, workers, _nbytes, ahead)
+                return
         upcoming = iter(splits)
         first = next(upcoming, None)
         opened = None if first is None else self.batches(first)
@@ -209,12 +224,16 @@ class TableRead:
         False: on the caller's thread alone."""
         return self._outputs(self._versions(split, read_ahead))
 
+    def _merges(self, split: Split) -> bool:
+        """Whether ``split`` is read by merging its files' versions of keys."""
+        return bool(self.key) and not self.changes and not split.raw_convertible
+
     def _versions(self, split: Split, read_ahead: bool) -> Iterator[pa.Table]:
         """The rows of ``split`` before the filter and projection; a streamed merge's first runs
         start decoding at once."""
         if self.changes:
             return self._changed(split)
-        if not self.key or split.raw_convertible:
+        if not self._merges(split):
             return self._raw(split)
         if self.streams_merge:
             return self._merged(split, read_ahead)
@@ -253,7 +272,7 @@ class TableRead:
         position breaks sequence ties (later files win). Runs newer one after another
         (:func:`sequenced`: commits one after another) merge in the order they come, without
         reading sequence numbers. The first section's runs start decoding at once (a reader
-        opens the next split before it reads it: :meth:`stream`), the others' when they come."""
+        opens a split before it reads it: :meth:`stream`), the others' when they come."""
         position = {id(meta): i for i, meta in enumerate(split.files)}
 
         def read(meta: DataFileMeta, batch_bytes: int, ordered: bool) -> Iterator[pa.Table]:
@@ -261,7 +280,7 @@ class TableRead:
 
         def merged(section: list[SortedRun]) -> Iterator[pa.Table]:
             ordered = not self.lookup_merge and sequenced(section)
-            depth = ahead_depth(section) if read_ahead else 0
+            depth = ahead_depth(section, READ_BATCH_ROWS) if read_ahead else 0
             runs = read_runs(section, functools.partial(read, ordered=ordered), self.merge_bytes, depth)
             merge = functools.partial(self._merge, arrival_order=ordered)
             return map_ahead(merge, merge_steps(runs, self.key, tagged=not ordered), depth > 0)
@@ -312,9 +331,8 @@ class TableRead:
         merging = batch_bytes is not None
         # a merge orders versions by sequence number; rows read straight need only their kinds
         system = (_SYSTEM if merging and not ordered else [parquet.VALUE_KIND]) if self.key else []
-        batch_rows = BATCH_ROWS if merging else READ_BATCH_ROWS
         batches = iter_data_file(
-            self.table, split.bucket_path, meta, self.read_fields, system, batch_rows,
+            self.table, split.bucket_path, meta, self.read_fields, system, READ_BATCH_ROWS,
             batch_bytes=batch_bytes or self.merge_bytes, kept=rows,
             dictionaries=self.carried if merging else (),
         )  # fmt: skip
@@ -324,3 +342,7 @@ class TableRead:
                 if self.lookup_merge:
                     batch = with_level(batch, meta.level)
             yield batch
+
+
+def _nbytes(table: pa.Table) -> int:
+    return int(table.nbytes)
