@@ -101,8 +101,28 @@ def test_only_columns_of_one_value_per_row_group_are_one_valued(tmp_path):
     table = table.append_column("late", pa.array(["2024-01-01"] * (N - 1) + ["2024-01-02"]))
     table = table.append_column("gap", pa.array(["2024-01-01"] * (N - 1) + [None]))
     io, path = _file(tmp_path, table, row_group_size=1000)
-    meta = pq.ParquetFile(io.open_input(path)).metadata
-    assert one_valued(meta, ["status", "dt", "late", "gap"]) == ["dt"]  # "day": not asked for
+    pf = pq.ParquetFile(io.open_input(path))
+    asked = ["status", "dt", "late", "gap"]  # "day": not asked for
+    assert one_valued(pf.metadata, pf.schema_arrow, asked) == ["dt"]
+
+
+def test_columns_after_nested_ones_are_found_by_their_path(tmp_path):
+    """A nested column spans several Parquet columns: the columns after it are not at their
+    field's position, and the nested one is never a dictionary read."""
+    day = pa.array(["2024-01-01"] * N)
+    point = pa.StructArray.from_arrays([pa.array(range(N)), day], ["x", "dt"])
+    table = pa.table({"point": point, "tags": pa.array([["a", "b"]] * N)}).append_column("dt", day)
+    table = table.append_column("status", _columns().column("status"))
+    io, path = _file(tmp_path, table, row_group_size=1000)
+    pf = pq.ParquetFile(io.open_input(path))
+    assert pf.metadata.num_columns == 5
+    assert repeating(pf.metadata, pf.schema_arrow, ["point", "tags", "dt", "status"]) == ["dt", "status"]
+    assert one_valued(pf.metadata, pf.schema_arrow, ["point", "tags", "dt", "status"]) == ["dt"]
+    (tmp_path / "lists").mkdir()
+    io, path = _file(tmp_path / "lists", table.drop_columns(["point"]), row_group_size=1000)
+    pf = pq.ParquetFile(io.open_input(path))  # a list of strings: one column, at its field's position
+    assert pf.metadata.num_columns == 3
+    assert one_valued(pf.metadata, pf.schema_arrow, ["tags", "dt", "status"]) == ["dt"]
 
 
 def test_a_whole_file_read_decodes_plain_but_columns_of_one_value(tmp_path):

@@ -233,7 +233,7 @@ def _open_for(io: FileIO, path: str, columns: list[str], takes: bool) -> tuple[p
     names = [c for c in columns if c in set(types.names)]
     found = repeating(pf.metadata, types, names)
     if not takes:
-        found = one_valued(pf.metadata, found)
+        found = one_valued(pf.metadata, types, found)
     return (pq.ParquetFile(source, metadata=pf.metadata, read_dictionary=found) if found else pf), names
 
 
@@ -372,21 +372,19 @@ def _groups_at_once(sizes: list[int], batch_bytes: int | None) -> int:
     return min(len(sizes), usable_cores(), batch_bytes // max(1, max(sizes)) - 1)
 
 
-def one_valued(meta: pq.FileMetaData, names: Collection[str]) -> list[str]:
-    """Those of top-level columns ``names`` whose statistics say every row group holds one value
-    and no null (a partition's column): read as a dictionary, such a column decodes by repeating
-    its value (:mod:`lakehouse.format.dictionaries`)."""
+def one_valued(meta: pq.FileMetaData, types: pa.Schema, names: Collection[str]) -> list[str]:
+    """Those of top-level columns ``names`` (of a file with footer ``meta`` and Arrow schema
+    ``types``) whose statistics say every row group holds one value and no null (a partition's
+    column): read as a dictionary, such a column decodes by repeating its value
+    (:mod:`lakehouse.format.dictionaries`)."""
     found = []
-    for c in range(meta.num_columns):
-        column = meta.schema.column(c)
-        if column.name != column.path or column.name not in names:
-            continue
+    for name, c in _top_level_columns(meta, types, names):
         stats = [meta.row_group(g).column(c).statistics for g in range(meta.num_row_groups)]
         if all(
             s is not None and s.has_min_max and s.has_null_count and not s.null_count and s.min == s.max
             for s in stats
         ):
-            found.append(column.name)
+            found.append(name)
     return found
 
 
@@ -400,10 +398,7 @@ def repeating(meta: pq.FileMetaData, types: pa.Schema, names: Collection[str]) -
     build one), or the dictionary is about as large as the values."""
     wanted = {name for name in names if types.field(name).type in (pa.string(), pa.binary())}
     found = []
-    for c in range(meta.num_columns):
-        column = meta.schema.column(c)
-        if column.name != column.path or column.name not in wanted:  # nested, or not asked for
-            continue
+    for name, c in _top_level_columns(meta, types, wanted):
         chunks = [meta.row_group(g).column(c) for g in range(meta.num_row_groups)]
         if (
             chunks
@@ -411,5 +406,25 @@ def repeating(meta: pq.FileMetaData, types: pa.Schema, names: Collection[str]) -
             and sum(chunk.total_uncompressed_size for chunk in chunks) * 2
             <= sum(chunk.num_values * (_OFFSET + _average_length(chunk)) for chunk in chunks)
         ):
-            found.append(column.name)
+            found.append(name)
+    return found
+
+
+def _top_level_columns(
+    meta: pq.FileMetaData, types: pa.Schema, names: Collection[str]
+) -> list[tuple[str, int]]:
+    """Each of ``names`` that is a top-level column of one Parquet column (not nested), with that
+    column's index: its field's position where each field is one column, else found by path (a
+    footer's column descriptions cost 2-3 us each to look up, for every file a read opens)."""
+    if meta.num_columns == len(types):  # every field one column (a list of one too), in order
+        return [
+            (name, i)
+            for i, name in enumerate(types.names)
+            if name in names and not pa.types.is_nested(types.field(i).type)
+        ]
+    found = []
+    for c in range(meta.num_columns):
+        column = meta.schema.column(c)
+        if column.name == column.path and column.name in names:
+            found.append((column.name, c))
     return found
