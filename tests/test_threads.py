@@ -387,19 +387,40 @@ def test_a_stream_makes_no_more_than_ahead_before_the_caller_takes(sixteen_cores
     assert second_waits.is_set()
 
 
-def test_a_failed_stream_raises_where_its_elements_were_due(sixteen_cores):
-    def elements(i: int):
+@pytest.mark.parametrize("at_once", [False, True])  # failing on its way, or before its first element
+def test_a_failed_stream_raises_where_its_elements_were_due(sixteen_cores, at_once):
+    def generate(i: int):
         yield i
         if i == 1:
             raise ValueError("bad item")
         yield i
 
+    def elements(i: int):
+        if at_once and i == 1:
+            raise ValueError("bad item")
+        return generate(i)
+
     got = []
     with pytest.raises(ValueError, match="bad item"):
         for element in pool.map_streams(elements, range(8), JobMemory(job=10, budget=100), 4, lambda _: 1, 1):
             got.append(element)
-    assert got == [0, 0, 1]
+    assert got == ([0, 0] if at_once else [0, 0, 1])
     assert JOBS.held == 0 and pool._RUNNING.count == 0 and pool._RUNNING.waiting == 0
+
+
+def test_a_finished_stream_frees_its_thread_before_the_caller_takes_its_elements(sixteen_cores):
+    """Its end is handed on at once: the next item starts on its thread."""
+    started = threading.Event()
+
+    def elements(i: int):
+        if i == 3:
+            started.set()
+        yield i
+
+    streams = pool.map_streams(elements, range(4), JobMemory(job=10, budget=100), 2, lambda _: 1, ahead=1)
+    assert next(streams) == 0
+    assert started.wait(30)  # on one of the two threads, though items 1 and 2 wait to be taken
+    assert list(streams) == [1, 2, 3]
 
 
 def test_a_stream_closed_early_stops_its_jobs(sixteen_cores):

@@ -203,8 +203,9 @@ def map_streams(
 
     def produce(index: int) -> None:
         channel = channels[index]
-        elements = iter(fn(items[index]))
+        elements: Iterator[R] | None = None
         try:
+            elements = iter(fn(items[index]))
             for element in elements:
                 if not channel.put(element):
                     break
@@ -249,10 +250,12 @@ class _Channel:
         self._closed = False
 
     def put(self, element: object) -> bool:
-        """Hand ``element`` on once there is room; False once the consumer is gone."""
-        nbytes = 0 if element is _END else self._size(element)
+        """Hand ``element`` on once there is room (the end at once: its job is done); False once
+        the consumer is gone."""
+        end = element is _END
+        nbytes = 0 if end else self._size(element)
         with self._changed:
-            while self._bytes >= self._ahead and not self._closed:
+            while not end and self._bytes >= self._ahead and not self._closed:
                 self._changed.wait()
             if self._closed:
                 return False
