@@ -139,17 +139,18 @@ class TableRead:
         table, path = self.table, split.bucket_path
         decoded = {id(f): file_decoded_bytes(table, path, f, self.read_fields, system) for f in split.files}
 
-        def batch(f: DataFileMeta, rows: int, most: int) -> int:
-            return min(most, decoded[id(f)] * min(f.row_count, rows) // max(1, f.row_count))
+        def batch(f: DataFileMeta, most: int) -> int:
+            return min(most, decoded[id(f)] * min(f.row_count, READ_BATCH_ROWS) // max(1, f.row_count))
 
-        if self.changes or self.key and not split.raw_convertible and not self.streams_merge:
+        merges = self._merges(split)
+        if self.changes or merges and not self.streams_merge:
             return DATA_COPIES * sum(decoded.values())
-        if not self.key or split.raw_convertible:
-            return DATA_COPIES * max(batch(f, READ_BATCH_ROWS, self.merge_bytes) for f in split.files)
+        if not merges:
+            return DATA_COPIES * max(batch(f, self.merge_bytes) for f in split.files)
         held = 0
         for section in sections(list(split.files), self.key_ranges):
             share = self.merge_bytes // len(section)
-            held = max(held, sum(max(batch(f, READ_BATCH_ROWS, share) for f in run.files) for run in section))
+            held = max(held, sum(max(batch(f, share) for f in run.files) for run in section))
         return MERGE_PEAK * held
 
     def to_arrow_batch_reader(self, splits: list[Split]) -> pa.RecordBatchReader:
