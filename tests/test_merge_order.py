@@ -78,12 +78,17 @@ def test_the_merge_order_is_arrows_sort_of_key_then_order(keys, seq, key_type, k
 
 
 @settings(max_examples=200, deadline=None)
-@given(runs, st.integers(-7, 32), st.sampled_from([pa.int64(), pa.int16(), pa.float32()]))
-def test_a_step_bound_counts_the_keys_at_most_it(keys, bound, key_type):
-    run = pa.table({"k": pa.array(keys[0], key_type)})
+@given(runs, st.integers(-7, 32), st.sampled_from([pa.int64(), pa.int16(), pa.float32()]), st.data())
+def test_a_step_bound_counts_the_keys_at_most_it(keys, bound, key_type, data):
+    """Also over a run whose column comes in several chunks (batches concatenated, a run's rest
+    after a step took its head): each chunk is searched in place."""
+    values = pa.array(keys[0], key_type)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(values)), max_size=3)))
+    chunks = [values.slice(a, b - a) for a, b in zip([0, *cuts], [*cuts, len(values)], strict=True)]
     image = comparable_keys(pa.table({"k": pa.array([bound], key_type)}), ["k"]).column("k")[0].as_py()
-    expected = sum(1 for k in comparable_keys(run, ["k"]).column("k").to_pylist() if k <= image)
-    assert count_at_most(run, ["k"], (image,)) == expected
+    for run in (pa.table({"k": values}), pa.table({"k": pa.chunked_array(chunks, key_type)})):
+        expected = sum(1 for k in comparable_keys(run, ["k"]).column("k").to_pylist() if k <= image)
+        assert count_at_most(run, ["k"], (image,)) == expected
 
 
 @settings(max_examples=100, deadline=None)

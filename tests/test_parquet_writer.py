@@ -83,6 +83,64 @@ def test_the_decoded_size_of_a_file_is_its_arrow_size_not_its_pages(tmp_path):
     assert table.select(some).nbytes <= decoded_bytes(meta, some) <= 1.3 * table.select(some).nbytes
 
 
+def test_a_nested_column_counts_under_its_top_level_name(tmp_path):
+    """A struct's values (columns ``s.a``, ``s.b``) count for ``s``, and a top-level name with a
+    dot for itself (an estimate may count such a name's look-alike too, never miss it)."""
+    n = 1000
+    table = pa.table(
+        {
+            "id": pa.array(np.arange(n)),
+            "s": pa.StructArray.from_arrays([pa.array(np.arange(n)), pa.array(["x"] * n)], ["a", "b"]),
+            "s.c": pa.array(np.arange(n, dtype=np.int32)),
+        }
+    )
+    path = str(tmp_path / "f.parquet")
+    pq.write_table(table, path)
+    meta = pq.ParquetFile(path).metadata
+    whole = decoded_bytes(meta)
+    assert decoded_bytes(meta, ["id"]) + decoded_bytes(meta, ["s"]) == whole  # "s" counts "s.c" too
+    assert n * 4 <= decoded_bytes(meta, ["s.c"]) < decoded_bytes(meta, ["s"]) - n * (8 + 4)
+    assert decoded_bytes(meta, {"id", "s.c"}) == decoded_bytes(meta, ["id", "s.c"]) < whole
+
+
+def test_data_files_carry_no_arrow_schema(tmp_path):
+    """As Paimon's own writers, a data file's footer holds the Parquet schema alone (field ids):
+    no serialized Arrow schema for each reader to decode on every open (about half the cost of
+    opening a small file). Types the Parquet schema does not tell apart read back as written."""
+    from lakehouse import Catalog
+
+    schema = pa.schema(
+        [
+            ("id", pa.int64(), False),
+            ("seconds", pa.timestamp("s")),
+            ("utc", pa.timestamp("us", tz="UTC")),
+            ("tags", pa.list_(pa.string())),
+            ("attrs", pa.map_(pa.string(), pa.int32())),
+        ]
+    )
+    catalog = Catalog(str(tmp_path))
+    catalog.create_database("db")
+    table = catalog.create_table("db.t", schema, primary_keys=["id"], options={"bucket": "1"})
+    rows = pa.table(
+        {
+            "id": [1, 2],
+            "seconds": pa.array([0, 86_399], pa.timestamp("s")),
+            "utc": pa.array([1, None], pa.timestamp("us", tz="UTC")),
+            "tags": [["a", "b"], []],
+            "attrs": pa.array([[("k", 1)], None], pa.map_(pa.string(), pa.int32())),
+        },
+        schema=schema,
+    )
+    table.write(rows)
+    files = table.live_entries()
+    assert files
+    for e in files:
+        path = table.paths.data_file(table.bucket_path(e.partition, e.bucket), e.file.file_name)
+        footer = pq.ParquetFile(path).metadata.metadata or {}
+        assert b"ARROW:schema" not in footer
+    assert table.read().equals(rows)
+
+
 def test_rows_past_the_end_of_a_file_are_corrupt(tmp_path):
     """Rows to keep come from metadata (a manifest entry's row count, an index, a deletion
     vector): one past the file's rows is damage, not a pyarrow index error."""

@@ -107,7 +107,15 @@ def count_at_most(table: pa.Table, key: list[str], bound: tuple) -> int:
     if len(key) == 1:
         column = comparable(table.column(key[0]))
         if pa.types.is_integer(column.type) and not column.null_count:
-            return int(np.searchsorted(column.to_numpy(), bound[0], side="right"))
+            count = 0
+            chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+            for chunk in chunks:  # each in place: a chunked column's to_numpy copies them all
+                values = chunk.to_numpy()
+                found = int(np.searchsorted(values, bound[0], side="right"))
+                count += found
+                if found < len(values):
+                    break
+            return count
     below = np.zeros(table.num_rows, bool)
     equal = np.ones(table.num_rows, bool)
     for name, value in zip(key, bound, strict=True):
